@@ -1,0 +1,35 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+)
+
+// Version is set at build time with -ldflags "-X cwm/internal/cli.Version=...".
+var Version = "dev"
+
+type versionCmd struct{}
+
+func (*versionCmd) name() string        { return "version" }
+func (*versionCmd) synopsis() string    { return "print cwm's version" }
+func (*versionCmd) usage() string       { return "" }
+func (*versionCmd) flags(*flag.FlagSet) {}
+
+func (*versionCmd) run(_ context.Context, e *Env, args []string) error {
+	if len(args) > 0 {
+		return usagef("version takes no arguments")
+	}
+	rev := ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				rev = " " + s.Value[:12]
+			}
+		}
+	}
+	fmt.Fprintf(e.Stdout, "cwm %s%s %s/%s %s\n", Version, rev, runtime.GOOS, runtime.GOARCH, runtime.Version())
+	return nil
+}

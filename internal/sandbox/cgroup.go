@@ -1,0 +1,286 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// cgroups locates the memory and pids controllers. On cgroup v1 each
+// controller has its own hierarchy; on v2 both live in the unified one and
+// cwm needs a delegated subtree. Without either, limits fall back to
+// rlimits.
+type cgroups struct {
+	version int    // 1, 2, or 0 when unavailable
+	memory  string // v1: dir under which sandbox cgroups are made
+	pids    string // v1
+	unified string // v2
+	reason  string // why cgroups are unavailable
+}
+
+func detectCgroups() cgroups {
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return cgroups{reason: err.Error()}
+	}
+	self, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return cgroups{reason: err.Error()}
+	}
+	paths := map[string]string{} // controller (or "" for v2) -> path of this process
+	for _, line := range strings.Split(string(self), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		if f[0] == "0" && f[1] == "" {
+			paths[""] = f[2]
+			continue
+		}
+		for _, c := range strings.Split(f[1], ",") {
+			paths[c] = f[2]
+		}
+	}
+	var v1mem, v1pids, v2 string
+	for _, line := range strings.Split(string(mounts), "\n") {
+		fields := strings.Fields(line)
+		sep := -1
+		for i, f := range fields {
+			if f == "-" {
+				sep = i
+				break
+			}
+		}
+		if sep < 0 || len(fields) < sep+4 {
+			continue
+		}
+		mnt, fstype, opts := fields[4], fields[sep+1], fields[sep+3]
+		switch fstype {
+		case "cgroup":
+			for _, o := range strings.Split(opts, ",") {
+				switch o {
+				case "memory":
+					v1mem = mnt
+				case "pids":
+					v1pids = mnt
+				}
+			}
+		case "cgroup2":
+			v2 = mnt
+		}
+	}
+	if v1mem != "" && v1pids != "" {
+		cg := cgroups{version: 1,
+			memory: filepath.Join(v1mem, paths["memory"]),
+			pids:   filepath.Join(v1pids, paths["pids"])}
+		if err := probeDir(cg.memory); err != nil {
+			return cgroups{reason: "memory cgroup " + cg.memory + " not writable: " + err.Error()}
+		}
+		if err := probeDir(cg.pids); err != nil {
+			return cgroups{reason: "pids cgroup " + cg.pids + " not writable: " + err.Error()}
+		}
+		return cg
+	}
+	if v2 != "" {
+		dir := filepath.Join(v2, paths[""])
+		if err := delegateV2(dir); err != nil {
+			return cgroups{reason: "cgroup v2 at " + dir + ": " + err.Error()}
+		}
+		return cgroups{version: 2, unified: dir}
+	}
+	return cgroups{reason: "no memory and pids cgroup controllers mounted"}
+}
+
+func probeDir(dir string) error {
+	p := filepath.Join(dir, fmt.Sprintf("cwm-probe-%d", os.Getpid()))
+	if err := os.Mkdir(p, 0o755); err != nil {
+		return err
+	}
+	return os.Remove(p)
+}
+
+// delegateV2 makes dir able to hold sandbox cgroups with the memory and pids
+// controllers. A v2 cgroup with processes cannot enable controllers for its
+// children, so cwm first moves itself into a leaf of its own.
+func delegateV2(dir string) error {
+	ctrl, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
+	if err != nil {
+		return err
+	}
+	have := strings.Fields(string(ctrl))
+	for _, want := range []string{"memory", "pids"} {
+		if !contains(have, want) {
+			return fmt.Errorf("controller %s not delegated (have %q)", want, have)
+		}
+	}
+	sub, _ := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
+	if strings.Contains(string(sub), "memory") && strings.Contains(string(sub), "pids") {
+		return nil
+	}
+	leaf := filepath.Join(dir, "cwm-supervisor")
+	if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
+		return fmt.Errorf("move cwm to %s: %w", leaf, err)
+	}
+	return os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+memory +pids"), 0)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// sandboxCgroup is the cgroup (one per controller on v1) of one sandbox.
+type sandboxCgroup struct {
+	version int
+	dirs    []string // memory first, then pids (v1); the one dir (v2)
+}
+
+func (cg cgroups) create(id string, l Limits) (*sandboxCgroup, error) {
+	name := "cwm-" + id
+	sc := &sandboxCgroup{version: cg.version}
+	switch cg.version {
+	case 1:
+		sc.dirs = []string{filepath.Join(cg.memory, name), filepath.Join(cg.pids, name)}
+	case 2:
+		sc.dirs = []string{filepath.Join(cg.unified, name)}
+	default:
+		return nil, nil
+	}
+	for _, d := range sc.dirs {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			sc.destroy()
+			return nil, fmt.Errorf("create cgroup: %w", err)
+		}
+	}
+	var writes [][2]string
+	if cg.version == 1 {
+		mem := strconv.FormatInt(l.Memory, 10)
+		writes = [][2]string{
+			{filepath.Join(sc.dirs[0], "memory.limit_in_bytes"), mem},
+			{filepath.Join(sc.dirs[0], "memory.memsw.limit_in_bytes"), mem},
+			{filepath.Join(sc.dirs[1], "pids.max"), strconv.FormatInt(l.Pids, 10)},
+		}
+	} else {
+		writes = [][2]string{
+			{filepath.Join(sc.dirs[0], "memory.max"), strconv.FormatInt(l.Memory, 10)},
+			{filepath.Join(sc.dirs[0], "memory.swap.max"), "0"},
+			{filepath.Join(sc.dirs[0], "pids.max"), strconv.FormatInt(l.Pids, 10)},
+		}
+	}
+	for _, w := range writes {
+		if err := os.WriteFile(w[0], []byte(w[1]), 0); err != nil {
+			if strings.Contains(w[0], "swap") && errors.Is(err, os.ErrNotExist) {
+				continue // no swap accounting on this host
+			}
+			sc.destroy()
+			return nil, fmt.Errorf("set %s: %w", filepath.Base(w[0]), err)
+		}
+	}
+	return sc, nil
+}
+
+// add moves a process (and its future children) into the cgroup.
+func (sc *sandboxCgroup) add(pid int) error {
+	for _, d := range sc.dirs {
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+			return fmt.Errorf("add to cgroup %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// counters are the events cwm attributes limits from.
+type counters struct{ oomKills, pidsMax int64 }
+
+func (sc *sandboxCgroup) counters() counters {
+	if sc == nil {
+		return counters{}
+	}
+	if sc.version == 1 {
+		return counters{
+			oomKills: readKey(filepath.Join(sc.dirs[0], "memory.oom_control"), "oom_kill"),
+			pidsMax:  readKey(filepath.Join(sc.dirs[1], "pids.events"), "max"),
+		}
+	}
+	return counters{
+		oomKills: readKey(filepath.Join(sc.dirs[0], "memory.events"), "oom_kill"),
+		pidsMax:  readKey(filepath.Join(sc.dirs[0], "pids.events"), "max"),
+	}
+}
+
+func (sc *sandboxCgroup) pidsEvents() int64 {
+	if sc.version == 1 {
+		return readKey(filepath.Join(sc.dirs[1], "pids.events"), "max")
+	}
+	return readKey(filepath.Join(sc.dirs[0], "pids.events"), "max")
+}
+
+// readKey reads "key value" lines and returns value for key, 0 if absent.
+func readKey(path, key string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), " ")
+		if ok && k == key {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// destroy kills whatever is still in the cgroup and removes it. It is safe
+// on a partly created cgroup and on one already gone.
+func (sc *sandboxCgroup) destroy() error {
+	if sc == nil {
+		return nil
+	}
+	return removeCgroups(sc.dirs)
+}
+
+func removeCgroups(dirs []string) error {
+	var last error
+	for _, d := range dirs {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			err := syscall.Rmdir(d)
+			if err == nil || errors.Is(err, syscall.ENOENT) {
+				break
+			}
+			if errors.Is(err, syscall.EBUSY) && time.Now().Before(deadline) {
+				killCgroupProcs(d)
+				time.Sleep(time.Millisecond)
+				continue
+			}
+			last = fmt.Errorf("remove cgroup %s: %w", d, err)
+			break
+		}
+	}
+	return last
+}
+
+func killCgroupProcs(dir string) {
+	b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}

@@ -1,0 +1,181 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// The host and the sandbox's init talk over a SOCK_SEQPACKET socket pair:
+// one JSON message per packet, with file descriptors (a command's stdin,
+// stdout and stderr) passed alongside as SCM_RIGHTS. Commands' output never
+// passes through init: the host reads the pipes itself.
+
+const maxPacket = 1 << 16
+
+// setupMsg is the first message the host sends: everything init needs to
+// build the sandbox's filesystem.
+type setupMsg struct {
+	Scratch  string   `json:"scratch"`  // host dir: init's tmpfs root is mounted here
+	State    string   `json:"state"`    // host dir holding upper/work generations
+	Lowers   []string `json:"lowers"`   // host dirs, topmost first
+	HostDirs []string `json:"hostdirs"` // host system dirs bound read-only at the same path
+	Hostname string   `json:"hostname"`
+	Gen      int      `json:"gen"`
+	Rlimits  []rlimit `json:"rlimits"`
+	NoCgroup bool     `json:"nocgroup"` // limits must come from rlimits alone
+	Memory   int64    `json:"memory"`
+	Pids     int64    `json:"pids"`
+}
+
+type rlimit struct {
+	Res  int    `json:"res"`
+	Cur  uint64 `json:"cur"`
+	Max  uint64 `json:"max"`
+	Name string `json:"name"`
+}
+
+// request is a message from the host to init.
+type request struct {
+	ID  uint64 `json:"id"`
+	Op  string `json:"op"` // setup, exec, kill, reset, recycle, readfile, writefile, stat
+	Gen int    `json:"gen,omitempty"`
+
+	Setup *setupMsg `json:"setup,omitempty"`
+	Exec  *execMsg  `json:"exec,omitempty"`
+
+	// kill: the exec to kill and why
+	Target uint64 `json:"target,omitempty"`
+	Reason string `json:"reason,omitempty"`
+
+	// readfile/writefile/stat
+	Path  string `json:"path,omitempty"`
+	Mode  uint32 `json:"mode,omitempty"`
+	Limit int64  `json:"limit,omitempty"`
+}
+
+type execMsg struct {
+	Argv    []string `json:"argv"`
+	Env     []string `json:"env"`
+	Dir     string   `json:"dir"`
+	Timeout int64    `json:"timeout"` // ns; 0 = none
+	Grace   int64    `json:"grace"`   // ns between SIGTERM and SIGKILL on timeout
+	TTY     bool     `json:"tty"`     // stdin is a terminal: new session, controlling tty
+}
+
+// reply is a message from init to the host. Exec produces two: "started"
+// and later "exit" (both with the exec's request ID).
+type reply struct {
+	ID    uint64    `json:"id"`
+	Op    string    `json:"op"` // ready, ok, error, started, exit
+	Err   string    `json:"err,omitempty"`
+	Pid   int       `json:"pid,omitempty"`
+	Exit  *exitInfo `json:"exit,omitempty"`
+	Size  int64     `json:"size,omitempty"`
+	IsDir bool      `json:"isdir,omitempty"`
+	Mode  uint32    `json:"mode,omitempty"`
+}
+
+type exitInfo struct {
+	Code     int    `json:"code"`   // exit status, or -1 when killed by a signal
+	Signal   int    `json:"signal"` // signal number, 0 when it exited
+	TimedOut bool   `json:"timedout,omitempty"`
+	Killed   string `json:"killed,omitempty"` // why init killed it (host request reason)
+	UserNS   int64  `json:"user"`             // CPU time, ns
+	SysNS    int64  `json:"sys"`
+	MaxRSS   int64  `json:"maxrss"` // bytes
+}
+
+// conn is one end of the host-init socket, on Go's poller so that a waiting
+// reader holds no thread.
+type conn struct {
+	c   *net.UnixConn
+	buf []byte
+	oob []byte
+}
+
+func newConn(f *os.File) (*conn, error) {
+	fc, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	uc, ok := fc.(*net.UnixConn)
+	if !ok {
+		fc.Close()
+		return nil, fmt.Errorf("socket is %T, not a unix socket", fc)
+	}
+	return &conn{c: uc, buf: make([]byte, maxPacket), oob: make([]byte, unix.CmsgSpace(4*8))}, nil
+}
+
+// send writes one message with optional file descriptors. Callers serialise
+// sends; a SOCK_SEQPACKET write is atomic.
+func (c *conn) send(v any, files ...*os.File) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if len(b) > maxPacket {
+		return fmt.Errorf("message of %d bytes exceeds %d", len(b), maxPacket)
+	}
+	var oob []byte
+	if len(files) > 0 {
+		fds := make([]int, len(files))
+		for i, f := range files {
+			fds[i] = int(f.Fd())
+		}
+		oob = unix.UnixRights(fds...)
+	}
+	_, _, err = c.c.WriteMsgUnix(b, oob, nil)
+	return err
+}
+
+var errClosed = errors.New("connection closed")
+
+// recv reads one message and the descriptors that came with it. Only one
+// goroutine may call recv.
+func (c *conn) recv(v any) ([]*os.File, error) {
+	n, oobn, _, _, err := c.c.ReadMsgUnix(c.buf, c.oob)
+	if err != nil {
+		return nil, err
+	}
+	var files []*os.File
+	if oobn > 0 {
+		msgs, err := unix.ParseSocketControlMessage(c.oob[:oobn])
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range msgs {
+			fds, err := unix.ParseUnixRights(&m)
+			if err != nil {
+				continue
+			}
+			for _, fd := range fds {
+				unix.CloseOnExec(fd)
+				files = append(files, os.NewFile(uintptr(fd), "passed"))
+			}
+		}
+	}
+	if n == 0 && oobn == 0 {
+		return nil, errClosed
+	}
+	if err := json.Unmarshal(c.buf[:n], v); err != nil {
+		closeAll(files)
+		return nil, fmt.Errorf("decode message: %w", err)
+	}
+	return files, nil
+}
+
+func (c *conn) close() error { return c.c.Close() }
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		if f != nil {
+			f.Close()
+		}
+	}
+}

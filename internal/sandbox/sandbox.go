@@ -1,0 +1,423 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrDead is returned by operations on a sandbox whose init has gone (it was
+// closed, or killed from outside).
+var ErrDead = errors.New("sandbox is gone")
+
+// Sandbox is one isolated environment. Its methods are safe for concurrent
+// use; Exec and Shell may run side by side.
+type Sandbox struct {
+	rt   *Runtime
+	id   string
+	dir  string // host: <run>/<id>
+	cfg  Config
+	key  string
+	cg   *sandboxCgroup
+	init *exec.Cmd
+	c    *conn
+
+	sendMu sync.Mutex
+	nextID atomic.Uint64
+
+	mu      sync.Mutex
+	pending map[uint64]chan reply
+	gen     int
+
+	dead      chan struct{} // closed once init has exited and been waited for
+	deadErr   error
+	closed    atomic.Bool
+	idleSince time.Time
+}
+
+// ID is the sandbox's identifier (the name of its run directory).
+func (s *Sandbox) ID() string { return s.id }
+
+// Config returns the sandbox's normalized configuration.
+func (s *Sandbox) Config() Config { return s.cfg }
+
+func randomID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// start creates a new sandbox. seed, when set, fills the first upper layer
+// before the overlay is mounted (for Clone).
+func (rt *Runtime) start(ctx context.Context, cfg Config, seed func(upper string) error) (_ *Sandbox, err error) {
+	s := &Sandbox{rt: rt, id: randomID(), cfg: cfg, key: cfg.key(), pending: map[uint64]chan reply{}, dead: make(chan struct{})}
+	s.dir = filepath.Join(rt.dir, s.id)
+	defer func() {
+		if err != nil {
+			s.destroy()
+		}
+	}()
+	for _, d := range []string{s.dir, s.dir + "/scratch", s.dir + "/state"} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return nil, fmt.Errorf("create sandbox directory: %w", err)
+		}
+	}
+	os.Chmod(s.dir+"/state", 0o755)
+	if seed != nil {
+		if err := os.MkdirAll(s.dir+"/state/g0/upper", 0o755); err != nil {
+			return nil, err
+		}
+		if err := seed(s.dir + "/state/g0/upper"); err != nil {
+			return nil, fmt.Errorf("copy upper layer: %w", err)
+		}
+	}
+	l := cfg.Limits
+	if rt.cg.version != 0 {
+		if s.cg, err = rt.cg.create(s.id, l); err != nil {
+			return nil, err
+		}
+	}
+	lowers := append(append([]string{}, cfg.Layers...), cfg.Base)
+	var hostDirs []string
+	if cfg.Base == "" {
+		lowers[len(lowers)-1] = rt.skel
+		hostDirs = rt.hostFS
+	}
+	setup := &setupMsg{
+		Scratch: s.dir + "/scratch", State: s.dir + "/state", Lowers: lowers, HostDirs: hostDirs,
+		Hostname: cfg.Hostname, Rlimits: rlimits(l, s.cg == nil), NoCgroup: s.cg == nil,
+		Memory: l.Memory, Pids: l.Pids,
+	}
+
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("socketpair: %w", err)
+	}
+	host, child := os.NewFile(uintptr(fds[0]), "sandbox"), os.NewFile(uintptr(fds[1]), "sandbox-init")
+	defer child.Close()
+	if s.c, err = newConn(host); err != nil {
+		return nil, err
+	}
+	logf, err := os.Create(s.dir + "/init.log")
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	cmd := &exec.Cmd{
+		Path:       "/proc/self/exe",
+		Args:       []string{initArg0},
+		Env:        []string{},
+		ExtraFiles: []*os.File{child},
+		Stderr:     logf,
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
+				syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWNET,
+			UidMappings: rt.idMap(rt.uid),
+			GidMappings: rt.idMap(rt.gid),
+			// Only root may let the sandbox call setgroups; otherwise the
+			// kernel requires it to be denied before mapping groups.
+			GidMappingsEnableSetgroups: rt.uid == 0,
+			Pdeathsig:                  syscall.SIGKILL,
+		},
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start sandbox init: %w", explainStartErr(err))
+	}
+	s.init = cmd
+	go func() {
+		err := cmd.Wait()
+		s.mu.Lock()
+		s.deadErr = err
+		s.mu.Unlock()
+		s.c.close()
+		close(s.dead)
+	}()
+	rec := sandboxRecord{InitPid: cmd.Process.Pid, InitStart: procStart(cmd.Process.Pid)}
+	if s.cg != nil {
+		rec.Cgroups = s.cg.dirs
+		if err := s.cg.add(cmd.Process.Pid); err != nil {
+			return nil, err
+		}
+	}
+	b, _ := json.Marshal(rec)
+	if err := os.WriteFile(s.dir+"/sandbox.json", b, 0o600); err != nil {
+		return nil, err
+	}
+	go s.readLoop()
+	r, err := s.call(ctx, request{Op: "setup", Setup: setup})
+	if err != nil {
+		if errors.Is(err, ErrDead) {
+			msg, _ := os.ReadFile(s.dir + "/init.log")
+			if m := strings.TrimSpace(string(msg)); m != "" {
+				return nil, fmt.Errorf("sandbox init failed: %s", m)
+			}
+		}
+		return nil, fmt.Errorf("set up sandbox: %w", err)
+	}
+	_ = r
+	return s, nil
+}
+
+// idMap maps the sandbox's root to the caller. As root, uids 1-65535 are
+// also mapped (to 100001-165535) so commands can switch to unprivileged
+// users.
+func (rt *Runtime) idMap(id int) []syscall.SysProcIDMap {
+	m := []syscall.SysProcIDMap{{ContainerID: 0, HostID: id, Size: 1}}
+	if rt.uid == 0 {
+		m = append(m, syscall.SysProcIDMap{ContainerID: 1, HostID: 100001, Size: 65535})
+	}
+	return m
+}
+
+func explainStartErr(err error) error {
+	if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EINVAL) {
+		return fmt.Errorf("%w (creating user namespaces is not allowed here: check "+
+			"/proc/sys/user/max_user_namespaces, kernel.unprivileged_userns_clone and "+
+			"kernel.apparmor_restrict_unprivileged_userns)", err)
+	}
+	return err
+}
+
+func rlimits(l Limits, noCgroup bool) []rlimit {
+	cpu := uint64(l.CPU / time.Second)
+	if cpu == 0 {
+		cpu = 1
+	}
+	rl := []rlimit{
+		// SIGXCPU at the soft limit, SIGKILL a little later.
+		{Res: unix.RLIMIT_CPU, Cur: cpu, Max: cpu + 2, Name: "cpu"},
+		{Res: unix.RLIMIT_FSIZE, Cur: uint64(l.FileSize), Max: uint64(l.FileSize), Name: "file size"},
+		{Res: unix.RLIMIT_NOFILE, Cur: uint64(l.OpenFiles), Max: uint64(l.OpenFiles), Name: "open files"},
+		{Res: unix.RLIMIT_CORE, Cur: 0, Max: 0, Name: "core"},
+	}
+	if noCgroup {
+		rl = append(rl,
+			rlimit{Res: unix.RLIMIT_AS, Cur: uint64(l.Memory), Max: uint64(l.Memory), Name: "memory"},
+			rlimit{Res: unix.RLIMIT_NPROC, Cur: uint64(l.Pids), Max: uint64(l.Pids), Name: "processes"})
+	}
+	return rl
+}
+
+// readLoop delivers init's replies to whoever waits for them.
+func (s *Sandbox) readLoop() {
+	for {
+		var r reply
+		files, err := s.c.recv(&r)
+		closeAll(files)
+		if err != nil {
+			// Init is gone or talking nonsense; either way it is of no
+			// further use.
+			if s.init.Process != nil {
+				s.init.Process.Kill()
+			}
+			return
+		}
+		s.mu.Lock()
+		ch := s.pending[r.ID]
+		s.mu.Unlock()
+		if ch != nil {
+			ch <- r
+		}
+	}
+}
+
+func (s *Sandbox) register() (uint64, chan reply) {
+	id := s.nextID.Add(1)
+	ch := make(chan reply, 2)
+	s.mu.Lock()
+	s.pending[id] = ch
+	s.mu.Unlock()
+	return id, ch
+}
+
+func (s *Sandbox) unregister(id uint64) {
+	s.mu.Lock()
+	delete(s.pending, id)
+	s.mu.Unlock()
+}
+
+func (s *Sandbox) send(req request, files ...*os.File) error {
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	if err := s.c.send(req, files...); err != nil {
+		select {
+		case <-s.dead:
+			return ErrDead
+		default:
+		}
+		return fmt.Errorf("send to sandbox: %w", err)
+	}
+	return nil
+}
+
+// wait returns the next reply on ch, or an error when the sandbox dies or
+// ctx ends first.
+func (s *Sandbox) wait(ctx context.Context, ch chan reply) (reply, error) {
+	select {
+	case r := <-ch:
+		if r.Op == "error" {
+			return r, errors.New(r.Err)
+		}
+		return r, nil
+	case <-s.dead:
+		// A reply may have raced with init's exit.
+		select {
+		case r := <-ch:
+			if r.Op == "error" {
+				return r, errors.New(r.Err)
+			}
+			return r, nil
+		default:
+		}
+		return reply{}, ErrDead
+	case <-ctx.Done():
+		return reply{}, ctx.Err()
+	}
+}
+
+// call sends one request and waits for its reply.
+func (s *Sandbox) call(ctx context.Context, req request, files ...*os.File) (reply, error) {
+	id, ch := s.register()
+	defer s.unregister(id)
+	req.ID = id
+	if err := s.send(req, files...); err != nil {
+		return reply{}, err
+	}
+	return s.wait(ctx, ch)
+}
+
+func (s *Sandbox) alive() bool {
+	select {
+	case <-s.dead:
+		return false
+	default:
+		return true
+	}
+}
+
+// Reset kills every command and drops the upper layer: the sandbox is as it
+// was when created, with no trace of earlier writes. Shell sessions end.
+func (s *Sandbox) Reset(ctx context.Context) error {
+	return s.resetTo(ctx, "reset", nil)
+}
+
+func (s *Sandbox) resetTo(ctx context.Context, op string, seed func(upper string) error) error {
+	s.mu.Lock()
+	gen := s.gen + 1
+	s.mu.Unlock()
+	if seed != nil {
+		upper := fmt.Sprintf("%s/state/g%d/upper", s.dir, gen)
+		if err := os.MkdirAll(upper, 0o755); err != nil {
+			return err
+		}
+		if err := seed(upper); err != nil {
+			return fmt.Errorf("copy upper layer: %w", err)
+		}
+	}
+	if _, err := s.call(ctx, request{Op: op, Gen: gen}); err != nil {
+		return fmt.Errorf("%s sandbox: %w", op, err)
+	}
+	s.mu.Lock()
+	s.gen = gen
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Sandbox) recycle() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return s.resetTo(ctx, "recycle", nil)
+}
+
+// upperDir is the host path of the current upper layer.
+func (s *Sandbox) upperDir() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fmt.Sprintf("%s/state/g%d/upper", s.dir, s.gen)
+}
+
+// lowerDirs are the host paths of the read-only layers, topmost first.
+func (s *Sandbox) lowerDirs() []string {
+	l := append([]string{}, s.cfg.Layers...)
+	if s.cfg.Base != "" {
+		return append(l, s.cfg.Base)
+	}
+	return append(l, s.rt.skel)
+}
+
+// Clone returns a new sandbox with the same configuration whose upper layer
+// starts as a copy of this one's. Later writes in either are invisible to
+// the other. Commands running in s while it is cloned may leave the copy
+// with a partial write.
+func (s *Sandbox) Clone(ctx context.Context) (*Sandbox, error) {
+	src := s.upperDir()
+	seed := func(dst string) error { return copyTree(src, dst) }
+	rt := s.rt
+	rt.mu.Lock()
+	var warm *Sandbox
+	if list := rt.idle[s.key]; len(list) > 0 {
+		warm = list[len(list)-1]
+		rt.idle[s.key] = list[:len(list)-1]
+	}
+	rt.mu.Unlock()
+	if warm != nil {
+		if err := warm.resetTo(ctx, "reset", seed); err == nil {
+			warm.cfg = s.cfg
+			warm.closed.Store(false)
+			rt.mu.Lock()
+			rt.live[warm] = true
+			rt.mu.Unlock()
+			return warm, nil
+		}
+		warm.destroy()
+	}
+	c, err := rt.start(ctx, s.cfg, seed)
+	if err != nil {
+		return nil, err
+	}
+	rt.mu.Lock()
+	rt.live[c] = true
+	rt.mu.Unlock()
+	return c, nil
+}
+
+// Close ends the sandbox: every process in it is killed, its upper layer
+// is dropped. Close is idempotent.
+func (s *Sandbox) Close() error {
+	if !s.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	return s.rt.release(s, s.alive())
+}
+
+// destroy kills init (and so every process in the sandbox), removes the
+// cgroup and the sandbox's directory. It is safe after a partial start.
+func (s *Sandbox) destroy() error {
+	if s.init != nil && s.init.Process != nil {
+		s.init.Process.Kill()
+		<-s.dead
+	} else if s.c != nil {
+		s.c.close()
+	}
+	var first error
+	if err := s.cg.destroy(); err != nil {
+		first = err
+	}
+	if err := removeAll(s.dir); err != nil && first == nil {
+		first = fmt.Errorf("remove sandbox directory: %w", err)
+	}
+	return first
+}
