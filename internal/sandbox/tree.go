@@ -283,3 +283,14 @@ func sameContent(a, b string) bool {
 		}
 	}
 }
+
+// Snapshot copies the sandbox's upper layer (everything written since it
+// was created or last reset) to dst, a directory that must not exist yet.
+// dst can then be used as a read-only layer of other sandboxes: whiteouts
+// and opaque directories in it keep hiding what they hid.
+func (s *Sandbox) Snapshot(dst string) error {
+	if err := os.Mkdir(dst, 0o755); err != nil {
+		return err
+	}
+	return copyTree(s.upperDir(), dst)
+}
