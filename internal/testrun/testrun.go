@@ -1,0 +1,262 @@
+// Package testrun runs a repository's test command in a sandbox and
+// returns the outcome of every test: pass, fail, error or skip, with its
+// duration.
+//
+// pytest reports through a JUnit XML file written inside the sandbox and
+// read back whole (never through its console output, which tests share);
+// unittest through its verbose lines on stderr and the FAIL/ERROR sections
+// of its summary. Test ids are pytest node ids
+// ("tests/test_a.py::TestX::test_y[param]") and unittest ids
+// ("mod.Class.test_y"); both can be given back to Run to run a subset.
+// A module that fails to import is one test with the outcome error, so it
+// never hides the others (pytest runs with --continue-on-collection-errors).
+package testrun
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+	"time"
+
+	"cwm/internal/sandbox"
+)
+
+// Outcome is how one test ended.
+type Outcome string
+
+const (
+	Pass  Outcome = "pass"
+	Fail  Outcome = "fail"
+	Error Outcome = "error"
+	Skip  Outcome = "skip"
+)
+
+// rank orders outcomes when one test is reported more than once (a
+// failure in the call and an error in teardown): the worse one stands.
+func (o Outcome) rank() int {
+	switch o {
+	case Fail:
+		return 3
+	case Error:
+		return 2
+	case Skip:
+		return 1
+	}
+	return 0
+}
+
+// Test is the outcome of one test.
+type Test struct {
+	ID      string        `json:"id"`
+	Outcome Outcome       `json:"outcome"`
+	Time    time.Duration `json:"-"`
+	// Message is the first line of the failure, error or skip message.
+	Message string `json:"message,omitempty"`
+}
+
+// Options control one run.
+type Options struct {
+	// IDs, when set, run only these tests (ids as Run reports them).
+	IDs []string
+	// Timeout bounds the whole run (default: the sandbox's limit).
+	Timeout time.Duration
+	// OutputLimit bounds stdout and stderr together (default 64 MiB). All
+	// output up to the limit is kept for parsing.
+	OutputLimit int64
+	// Env entries are added to the command's environment.
+	Env []string
+	// Python is the interpreter that runs pytest and unittest (default
+	// "python", found on the sandbox's PATH).
+	Python string
+	// PythonVersion ("3.12") enables unittest's --durations on 3.12+.
+	PythonVersion string
+	// PytestArgs are added before the command's own pytest arguments
+	// (for example "-p plugin").
+	PytestArgs []string
+	// UnittestModule replaces "unittest" in "python -m unittest" (a
+	// wrapper that takes the same arguments).
+	UnittestModule string
+}
+
+// Report is the result of one run.
+type Report struct {
+	Tests []Test `json:"tests"`
+	// Argv is what ran (bash -c LINE for shell commands).
+	Argv []string `json:"argv"`
+	Dir  string   `json:"dir"`
+	// Result is how the command ended; Stdout and Stderr hold all output
+	// up to the output limit.
+	Result sandbox.Result `json:"-"`
+	// Note says why the per-test outcomes are missing or partial, if they
+	// are: a limit, a runner that wrote no report.
+	Note string `json:"note,omitempty"`
+}
+
+// defaultOutputLimit bounds a test run's output. Test suites print far
+// less; a suite that prints without end is stopped with ReasonOutput.
+const defaultOutputLimit = 64 << 20
+
+// Run runs the test command c in s and returns the outcome of each test.
+// The error is non-nil only when the command could not be run at all or
+// its report could not be read; failing tests, limits and crashes are
+// outcomes and notes in the Report.
+func Run(ctx context.Context, s *sandbox.Sandbox, c Command, opts Options) (*Report, error) {
+	if opts.OutputLimit <= 0 {
+		opts.OutputLimit = defaultOutputLimit
+	}
+	if opts.Python == "" {
+		opts.Python = "python"
+	}
+	var rnd [6]byte
+	rand.Read(rnd[:])
+	junit := "/tmp/cwm-junit-" + hex.EncodeToString(rnd[:]) + ".xml"
+	inv, err := c.invocation(opts, junit, s.Config().Workdir)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Argv: inv.argv, Dir: inv.dir}
+	res, err := s.Exec(ctx, sandbox.Cmd{
+		Args: inv.argv, Dir: inv.dir, Env: append(append([]string{}, opts.Env...), inv.env...),
+		Timeout: opts.Timeout, OutputLimit: opts.OutputLimit,
+		// Capture everything the limit lets through, so that parsing never
+		// sees a stream with its middle cut out.
+		Capture: int(opts.OutputLimit) + 1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("run tests (%s): %w", strings.Join(inv.argv, " "), err)
+	}
+	rep.Result = res
+	switch c.Framework {
+	case Unittest:
+		tests, finished := ParseUnittest(res.Stderr)
+		rep.Tests = tests
+		if !finished {
+			rep.Note = "unittest did not finish: " + res.Describe()
+		}
+	default:
+		data, err := s.ReadFile(ctx, junit, 0)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if c.Framework == Shell && res.Reason == sandbox.ReasonNone {
+				// Nothing reported per test: the command is the test.
+				o := Pass
+				if !res.Success() {
+					o = Fail
+				}
+				rep.Tests = []Test{{ID: c.Line, Outcome: o, Time: res.Duration}}
+				rep.Note = "no JUnit report: the command counts as one test"
+			} else {
+				rep.Note = "pytest wrote no report: " + res.Describe() + tail(res.Stderr, res.Stdout)
+			}
+		case err != nil:
+			return nil, fmt.Errorf("read test report %s: %w", junit, err)
+		default:
+			tests, err := ParseJUnit(data)
+			if err != nil {
+				return nil, fmt.Errorf("parse test report: %w", err)
+			}
+			rep.Tests = tests
+		}
+	}
+	if res.Reason != sandbox.ReasonNone && rep.Note == "" {
+		rep.Note = "stopped by the " + string(res.Reason) + " limit"
+	}
+	return rep, nil
+}
+
+// tail returns the last line of the first non-empty stream, for notes.
+func tail(streams ...[]byte) string {
+	for _, b := range streams {
+		s := strings.TrimSpace(string(b))
+		if s == "" {
+			continue
+		}
+		if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+			s = s[i+1:]
+		}
+		if len(s) > 300 {
+			s = s[:300] + "..."
+		}
+		return ": " + s
+	}
+	return ""
+}
+
+type invocation struct {
+	argv []string
+	dir  string
+	env  []string
+}
+
+// invocation builds the command that runs c with per-test reporting.
+func (c Command) invocation(opts Options, junit, workdir string) (invocation, error) {
+	dir := path.Join(workdir, c.Dir)
+	env := append([]string{}, c.Env...)
+	py := opts.Python
+	switch c.Framework {
+	case Pytest:
+		argv := []string{py, "-m", "pytest", "-p", "no:cacheprovider", "--junitxml=" + junit,
+			"-o", "junit_family=xunit1", "--continue-on-collection-errors"}
+		argv = append(argv, opts.PytestArgs...)
+		if len(opts.IDs) == 0 {
+			argv = append(argv, c.Args...)
+		} else {
+			argv = append(append(argv, pytestOptions(c.Args)...), opts.IDs...)
+		}
+		return invocation{argv: argv, dir: dir, env: env}, nil
+	case Unittest:
+		mod := opts.UnittestModule
+		if mod == "" {
+			mod = "unittest"
+		}
+		l := parseUnittestArgs(c.Args)
+		argv := []string{py, "-m", mod}
+		if l.discover && len(opts.IDs) == 0 {
+			// unittest only recognises discover as its first argument.
+			argv = append(argv, "discover")
+		}
+		argv = append(argv, "-v")
+		if versionAtLeast(opts.PythonVersion, 3, 12) {
+			argv = append(argv, "--durations", "0")
+		}
+		switch {
+		case len(opts.IDs) > 0:
+			// Ids are module paths from the top-level directory; run from
+			// there with the original directory importable, as discovery
+			// would have arranged.
+			argv = append(append(argv, l.options...), opts.IDs...)
+			env = append(env, "PYTHONPATH="+dir)
+			dir = path.Join(dir, l.top)
+		case l.discover:
+			argv = append(argv, "-s", l.start, "-t", l.top)
+			if l.pattern != "" {
+				argv = append(argv, "-p", l.pattern)
+			}
+			argv = append(argv, l.options...)
+		default:
+			argv = append(append(argv, l.options...), l.names...)
+		}
+		return invocation{argv: argv, dir: dir, env: env}, nil
+	default:
+		if len(opts.IDs) > 0 {
+			return invocation{}, fmt.Errorf("cannot run chosen tests with %q: cwm does not know its runner", c.Line)
+		}
+		env = append(env, "PYTEST_ADDOPTS=--junitxml="+junit+" -o junit_family=xunit1 -p no:cacheprovider --continue-on-collection-errors")
+		return invocation{argv: []string{"/bin/bash", "-c", c.Line}, dir: dir, env: env}, nil
+	}
+}
+
+// versionAtLeast reports whether a "3.12.1"-style version is at least
+// major.minor.
+func versionAtLeast(v string, major, minor int) bool {
+	var a, b int
+	if _, err := fmt.Sscanf(v, "%d.%d", &a, &b); err != nil {
+		return false
+	}
+	return a > major || a == major && b >= minor
+}

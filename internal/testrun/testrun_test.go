@@ -1,0 +1,169 @@
+package testrun
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"cwm/internal/sandbox"
+)
+
+const python = "/usr/bin/python3"
+
+// repoSandbox starts a sandbox whose /repo is a copy of testdata/name.
+func repoSandbox(t *testing.T, name string) *sandbox.Sandbox {
+	t.Helper()
+	layer := t.TempDir()
+	if err := os.CopyFS(filepath.Join(layer, "repo"), os.DirFS(filepath.Join("testdata", name))); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := sandbox.NewRuntime(sandbox.Options{Home: t.TempDir(), Warm: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	s, err := rt.New(context.Background(), sandbox.Config{
+		Layers: []string{layer}, Workdir: "/repo",
+		Env:    []string{"PYTHONDONTWRITEBYTECODE=1"},
+		Limits: sandbox.Limits{Timeout: time.Minute},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func outcomes(tests []Test) map[string]Outcome {
+	m := map[string]Outcome{}
+	for _, t := range tests {
+		m[t.ID] = t.Outcome
+	}
+	return m
+}
+
+func TestRunPytest(t *testing.T) {
+	s := repoSandbox(t, "mixed")
+	ctx := context.Background()
+	all := map[string]Outcome{
+		"tests/test_a.py::TestX::TestInner::test_deep": Pass,
+		"tests/test_a.py::TestX::test_p[a.b]":          Pass,
+		"tests/test_a.py::TestX::test_p[c::d]":         Pass,
+		"tests/test_a.py::TestX::test_p[3]":            Fail,
+		"tests/test_a.py::test_skip":                   Skip,
+		"tests/test_a.py::test_xfail":                  Skip,
+		"tests/test_a.py::test_setup_error":            Error,
+		"tests/test_a.py::test_fail_and_teardown":      Fail,
+		"tests/test_a.py::test_pass_then_teardown":     Error,
+		"tests/test_b.py::test_ok":                     Pass,
+		"tests/test_b.py::Legacy::test_legacy":         Pass,
+		"tests/test_broken.py":                         Error,
+	}
+	tests := []struct {
+		name string
+		line string
+		ids  []string
+		want map[string]Outcome
+	}{
+		{"all", "python -m pytest -q -x", nil, all},
+		{"shell", "cd . && pytest tests | cat", nil, all},
+		{"subset", "pytest -q -k nothing_matches tests", []string{"tests/test_a.py::TestX::test_p[c::d]", "tests/test_b.py::Legacy::test_legacy", "tests/test_broken.py"},
+			map[string]Outcome{"tests/test_a.py::TestX::test_p[c::d]": Pass, "tests/test_b.py::Legacy::test_legacy": Pass, "tests/test_broken.py": Error}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse(tt.line)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := Run(ctx, s, c, Options{Python: python, IDs: tt.ids})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, outcomes(rep.Tests)); diff != "" {
+				t.Errorf("Run(%q) outcomes mismatch (-want +got):\n%s\nstderr: %s", tt.line, diff, rep.Result.Stderr)
+			}
+			if tt.name == "all" && !strings.Contains(string(rep.Result.Stdout), "to stdout") {
+				t.Errorf("Run(%q) stdout lacks the test's own output:\n%s", tt.line, rep.Result.Stdout)
+			}
+		})
+	}
+}
+
+func TestRunUnittest(t *testing.T) {
+	s := repoSandbox(t, "unit")
+	ctx := context.Background()
+	all := map[string]Outcome{
+		"test_unit.Doubling.test_ok":               Pass,
+		"test_unit.Doubling.test_doc":              Pass,
+		"test_unit.Doubling.test_skipped":          Skip,
+		"test_unit.Doubling.test_fail":             Fail,
+		"test_unit.Doubling.test_error":            Error,
+		"test_unit.Doubling.test_expected_failure": Skip,
+		"test_unit.Doubling.test_subtests":         Fail,
+		"test_unit.BrokenSetup":                    Error,
+		"test_broken":                              Error,
+	}
+	tests := []struct {
+		name string
+		ids  []string
+		want map[string]Outcome
+	}{
+		{"all", nil, all},
+		{"subset", []string{"test_unit.Doubling.test_ok", "test_unit.Doubling.test_skipped", "test_broken"},
+			map[string]Outcome{"test_unit.Doubling.test_ok": Pass, "test_unit.Doubling.test_skipped": Skip, "test_broken": Error}},
+	}
+	c, err := Parse("python -m unittest discover -s tests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep, err := Run(ctx, s, c, Options{Python: python, IDs: tt.ids})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, outcomes(rep.Tests)); diff != "" {
+				t.Errorf("Run outcomes mismatch (-want +got):\n%s\nstderr: %s", diff, rep.Result.Stderr)
+			}
+			if rep.Note != "" {
+				t.Errorf("Run note = %q, want none", rep.Note)
+			}
+		})
+	}
+}
+
+func TestRunLimits(t *testing.T) {
+	s := repoSandbox(t, "mixed")
+	ctx := context.Background()
+	tests := []struct {
+		line   string
+		opts   Options
+		reason sandbox.Reason
+	}{
+		{"python3 -c 'import time; time.sleep(60)'", Options{Timeout: time.Second}, sandbox.ReasonTimeout},
+		{"yes", Options{OutputLimit: 1 << 20}, sandbox.ReasonOutput},
+	}
+	for _, tt := range tests {
+		c, err := Parse(tt.line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		rep, err := Run(ctx, s, c, tt.opts)
+		if err != nil {
+			t.Fatalf("Run(%q): %v", tt.line, err)
+		}
+		if rep.Result.Reason != tt.reason || len(rep.Tests) != 0 || rep.Note == "" {
+			t.Errorf("Run(%q) = reason %q, %d tests, note %q; want reason %q, no tests, a note", tt.line, rep.Result.Reason, len(rep.Tests), rep.Note, tt.reason)
+		}
+		if d := time.Since(start); d > 20*time.Second {
+			t.Errorf("Run(%q) took %v", tt.line, d)
+		}
+	}
+}
