@@ -3,6 +3,7 @@ package trace
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -141,4 +142,22 @@ func containsInt(xs []int, x int) bool {
 		}
 	}
 	return false
+}
+
+// Recovery must stay linear in the text: a model can emit thousands of
+// frames with a defect repeated in each.
+func TestParseLenientIsLinear(t *testing.T) {
+	for _, frame := range []string{
+		"<|line_sep|>{}<|action_sep|>x<|frame_sep|>", // no newline anywhere
+		`<|line_sep|>{"a": "1"<|frame_sep|>`,         // no action
+		"<|return_sep|><|action_sep|>x<|arg_sep|>1",  // no newline, arg not JSON
+		"<|line_sep|>{\"",                            // unterminated key
+	} {
+		text := strings.Repeat(frame, 100_000)
+		start := time.Now()
+		_, st := ParseLenient(text)
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("ParseLenient(%d × %q) took %v (%d frames, %d errors)", 100_000, frame, d, st.Frames, st.FormatErrors)
+		}
+	}
 }

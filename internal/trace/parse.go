@@ -138,12 +138,16 @@ func parseFrame(s string, i int, strict bool) (Frame, int, *SyntaxError) {
 // sourceEnd returns where the source line starting at s[i] ends: at its
 // newline, or at a special token if the newline is missing (a source line
 // of a valid trace is a line of a context free of special tokens).
+//
+// The token is looked for first so that the newline search stays within
+// the frame: searching the rest of the text for a newline that is not
+// there, once per frame, would make ParseLenient quadratic.
 func sourceEnd(s string, i int) int {
 	end := len(s)
-	if k := strings.IndexByte(s[i:], '\n'); k >= 0 {
+	if k, _ := indexToken(s[i:]); k >= 0 {
 		end = i + k
 	}
-	if k, _ := indexToken(s[i:end]); k >= 0 {
+	if k := strings.IndexByte(s[i:end], '\n'); k >= 0 {
 		end = i + k
 	}
 	return end

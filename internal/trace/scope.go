@@ -58,13 +58,17 @@ func Compress(frames []Frame) []Frame {
 				break
 			}
 			top := len(prev) - 1
-			full := f.Locals
+			// full is this frame's locals with Unchanged resolved; it
+			// shares the input's array until a value must be resolved.
+			full, owned := f.Locals, false
 			compressed := cloneLocals(f.Locals) // nil stays nil
 			for j, l := range f.Locals {
 				pv, ok := lookup(prev[top], l.Name, j)
 				switch {
 				case l.Value == Unchanged:
-					full = ownCopy(full, f.Locals)
+					if !owned {
+						full, owned = cloneLocals(f.Locals), true
+					}
 					if ok {
 						full[j].Value = pv
 					}
@@ -180,12 +184,4 @@ func cloneLocals(locals []Local) []Local {
 		return nil
 	}
 	return append(make([]Local, 0, len(locals)), locals...)
-}
-
-// ownCopy returns cur if it is already a copy, else a copy of orig.
-func ownCopy(cur, orig []Local) []Local {
-	if len(cur) > 0 && len(orig) > 0 && &cur[0] != &orig[0] {
-		return cur
-	}
-	return cloneLocals(orig)
 }
