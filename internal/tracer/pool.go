@@ -1,0 +1,226 @@
+package tracer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"time"
+
+	"cwm/internal/sandbox"
+)
+
+// Options configure a Pool. Zero fields take the defaults in parentheses.
+type Options struct {
+	// Workers is the number of fork servers, each in its own sandbox
+	// (runtime.NumCPU()).
+	Workers int
+	// Timeout is the wall clock of one function, module code included (5s).
+	Timeout time.Duration
+	// MaxEvents caps the line events of a trace (10,000, as CWM's data).
+	MaxEvents int
+	// MaxBytes caps the trace text (1 MiB).
+	MaxBytes int
+	// MaxRepr caps one value text; longer ones are cut (4096 characters).
+	MaxRepr int
+	// MaxOutput caps the text of main's result in Result.Output (65536).
+	MaxOutput int
+	// MaxCapture is how much of the program's stdout and stderr is kept
+	// (4096 characters each).
+	MaxCapture int
+	// Memory is the address space of one runner in bytes (1 GiB); past it
+	// allocations raise MemoryError in the program.
+	Memory int64
+	// Recycle is how many functions a runner traces before it is replaced
+	// by a fresh fork (1000); 1 forks a new runner for every function.
+	Recycle int
+	// Python is the interpreter inside the sandbox (/usr/bin/python3).
+	Python string
+	// Log receives worker restarts; nil discards them.
+	Log *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.Workers <= 0 {
+		o.Workers = runtime.NumCPU()
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Second
+	}
+	if o.MaxEvents <= 0 {
+		o.MaxEvents = 10000
+	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = 1 << 20
+	}
+	if o.MaxRepr <= 0 {
+		o.MaxRepr = 4096
+	}
+	if o.MaxOutput <= 0 {
+		o.MaxOutput = 65536
+	}
+	if o.MaxCapture <= 0 {
+		o.MaxCapture = 4096
+	}
+	if o.Memory <= 0 {
+		o.Memory = 1 << 30
+	}
+	if o.Recycle <= 0 {
+		o.Recycle = 1000
+	}
+	if o.Python == "" {
+		o.Python = "/usr/bin/python3"
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Pool traces functions on a set of workers. Its methods are safe for
+// concurrent use; each call occupies one worker.
+type Pool struct {
+	opts Options
+	idle chan *worker
+
+	mu      sync.Mutex
+	all     []*worker
+	started bool // all workers were put in idle once
+	closed  bool
+}
+
+// NewPool starts opts.Workers workers in sandboxes of rt and waits until
+// they are ready.
+func NewPool(ctx context.Context, rt *sandbox.Runtime, opts Options) (*Pool, error) {
+	opts = opts.withDefaults()
+	p := &Pool{opts: opts, idle: make(chan *worker, opts.Workers)}
+	errs := make(chan error, opts.Workers)
+	for i := 0; i < opts.Workers; i++ {
+		w := &worker{rt: rt, opts: &p.opts}
+		p.all = append(p.all, w)
+		go func() { errs <- w.start(ctx) }()
+	}
+	var first error
+	for range p.all {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		p.Close()
+		return nil, first
+	}
+	for _, w := range p.all {
+		p.idle <- w
+	}
+	p.started = true
+	return p, nil
+}
+
+// Options returns the pool's options with defaults filled in.
+func (p *Pool) Options() Options { return p.opts }
+
+// Trace traces one function. Problems of the function are reported in the
+// Result (status and reason); only a cancelled ctx makes Trace return
+// early, with status error.
+func (p *Pool) Trace(ctx context.Context, f Func) Result {
+	src := Context(f.Code, f.Call)
+	req := &request{ID: f.ID, Source: src, Filename: Filename, Timeout: p.opts.Timeout.Seconds(),
+		MaxEvents: p.opts.MaxEvents, MaxBytes: p.opts.MaxBytes, MaxRepr: p.opts.MaxRepr,
+		MaxOutput: p.opts.MaxOutput, MaxCapture: p.opts.MaxCapture}
+	line, err := p.do(ctx, req)
+	if err != nil {
+		return Result{ID: f.ID, Status: Error, Context: src, Error: err.Error()}
+	}
+	var resp response
+	if err := json.Unmarshal(line, &resp); err != nil {
+		return Result{ID: f.ID, Status: Error, Context: src,
+			Error: fmt.Sprintf("unreadable worker response (a cwm bug): %v", err)}
+	}
+	resp.ID = f.ID
+	return build(src, &resp, limits{maxBytes: p.opts.MaxBytes})
+}
+
+// Mutation is a mutated call: the call expression and its argument text.
+type Mutation struct {
+	Call  string `json:"call"`
+	Input string `json:"input"`
+}
+
+// ErrNotMutable is returned by Mutate for calls whose arguments are not
+// all literals.
+var ErrNotMutable = errors.New("call arguments cannot be mutated")
+
+// Mutate returns up to n distinct type-preserving mutations of the
+// arguments of call (see mutate.py), deterministic for a seed.
+func (p *Pool) Mutate(ctx context.Context, call string, seed int64, n int) ([]Mutation, error) {
+	line, err := p.do(ctx, &request{Op: "mutate", Call: call, Seed: seed, N: n, Timeout: p.opts.Timeout.Seconds()})
+	if err != nil {
+		return nil, err
+	}
+	var resp response
+	if err := json.Unmarshal(line, &resp); err != nil {
+		return nil, fmt.Errorf("unreadable mutate response: %w", err)
+	}
+	if resp.Error != "" {
+		return nil, fmt.Errorf("%w: %s", ErrNotMutable, resp.Error)
+	}
+	return resp.Calls, nil
+}
+
+// do runs one request on an idle worker. A worker that could not be
+// (re)started is tried once more; a request that reached its worker and
+// killed it is not retried (it would kill the next one too): its error is
+// returned, and the worker restarts on its next request.
+func (p *Pool) do(ctx context.Context, req *request) ([]byte, error) {
+	var w *worker
+	select {
+	case w = <-p.idle:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { p.idle <- w }()
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		return nil, errors.New("trace pool is closed")
+	}
+	// The server kills a runner at Timeout + 1s + Timeout/5; the margin
+	// beyond covers serialising a large result and a fresh fork.
+	wait := p.opts.Timeout*2 + 30*time.Second
+	line, sent, err := w.do(ctx, req, wait)
+	if err != nil && ctx.Err() == nil {
+		p.opts.Log.Warn("trace worker failed", "id", req.ID, "err", err)
+		if !sent {
+			line, _, err = w.do(ctx, req, wait)
+		}
+	}
+	return line, err
+}
+
+// Close stops every worker and its sandbox.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	started := p.started
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, w := range p.all {
+		if started {
+			// Wait for calls in flight to hand their worker back.
+			w = <-p.idle
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); w.close() }()
+	}
+	wg.Wait()
+	return nil
+}

@@ -1,0 +1,536 @@
+"""cwm's Python execution tracer: CWM-format traces from sys.settrace (3.11).
+
+Run inside a cwm sandbox, never on the host. Two modes:
+
+  python3 tracer.py serve [RECYCLE]   fork server: JSON requests on stdin,
+                                      one JSON result line per request
+  python3 tracer.py once              trace one request read from stdin
+
+The server imports everything once, then forks a *runner* that traces
+functions one after another and is replaced by a fresh fork from the
+pristine server whenever a function leaves any detectable trace in the
+process (see _fingerprint), after RECYCLE functions, on a timeout or a death.
+RECYCLE=1 forks a new runner for every function. The runner sends each
+result to the server through a pipe; the server enforces the wall clock
+(kill -> "timeout") and reports runner deaths as "error". The protocol file
+descriptors are private: fds 0 and 1 point at /dev/null, so nothing the
+traced program writes can reach the protocol.
+
+Frames follow CWM-SPEC 1.2; values follow docs/traces.md ("Value text").
+Python 3.11 standard library only.
+"""
+
+import builtins
+import linecache
+import os
+import random
+import re
+import sys
+import time
+import types
+
+# ---------------------------------------------------------------- value text
+
+_MAXR = 4096          # longest value text before truncation (max_repr)
+_BIGLEN = _MAXR // 3  # containers longer than this cannot fit: render a prefix
+_ILIM = 10 ** 18      # ints inside (-_ILIM, _ILIM) take the plain repr path
+_ADDR = re.compile(r" at 0x[0-9a-fA-F]+")
+_TID = re.compile(r"((?:started|stopped)(?: daemon)?) \d+")
+_SEQS = {list: "[]", tuple: "()", set: "{}", frozenset: "frozenset({})", dict: "{}"}
+# Types whose text cannot change while the object stays the same: an
+# unchanged local of such a type is written ".." without calling repr.
+_STAB = {t: True for t in (int, float, str, bytes, bool, type(None), complex,
+                           range, type(...), type(NotImplemented))}
+_active = set()       # ids of containers being rendered by _bounded (cycles)
+_ticks = 0            # SIGPROF ticks (50 ms of CPU each) during a run
+_repr_since = -1      # tick at which a repr of untrusted code began, or -1
+
+
+class _ReprTimeout(BaseException):
+    """Raised by the SIGPROF handler inside a __repr__ that runs too long."""
+
+
+def _cut(r, more, unit="chars"):
+    return r[:_MAXR] + "<... %d more %s>" % (more, unit)
+
+
+def _text(v):
+    """The value text of v: its repr, without addresses, bounded, never raising."""
+    tv = type(v)
+    if tv is int:
+        if -_ILIM < v < _ILIM:
+            return repr(v)
+        return _int_text(v)
+    if tv is str:
+        if len(v) <= _MAXR:
+            r = repr(v)
+            return r if len(r) <= _MAXR else _cut(r, len(r) - _MAXR)
+        return _cut(repr(v[:_MAXR]), len(v) - _MAXR)
+    if tv is float or tv is bool or v is None:
+        return repr(v)
+    return _slow(v)
+
+
+def _int_text(v):
+    try:
+        r = repr(v)
+    except ValueError:  # beyond sys.get_int_max_str_digits()
+        return "<int: %d bits>" % v.bit_length()
+    return r if len(r) <= _MAXR else _cut(r, len(r) - _MAXR)
+
+
+def _slow(v):
+    global _repr_since
+    tv = type(v)
+    if tv not in _STAB:
+        _classify_type(tv)
+    if tv in _SEQS and len(v) > _BIGLEN:
+        return _bounded(v, tv)
+    if (tv is bytes or tv is bytearray) and len(v) > _MAXR:
+        return _cut(repr(v[:_MAXR]), len(v) - _MAXR)
+    # User code may run from here on (a __repr__, also inside containers);
+    # SIGPROF interrupts it after 50-100 ms of CPU (see _on_prof).
+    _repr_since = _ticks
+    try:
+        r = repr(v)
+        _repr_since = -1
+        if type(r) is not str:  # a str subclass could run code in == or len
+            r = "".join([r])
+    except BaseException:
+        _repr_since = -1
+        r = _fallback(v)
+    if " at 0x" in r:
+        r = _ADDR.sub("", r)
+    if "started " in r or "stopped " in r:
+        r = _TID.sub(r"\1", r)
+    return r if len(r) <= _MAXR else _cut(r, len(r) - _MAXR)
+
+
+def _fallback(v):
+    """Text for a value whose repr failed or timed out: object.__repr__'s."""
+    try:
+        return _ADDR.sub("", object.__repr__(v))
+    except BaseException:
+        return "<object>"
+
+
+def _classify_type(tv):
+    try:
+        _STAB[tv] = getattr(tv, "__repr__", None) is object.__repr__
+    except BaseException:
+        _STAB[tv] = False
+
+
+def _bounded(v, tv):
+    """A prefix of a long built-in container's repr, then a count of the rest."""
+    if id(v) in _active:
+        return _SEQS[tv].replace("{}", "{...}").replace("[]", "[...]").replace("()", "(...)")
+    _active.add(id(v))
+    try:
+        parts, n = [], 0
+        items = v.items() if tv is dict else v
+        for x in items:
+            t = _text(x[0]) + ": " + _text(x[1]) if tv is dict else _text(x)
+            parts.append(t)
+            n += len(t) + 2
+            if n > _MAXR:
+                break
+        body = ", ".join(parts) + ", <... %d more items>" % (len(v) - len(parts))
+        if tv is frozenset:
+            return "frozenset({" + body + "})"
+        return _SEQS[tv][0] + body + _SEQS[tv][1]
+    except BaseException:  # a __repr__ of an element changed the container
+        return _fallback(v)
+    finally:
+        _active.discard(id(v))
+
+
+def _exc_text(arg):
+    # The settrace tuple (type, value, traceback), as CWM shows it.
+    return "(" + _text(arg[0]) + ", " + _text(arg[1]) + ", " + _text(arg[2]) + ")"
+
+
+# ------------------------------------------------------------------ tracing
+#
+# Frames are recorded as tuples, serialised once at the end:
+#   call (1, lineno, code index, [name, text, ...])
+#   line (2, lineno, [name, text, ...])        text ".." when unchanged
+#   return (3, lineno, text), exception (4, lineno, text)
+# Depth and code of line/return/exception frames follow from the call/return
+# nesting, so they are not repeated per event.
+
+_MISSING = object()
+_HEADROOM = 200       # recursion levels kept free for the tracer itself
+_file = "<cwm-trace>"
+_roots = ()           # in-scope directory prefixes (repository tracing)
+_codes = {}           # code object -> index in _code_table, or -1
+_code_table = []
+_frames = []
+_entry = None         # code of the entry function
+_main = None          # frame of the entry call
+_state = 0            # 0 waiting for entry, 1 recording, 2 entry returned, 3 stopped
+_status = ""
+_reason = ""
+_nlines = _nbytes = 0
+_max_lines = 10000
+_max_bytes = 1 << 20
+_depth = 0            # in-scope frames on the stack
+_base_depth = 0       # Python stack depth of the entry frame
+_user_limit = 1000    # the recursion limit the program sees
+_base = None          # frame of the last call/line record, if no call/return since
+_bt = {}              # its locals' texts
+_bo = {}              # its locals' objects
+_settrace = sys.settrace
+_replaced = ""
+
+
+def _classify(code):
+    f = code.co_filename
+    if f == _file or (_roots and f.startswith(_roots)):
+        ci = len(_code_table)
+        _code_table.append((f, code.co_qualname, code.co_firstlineno))
+    else:
+        ci = -1
+    _codes[code] = ci
+    return ci
+
+
+def _stack_depth(frame):
+    n = 0
+    while frame is not None:
+        n += 1
+        frame = frame.f_back
+    return n
+
+
+def _on_call(frame, event, arg):
+    """Global trace function: CPython calls it for every new frame."""
+    global _state, _main, _depth, _base_depth, _base, _bt, _bo, _nbytes
+    overflow = False
+    try:
+        code = frame.f_code
+        ci = _codes.get(code)
+        if ci is None:
+            ci = _classify(code)
+        if ci < 0:
+            return None
+        if _state != 1:
+            if _state != 0 or code is not _entry:
+                return None
+            _state, _main, _depth = 1, frame, 0
+            _base_depth = _stack_depth(frame)
+        if _base_depth + _depth >= _user_limit - 50:
+            overflow = _stack_depth(frame) > _user_limit
+        if not overflow:
+            loc = frame.f_locals
+            bt, out, n = {}, [], 0
+            for k, v in loc.items():
+                t = _text(v)
+                bt[k] = t
+                out.append(k)
+                out.append(t)
+                n += len(t)
+            _base, _bt, _bo = frame, bt, loc.copy()
+            _frames.append((1, frame.f_lineno, ci, out))
+            _depth += 1
+            _nbytes += 42 + 7 * len(bt) + n
+            if _nbytes > _max_bytes:
+                _stop("too_long", "trace text over %d bytes" % _max_bytes)
+            return _on_event
+    except BaseException as e:
+        _stop("error", "tracer failure: %s" % _text(e))
+        return None
+    # The program recursed past its recursion limit. Untraced, creating this
+    # frame would have raised RecursionError; it is raised here, where the
+    # tracer still has headroom. Raising from a trace function makes CPython
+    # switch tracing off; the profile hook switches it back on as the failed
+    # frame unwinds, so the callers' exception frames are recorded.
+    sys.setprofile(_reenable)
+    raise RecursionError("maximum recursion depth exceeded")
+
+
+def _reenable(frame, event, arg):
+    sys.setprofile(None)
+    if _state == 1:
+        _settrace(_on_call)
+
+
+def _on_event(frame, event, arg):
+    """Local trace function of an in-scope frame: line, return, exception."""
+    global _nlines, _nbytes, _base, _bt, _bo, _depth
+    try:
+        if _state != 1:
+            return None
+        if event == "line":
+            _nlines += 1
+            if _nlines > _max_lines:
+                _stop("too_long", "more than %d line events" % _max_lines)
+                return None
+            loc = frame.f_locals
+            out = []
+            app = out.append
+            n = 0
+            if frame is _base:
+                bt, bo = _bt, _bo
+                bt_get, bo_get, st_get = bt.get, bo.get, _STAB.get
+                for k, v in loc.items():
+                    app(k)
+                    if v is bo_get(k, _MISSING) and st_get(type(v)):
+                        app("..")
+                        continue
+                    t = _text(v)
+                    if t == bt_get(k):
+                        app("..")
+                    else:
+                        bt[k] = t
+                        app(t)
+                        n += len(t)
+                if len(bt) != len(loc):  # a local was deleted
+                    _bt = {k: bt[k] for k in loc}
+            else:
+                bt = {}
+                for k, v in loc.items():
+                    t = _text(v)
+                    bt[k] = t
+                    app(k)
+                    app(t)
+                    n += len(t)
+                _base, _bt = frame, bt
+            _bo = loc.copy()
+            _frames.append((2, frame.f_lineno, out))
+            _nbytes += 42 + 7 * len(loc) + n
+            if _nbytes > _max_bytes:
+                _stop("too_long", "trace text over %d bytes" % _max_bytes)
+        elif event == "return":
+            t = _text(arg)
+            _frames.append((3, frame.f_lineno, t))
+            _base = None
+            _depth -= 1
+            _nbytes += 54 + len(t)
+            if frame is _main:
+                _stop("", "")
+        elif event == "exception":
+            t = _exc_text(arg)
+            _frames.append((4, frame.f_lineno, t))
+            _nbytes += 54 + len(t)
+    except BaseException as e:
+        _stop("error", "tracer failure: %s" % _text(e))
+    return None
+
+
+def _stop(status, reason):
+    """Stops recording: the entry returned (status "") or a limit was hit."""
+    global _state, _status, _reason
+    if _state == 1:
+        _state = 3 if status else 2
+        _status, _reason = status, reason
+    _settrace(None)
+
+
+def _guard_settrace(fn):
+    """Stands in for sys.settrace while the program runs: the program's call
+    is honoured, and the trace is reported incomplete."""
+    global _replaced
+    if _state == 1:
+        _replaced = "the program called sys.settrace(%s); the trace is incomplete" % _text(fn)
+        _stop("error", _replaced)
+    _settrace(fn)
+
+
+def _set_limit(n):
+    global _user_limit
+    _set_limit_real(n + _HEADROOM)
+    _user_limit = n
+
+
+_set_limit_real = sys.setrecursionlimit
+_get_limit_real = sys.getrecursionlimit
+
+
+class _Capture:
+    """sys.stdout/sys.stderr of the program: keeps the first `cap` chars."""
+
+    encoding, errors, newlines = "utf-8", "strict", None
+
+    def __init__(self, cap):
+        self.cap, self.parts, self.kept, self.total = cap, [], 0, 0
+
+    def write(self, s):
+        if type(s) is not str:
+            raise TypeError("write() argument must be str, not %s" % type(s).__name__)
+        self.total += len(s)
+        if self.kept < self.cap:
+            s = s[: self.cap - self.kept]
+            self.parts.append(s)
+            self.kept += len(s)
+        return len(s)
+
+    def writelines(self, lines):
+        for s in lines:
+            self.write(s)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return False
+
+    def writable(self):
+        return True
+
+    def text(self):
+        return "".join(self.parts)
+
+
+# ------------------------------------------------------------ one function
+
+def _configure(req):
+    global _file, _roots, _MAXR, _BIGLEN, _max_lines, _max_bytes
+    _file = req.get("filename") or "<cwm-trace>"
+    roots = req.get("roots") or ()
+    _roots = tuple(r.rstrip("/") + "/" for r in roots)
+    _MAXR = max(64, int(req.get("max_repr") or 4096))
+    _BIGLEN = _MAXR // 3
+    _max_lines = int(req.get("max_events") or 10000)
+    _max_bytes = int(req.get("max_bytes") or (1 << 20))
+
+
+def _reset():
+    global _entry, _main, _state, _status, _reason, _nlines, _nbytes, _depth
+    global _base, _bt, _bo, _replaced, _codes, _code_table, _frames, _ticks
+    _entry = _main = _base = None
+    _state, _status, _reason, _replaced = 0, "", "", ""
+    _nlines = _nbytes = _depth = _ticks = 0
+    _bt, _bo, _codes, _code_table, _frames = {}, {}, {}, [], []
+
+
+def _output_text(v, cap):
+    """The text of the entry's result, with its own (larger) length cap."""
+    global _MAXR, _BIGLEN
+    saved = _MAXR
+    _MAXR, _BIGLEN = cap, cap // 3
+    try:
+        return _text(v)
+    finally:
+        _MAXR, _BIGLEN = saved, saved // 3
+
+
+class _Run:
+    """What the harness knows about the current function beyond the frames."""
+
+    def __init__(self, req):
+        self.req = req
+        self.t0 = time.perf_counter()
+        cap = int(req.get("max_capture") or 4096)
+        self.out, self.err = _Capture(cap), _Capture(cap)
+        self.phase = "setup"
+        self.output = None
+        self.raised = False
+
+
+_run = None
+
+
+def result(status="", reason=""):
+    """The result of the current run so far; status/reason override the
+    recorded ones (a timeout, an os._exit)."""
+    r = _run
+    if not status:
+        status, reason = _status, _reason
+    res = {
+        "id": r.req.get("id", ""),
+        "status": status,
+        "codes": _code_table,
+        "frames": _frames,
+        "lines": _nlines,
+        "bytes": _nbytes,
+        "seconds": round(time.perf_counter() - r.t0, 6),
+    }
+    if reason:
+        res["error"] = reason
+    if r.output is not None:
+        res["output"] = r.output
+    for name, cap in (("stdout", r.out), ("stderr", r.err)):
+        if cap.total:
+            res[name] = cap.text()
+            res[name + "_chars"] = cap.total
+    return res
+
+
+def trace_one(req):
+    """Runs the module req["source"], then traces its entry function."""
+    global _run, _entry, _user_limit
+    _configure(req)
+    _reset()
+    _run = r = _Run(req)
+    src = req["source"]
+    mod = types.ModuleType("__main__")
+    mod.__file__ = _file
+    ns = mod.__dict__
+    linecache.cache[_file] = (len(src), None, src.splitlines(True), _file)
+    saved = (sys.modules["__main__"], sys.stdout, sys.stderr, sys.settrace,
+             sys.setrecursionlimit, sys.getrecursionlimit, _get_limit_real())
+    random.seed(0)
+    sys.modules["__main__"] = mod
+    sys.stdout, sys.stderr = r.out, r.err
+    sys.settrace, sys.setrecursionlimit = _guard_settrace, _set_limit
+    sys.getrecursionlimit = lambda: _user_limit
+    _user_limit = saved[-1]
+    _set_limit_real(_user_limit + _HEADROOM)
+    value = raised = None
+    setup_error = ""
+    try:
+        try:
+            code = compile(src, _file, "exec")
+        except BaseException as e:
+            setup_error = "the context does not compile: %s" % _text(e)
+        if not setup_error:
+            r.phase = "module"
+            try:
+                exec(code, ns)
+            except BaseException as e:
+                setup_error = "module-level code raised %s" % _text(e)
+        if not setup_error:
+            fn = ns.get(req.get("entry") or "main")
+            if not isinstance(fn, types.FunctionType):
+                setup_error = "the context has no function %r" % (req.get("entry") or "main")
+        if not setup_error:
+            r.phase = "run"
+            _entry = fn.__code__
+            _settrace(_on_call)
+            try:
+                value = fn()
+            except BaseException as e:
+                raised = e
+            _settrace(None)
+            r.phase = "output"
+            r.raised = raised is not None
+            r.output = _output_text(raised if raised is not None else value,
+                                    int(req.get("max_output") or 65536))
+    finally:
+        _settrace(None)
+        r.phase = "cleanup"
+        # Break the function <-> globals cycles now, while the program's
+        # stderr is still captured: a __del__ may run.
+        value = raised = fn = code = None
+        ns.clear()
+        (sys.modules["__main__"], sys.stdout, sys.stderr, sys.settrace,
+         sys.setrecursionlimit, sys.getrecursionlimit) = saved[:-1]
+        _set_limit_real(saved[-1])
+    if setup_error:
+        return result("error", setup_error)
+    if _state == 2:
+        return result("exception" if r.raised else "ok")
+    if _state == 3:
+        return result()
+    return result("error", "tracing stopped before the entry function returned "
+                  "(sys.settrace was switched off inside the program)")
+
+
+def on_prof(signum, frame):
+    """SIGPROF handler (every 50 ms of CPU): stops a __repr__ that has run
+    for more than one full tick."""
+    global _ticks
+    _ticks += 1
+    if _repr_since >= 0 and _ticks - _repr_since >= 2:
+        raise _ReprTimeout

@@ -1,0 +1,221 @@
+package tracer
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"cwm/internal/sandbox"
+)
+
+// worker is one fork server in its own sandbox. It serves one request at a
+// time; the pool hands it to one caller at a time.
+type worker struct {
+	rt   *sandbox.Runtime
+	opts *Options
+
+	sb    *sandbox.Sandbox
+	proc  *sandbox.Process
+	stdin *os.File
+	lines chan []byte    // response lines; closed when the server's stdout ends
+	exit  chan exitState // receives once the server has exited
+	gen   int            // how many times the server was started
+}
+
+type exitState struct {
+	res sandbox.Result
+	err error
+}
+
+// errWorker is a failure of the worker itself, not of the traced function.
+var errWorker = errors.New("trace worker failed")
+
+// start creates the sandbox (if needed), starts the server and waits for
+// its ready line.
+func (w *worker) start(ctx context.Context) (err error) {
+	if w.sb == nil {
+		env := []string{"PYTHONHASHSEED=0", "PYTHONDONTWRITEBYTECODE=1", "PYTHONIOENCODING=utf-8"}
+		w.sb, err = w.rt.New(ctx, sandbox.Config{Workdir: "/tmp", Env: env, Limits: sandbox.Limits{
+			Memory: w.opts.Memory + 512<<20,
+			Pids:   512,
+			// Runners live for many functions; the wall clock per function
+			// is the limit that matters, so CPU time is not capped here.
+			CPU:     1000 * time.Hour,
+			Timeout: 1000 * time.Hour,
+		}})
+		if err != nil {
+			return fmt.Errorf("start trace worker sandbox: %w", err)
+		}
+		for name, dst := range pyNames {
+			data, _ := pyFiles.ReadFile(name)
+			if err := w.sb.WriteFile(ctx, pyDir+"/"+dst, data, 0o644); err != nil {
+				if err := w.mkdir(ctx); err != nil {
+					return err
+				}
+				if err := w.sb.WriteFile(ctx, pyDir+"/"+dst, data, 0o644); err != nil {
+					return fmt.Errorf("write %s into the trace worker sandbox: %w", dst, err)
+				}
+			}
+		}
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer pr.Close()
+	outR, outW := io.Pipe()
+	args := []string{w.opts.Python, "-s", pyDir + "/_cwm_server.py", "serve",
+		strconv.Itoa(w.opts.Recycle), strconv.FormatInt(w.opts.Memory, 10)}
+	p, err := w.sb.Start(ctx, sandbox.Cmd{Args: args, Stdin: pr, Stdout: outW,
+		Capture: 8 << 10, OutputLimit: -1, Timeout: 1000 * time.Hour})
+	if err != nil {
+		pw.Close()
+		return fmt.Errorf("start trace worker: %w", err)
+	}
+	w.proc, w.stdin, w.gen = p, pw, w.gen+1
+	w.lines, w.exit = make(chan []byte, 1), make(chan exitState, 1)
+	go func() {
+		res, err := p.Wait()
+		outW.Close()
+		w.exit <- exitState{res, err}
+	}()
+	go readLines(outR, w.lines)
+	select {
+	case line, ok := <-w.lines:
+		var hello struct {
+			Ready bool `json:"ready"`
+			Hash  int  `json:"hash_randomization"`
+		}
+		if ok && json.Unmarshal(line, &hello) == nil && hello.Ready {
+			if hello.Hash != 0 {
+				w.stop()
+				return fmt.Errorf("%w: hash randomization is on in the worker; traces would not be deterministic", errWorker)
+			}
+			return nil
+		}
+		return fmt.Errorf("%w: %s", errWorker, w.stop())
+	case <-time.After(60 * time.Second):
+		return fmt.Errorf("%w: no ready line within 60s: %s", errWorker, w.stop())
+	case <-ctx.Done():
+		w.stop()
+		return ctx.Err()
+	}
+}
+
+func (w *worker) mkdir(ctx context.Context) error {
+	r, err := w.sb.Exec(ctx, sandbox.Cmd{Args: []string{"mkdir", "-p", pyDir}, Capture: 4096})
+	if err != nil || !r.Success() {
+		return fmt.Errorf("create %s in the trace worker sandbox: %v %s", pyDir, err, r.Stderr)
+	}
+	return nil
+}
+
+// readLines sends each line of r (without its newline) to ch, then closes it.
+func readLines(r io.Reader, ch chan<- []byte) {
+	defer close(ch)
+	br := bufio.NewReaderSize(r, 1<<16)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 && line[len(line)-1] == '\n' {
+			ch <- line[:len(line)-1]
+		}
+		if err != nil {
+			io.Copy(io.Discard, br)
+			return
+		}
+	}
+}
+
+// do sends one request and returns the response line; sent reports
+// whether the request reached the server. wait bounds the whole exchange;
+// past it the server is considered hung. Any error means the server is gone
+// (stopped here if it was not already) and is restarted by the next do.
+func (w *worker) do(ctx context.Context, req *request, wait time.Duration) (line []byte, sent bool, err error) {
+	if w.proc == nil {
+		if err := w.start(ctx); err != nil {
+			return nil, false, err
+		}
+	}
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, false, err
+	}
+	if _, err := w.stdin.Write(append(b, '\n')); err != nil {
+		return nil, false, fmt.Errorf("%w: send request: %s", errWorker, w.stop())
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case line, ok := <-w.lines:
+		if !ok {
+			return nil, true, fmt.Errorf("%w: %s", errWorker, w.stop())
+		}
+		return line, true, nil
+	case <-timer.C:
+		return nil, true, fmt.Errorf("%w: no answer within %v: %s", errWorker, wait, w.stop())
+	case <-ctx.Done():
+		w.stop()
+		return nil, true, ctx.Err()
+	}
+}
+
+// stop kills the server and returns how it ended, for error messages. The
+// sandbox is dropped too: the next start gets a clean one.
+func (w *worker) stop() string {
+	if w.proc == nil {
+		return "not running"
+	}
+	w.stdin.Close()
+	w.proc.Kill()
+	var how string
+	select {
+	case st := <-w.exit:
+		how = describeExit(st)
+	case <-time.After(10 * time.Second):
+		how = "did not exit after kill"
+	}
+	for range w.lines {
+	}
+	w.proc = nil
+	w.close()
+	return how
+}
+
+func describeExit(st exitState) string {
+	if st.err != nil {
+		return st.err.Error()
+	}
+	how := "worker " + st.res.Describe()
+	if msg := strings.TrimSpace(string(st.res.Stderr)); msg != "" {
+		if len(msg) > 2000 {
+			msg = "..." + msg[len(msg)-2000:]
+		}
+		how += ": " + msg
+	}
+	return how
+}
+
+// close releases the sandbox.
+func (w *worker) close() {
+	if w.proc != nil {
+		w.stdin.Close() // EOF: the server exits on its own
+		select {
+		case <-w.exit:
+		case <-time.After(5 * time.Second):
+			w.proc.Kill()
+			<-w.exit
+		}
+		w.proc = nil
+	}
+	if w.sb != nil {
+		w.sb.Close()
+		w.sb = nil
+	}
+}
