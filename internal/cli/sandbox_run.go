@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"strings"
 
 	"cwm/internal/sandbox"
@@ -60,9 +59,7 @@ func (c *sandboxRunCmd) run(ctx context.Context, e *Env, args []string) error {
 	if c.shell {
 		cmd = sandbox.Cmd{Shell: strings.Join(args, " "), Stdout: e.Stdout, Stderr: e.Stderr, Capture: 4096}
 	}
-	if f, ok := e.Stdin.(*os.File); ok {
-		cmd.Stdin = f
-	}
+	cmd.Stdin = e.Stdin // an *os.File is passed to the command as it is
 	r, err := s.Exec(ctx, cmd)
 	if err != nil {
 		if errors.Is(err, sandbox.ErrEmptyCommand) {

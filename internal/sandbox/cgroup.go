@@ -143,6 +143,10 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// cgroupPrefix starts the names of this process's sandbox cgroups, which
+// tells them apart from those of other cwm processes sharing the parent.
+func cgroupPrefix() string { return fmt.Sprintf("cwm-%d-", os.Getpid()) }
+
 // sandboxCgroup is the cgroup (one per controller on v1) of one sandbox.
 type sandboxCgroup struct {
 	version int
@@ -150,7 +154,7 @@ type sandboxCgroup struct {
 }
 
 func (cg cgroups) create(id string, l Limits) (*sandboxCgroup, error) {
-	name := "cwm-" + id
+	name := cgroupPrefix() + id
 	sc := &sandboxCgroup{version: cg.version}
 	switch cg.version {
 	case 1:

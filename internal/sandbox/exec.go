@@ -406,11 +406,14 @@ func (p *Process) reason(info *exitInfo, res Result) Reason {
 	if after.oomKills > p.counters.oomKills && (res.Signal == syscall.SIGKILL || res.ExitCode != 0) {
 		return ReasonMemory
 	}
-	switch res.Signal {
-	case syscall.SIGXCPU:
+	// A shell reports a child killed by signal N as exit status 128+N.
+	switch {
+	case res.Signal == syscall.SIGXCPU || res.Signal == 0 && res.ExitCode == 128+int(syscall.SIGXCPU):
 		return ReasonCPU
-	case syscall.SIGXFSZ:
+	case res.Signal == syscall.SIGXFSZ || res.Signal == 0 && res.ExitCode == 128+int(syscall.SIGXFSZ):
 		return ReasonFileSize
+	}
+	switch res.Signal {
 	case syscall.SIGKILL:
 		if res.CPU >= p.s.cfg.Limits.CPU {
 			return ReasonCPU

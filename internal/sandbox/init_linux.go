@@ -61,10 +61,17 @@ func runInit() {
 	debug.SetGCPercent(400)
 	// Signals from inside the sandbox must not stop init: pid 1 of a pid
 	// namespace only receives signals it handles, and Go's handlers would
-	// otherwise exit on SIGTERM and friends.
-	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT,
+	// otherwise exit on SIGTERM and friends. They are caught and dropped,
+	// not ignored: an ignored disposition would survive exec into every
+	// command (a command could not then die of SIGPIPE or SIGXFSZ).
+	drop := make(chan os.Signal, 16)
+	signal.Notify(drop, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT,
 		syscall.SIGPIPE, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU,
 		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGALRM, syscall.SIGXCPU, syscall.SIGXFSZ)
+	go func() {
+		for range drop {
+		}
+	}()
 	c, err := newConn(os.NewFile(3, "host"))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "cwm sandbox init: %v\n", err)
@@ -317,7 +324,7 @@ func (in *initState) killStrays() {
 		procs := scanProcs()
 		n := 0
 		for p, pr := range procs {
-			if p == 1 || pr.zombie || tracked[p] {
+			if p == 1 || tracked[p] {
 				continue
 			}
 			owned := false
@@ -333,7 +340,11 @@ func (in *initState) killStrays() {
 				q = next.ppid
 			}
 			if !owned {
-				syscall.Kill(p, syscall.SIGKILL)
+				// A stray zombie only waits for init's reaper; it is
+				// counted so that none is still listed when this returns.
+				if !pr.zombie {
+					syscall.Kill(p, syscall.SIGKILL)
+				}
 				n++
 			}
 		}

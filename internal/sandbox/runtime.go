@@ -411,10 +411,27 @@ func reapSandbox(dir string, log *slog.Logger) {
 	}
 	if rec.InitPid > 0 && procStart(rec.InitPid) == rec.InitStart {
 		syscall.Kill(rec.InitPid, syscall.SIGKILL)
+		// Killing a pid namespace's init takes its processes along, but
+		// not instantly; the cgroups cannot go before they have.
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if procStart(rec.InitPid) != rec.InitStart || procState(rec.InitPid) == 'Z' {
+				break
+			}
+		}
 	}
 	if err := removeCgroups(rec.Cgroups); err != nil {
 		log.Warn("reap cgroup", "err", err)
 	}
+}
+
+// procState returns the state letter of pid (R, S, Z, ...), 0 if gone.
+func procState(pid int) byte {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	_, st, _ := parseStat(b)
+	return st
 }
 
 // procStart returns the start time of pid (clock ticks since boot), which

@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+// runCLI runs cwm in-process and returns its exit code and output.
+func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestHelpAndVersion(t *testing.T) {
+	t.Setenv("CWM_HOME", t.TempDir())
+	cases := []struct {
+		args []string
+		code int
+		out  string // substring of stdout+stderr
+	}{
+		{[]string{"--help"}, 0, "sandbox run"},
+		{[]string{"help"}, 0, "Commands:"},
+		{[]string{"help", "sandbox", "run"}, 0, "Usage: cwm sandbox run"},
+		{[]string{"sandbox", "run", "--help"}, 0, "-memory"},
+		{[]string{"help", "sandbox"}, 0, "sandbox shell"},
+		{[]string{"version"}, 0, "cwm "},
+		{[]string{}, 2, "Usage:"},
+		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{[]string{"sandbox"}, 2, "sandbox run"},
+		{[]string{"sandbox", "frob"}, 2, `unknown command "frob"`},
+		{[]string{"version", "extra"}, 2, "takes no arguments"},
+	}
+	for _, c := range cases {
+		code, out, errs := runCLI(t, "", c.args...)
+		if code != c.code || !strings.Contains(out+errs, c.out) {
+			t.Errorf("cwm %q = %d, %q; want %d and %q", c.args, code, out+errs, c.code, c.out)
+		}
+	}
+}
+
+func TestSandboxRunStatus(t *testing.T) {
+	t.Setenv("CWM_HOME", t.TempDir())
+	cases := []struct {
+		name  string
+		args  []string
+		stdin string
+		code  int
+		out   string // substring of stdout
+		err   string // substring of stderr
+	}{
+		{"exit status propagates", []string{"sandbox", "run", "--", "sh", "-c", "echo out; echo err >&2; exit 7"}, "", 7, "out\n", "err\n"},
+		{"stdin reaches the command", []string{"sandbox", "run", "--", "wc", "-c"}, "12345", 0, "5\n", ""},
+		{"shell flag", []string{"sandbox", "run", "--shell", "--", "echo", "$((6*7))"}, "", 0, "42\n", ""},
+		{"timeout", []string{"sandbox", "run", "--timeout", "300ms", "--", "sleep", "10"}, "", 128 + 15, "", "timeout limit"},
+		{"signal", []string{"sandbox", "run", "--", "sh", "-c", "kill -TERM $$"}, "", 128 + 15, "", ""},
+		{"not found", []string{"sandbox", "run", "--", "no-such-command"}, "", 127, "", "command not found"},
+		{"missing layer", []string{"sandbox", "run", "--layer", "/no/such/layer", "--", "true"}, "", 2, "", "/no/such/layer: no such directory"},
+		{"invalid memory", []string{"sandbox", "run", "--memory", "0", "--", "true"}, "", 2, "", "--memory"},
+		{"unparsable memory", []string{"sandbox", "run", "--memory", "lots", "--", "true"}, "", 2, "", "invalid size"},
+		{"invalid pids", []string{"sandbox", "run", "--pids", "-1", "--", "true"}, "", 2, "", "--pids"},
+		{"invalid timeout", []string{"sandbox", "run", "--timeout", "-1s", "--", "true"}, "", 2, "", "--timeout"},
+		{"empty command", []string{"sandbox", "run", "--"}, "", 2, "", "no command given"},
+		{"empty argv0", []string{"sandbox", "run", "--", ""}, "", 2, "", "empty command"},
+		{"bad env", []string{"sandbox", "run", "--env", "NOEQUALS", "--", "true"}, "", 2, "", "want K=V"},
+		{"relative workdir", []string{"sandbox", "run", "--workdir", "tmp", "--", "true"}, "", 2, "", "absolute"},
+		{"shell from stdin", []string{"sandbox", "shell"}, "cd /tmp; pwd; exit 3\n", 3, "/tmp\n", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, c.stdin, c.args...)
+			if code != c.code || !strings.Contains(out, c.out) || !strings.Contains(errs, c.err) {
+				t.Errorf("cwm %q = %d, stdout %q, stderr %q; want %d, %q, %q", c.args, code, out, errs, c.code, c.out, c.err)
+			}
+		})
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	cases := map[string]int64{"0": 0, "100": 100, "1K": 1024, "64M": 64 << 20, "2G": 2 << 30, "1.5G": 3 << 29, "512MiB": 512 << 20, "10kb": 10240}
+	for in, want := range cases {
+		if got, err := parseBytes(in); err != nil || got != want {
+			t.Errorf("parseBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "x", "-1", "1X"} {
+		if _, err := parseBytes(bad); err == nil {
+			t.Errorf("parseBytes(%q) succeeded", bad)
+		}
+	}
+}

@@ -1,0 +1,196 @@
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The tests here re-execute the test binary as a separate cwm process: one
+// that is killed with SIGKILL while it has sandboxes open, and one that
+// runs as an unprivileged user.
+
+const childEnv = "CWM_SANDBOX_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(childEnv) {
+	case "crash":
+		crashChild()
+	case "unprivileged":
+		unprivilegedChild()
+	}
+	os.Exit(m.Run())
+}
+
+// crashChild opens sandboxes with running commands, says so, and waits to
+// be killed.
+func crashChild() {
+	rt, err := NewRuntime(Options{Home: os.Getenv("CWM_HOME")})
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	ctx := context.Background()
+	for i := 0; i < 3; i++ {
+		s, err := rt.New(ctx, Config{})
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		if _, err := s.Start(ctx, Cmd{Shell: "echo data > /tmp/f; setsid sleep 1000 & sleep 1000"}); err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+	}
+	fmt.Println("ready")
+	select {}
+}
+
+func TestCrashRecovery(t *testing.T) {
+	home := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"=crash", "CWM_HOME="+home)
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if line != "ready\n" {
+		cmd.Process.Kill()
+		t.Fatalf("child said %q", line)
+	}
+	childPid := cmd.Process.Pid
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+
+	// The dead process left its run directory and cgroups behind.
+	runDirs, _ := filepath.Glob(filepath.Join(home, "run", fmt.Sprintf("p%d-*", childPid)))
+	if len(runDirs) != 1 {
+		t.Fatalf("run directory of the killed process: %v", runDirs)
+	}
+	cg := detectCgroups()
+	prefix := fmt.Sprintf("cwm-%d-", childPid)
+	leftCgroups := func() []string {
+		var left []string
+		for _, d := range []string{cg.memory, cg.pids, cg.unified} {
+			if d == "" {
+				continue
+			}
+			ents, _ := os.ReadDir(d)
+			for _, e := range ents {
+				if strings.HasPrefix(e.Name(), prefix) {
+					left = append(left, e.Name())
+				}
+			}
+		}
+		return left
+	}
+	if cg.version != 0 && len(leftCgroups()) == 0 {
+		t.Fatalf("expected the killed process's cgroups to remain before reaping")
+	}
+
+	var recs []sandboxRecord
+	files, _ := filepath.Glob(filepath.Join(runDirs[0], "*", "sandbox.json"))
+	for _, f := range files {
+		var rec sandboxRecord
+		b, _ := os.ReadFile(f)
+		if json.Unmarshal(b, &rec) == nil {
+			recs = append(recs, rec)
+		}
+	}
+	if len(recs) != 3 {
+		t.Fatalf("found %d sandbox records of the killed cwm, want 3", len(recs))
+	}
+
+	// The next cwm to start cleans up.
+	rt, err := NewRuntime(Options{Home: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	if _, err := os.Stat(runDirs[0]); err == nil {
+		t.Errorf("run directory %s still there after the next start", runDirs[0])
+	}
+	if left := leftCgroups(); len(left) > 0 {
+		t.Errorf("cgroups still there after the next start: %v", left)
+	}
+	for _, rec := range recs {
+		if procStart(rec.InitPid) == rec.InitStart && procState(rec.InitPid) != 'Z' {
+			t.Errorf("sandbox init %d of the killed cwm is still alive", rec.InitPid)
+		}
+	}
+}
+
+// unprivilegedChild runs sandbox checks as whatever user it was started as
+// and prints one line per check.
+func unprivilegedChild() {
+	ctx := context.Background()
+	rt, err := NewRuntime(Options{Home: os.Getenv("CWM_HOME")})
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	defer rt.Close()
+	v, why := rt.Cgroups()
+	fmt.Printf("cgroups %d %s\n", v, why)
+	s, err := rt.New(ctx, Config{Limits: Limits{Memory: 256 << 20, Timeout: 5 * time.Second}})
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	for _, c := range []string{"id -u", "echo x > /tmp/f && cat /tmp/f", "touch /usr/x 2>/dev/null || echo readonly",
+		"python3 -c 'x = bytearray(1 << 30)' 2>/dev/null || echo memory-limited", "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"} {
+		r, err := s.Exec(ctx, Cmd{Shell: c})
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("%s => %s", c, r.Stdout)
+	}
+	s.Close()
+	os.Exit(0)
+}
+
+func TestUnprivileged(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to switch to an unprivileged user")
+	}
+	dir, err := os.MkdirTemp("", "cwm-unpriv-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "sandbox.test")
+	if err := copyFile(os.Args[0], bin); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(bin, 0o755)
+	home := filepath.Join(dir, "home")
+	os.Mkdir(home, 0o755)
+	os.Chown(home, 65534, 65534)
+	cmd := exec.Command(bin, "-test.run=^$")
+	cmd.Env = []string{childEnv + "=unprivileged", "CWM_HOME=" + home, "PATH=/usr/bin:/bin"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	t.Logf("as uid 65534:\n%s", out)
+	if err != nil {
+		if strings.Contains(string(out), "user namespaces is not allowed") {
+			t.Skipf("unprivileged user namespaces are disabled here: %s", out)
+		}
+		t.Fatalf("unprivileged run failed: %v", err)
+	}
+	for _, want := range []string{"id -u => 0\n", "cat /tmp/f => x\n", "=> readonly\n", "=> memory-limited\n", "tr -d ' ' => lo\n"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("unprivileged output lacks %q", want)
+		}
+	}
+}
