@@ -17,10 +17,16 @@ func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 type byteSize int64
 
 func (b *byteSize) String() string {
-	if *b == 0 {
-		return "0"
+	n := int64(*b)
+	for _, u := range []struct {
+		suffix string
+		size   int64
+	}{{"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + u.suffix
+		}
 	}
-	return strconv.FormatInt(int64(*b), 10)
+	return strconv.FormatInt(n, 10)
 }
 
 func (b *byteSize) Set(v string) error {

@@ -20,6 +20,8 @@ type sandboxFlags struct {
 	cpu     time.Duration
 	memory  byteSize
 	pids    int64
+	fsize   byteSize
+	output  byteSize
 	env     stringList
 }
 
@@ -32,6 +34,10 @@ func (f *sandboxFlags) register(fs *flag.FlagSet) {
 	f.memory = byteSize(sandbox.DefaultLimits.Memory)
 	fs.Var(&f.memory, "memory", "memory limit of the sandbox in `BYTES` (suffixes K, M, G)")
 	fs.Int64Var(&f.pids, "pids", sandbox.DefaultLimits.Pids, "process limit of the sandbox")
+	f.fsize = byteSize(sandbox.DefaultLimits.FileSize)
+	fs.Var(&f.fsize, "file-size", "largest file a process may write, in `BYTES`")
+	f.output = byteSize(sandbox.DefaultLimits.Output)
+	fs.Var(&f.output, "output", "`BYTES` the command may write to stdout and stderr before it is killed")
 	fs.Var(&f.env, "env", "`K=V` added to the environment (repeatable)")
 }
 
@@ -53,9 +59,13 @@ func (f *sandboxFlags) config() (sandbox.Config, error) {
 	if f.memory <= 0 {
 		return sandbox.Config{}, usagef("--memory %d: must be positive", f.memory)
 	}
+	if f.fsize <= 0 || f.output <= 0 {
+		return sandbox.Config{}, usagef("--file-size and --output must be positive")
+	}
 	return sandbox.Config{
 		Base: f.base, Layers: f.layers, Workdir: f.workdir, Env: f.env,
-		Limits: sandbox.Limits{Timeout: f.timeout, CPU: f.cpu, Memory: int64(f.memory), Pids: f.pids},
+		Limits: sandbox.Limits{Timeout: f.timeout, CPU: f.cpu, Memory: int64(f.memory), Pids: f.pids,
+			FileSize: int64(f.fsize), Output: int64(f.output)},
 	}, nil
 }
 
