@@ -2,9 +2,11 @@ package sandbox
 
 import (
 	"context"
+	"os"
 	"os/exec"
-	"strconv"
 	"sort"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -126,3 +128,78 @@ func BenchmarkReset(b *testing.B) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// BenchmarkManyOpen opens 200 sandboxes, each holding a shell session that
+// answers a command, and reports the resident memory of this process, the
+// sandboxes' inits and everything they run: the sum of RSS (shared pages
+// counted in every process) and of PSS (shared pages split between them).
+func BenchmarkManyOpen(b *testing.B) {
+	ctx := context.Background()
+	rt, err := NewRuntime(Options{Home: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close()
+	const n = 200
+	for i := 0; i < b.N; i++ {
+		var boxes []*Sandbox
+		for j := 0; j < n; j++ {
+			s, err := rt.New(ctx, Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			sess, err := s.Shell(ctx, ShellOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if r, err := sess.Run(ctx, "echo $$", 0); err != nil || r.ExitCode != 0 {
+				b.Fatal(err, r)
+			}
+			boxes = append(boxes, s)
+		}
+		rss, pss := treeMemory(os.Getpid())
+		b.ReportMetric(float64(rss)/(1<<20), "rss_MiB")
+		b.ReportMetric(float64(pss)/(1<<20), "pss_MiB")
+		for _, s := range boxes {
+			s.Close()
+		}
+	}
+}
+
+// treeMemory sums RSS and PSS over pid and all its descendants.
+func treeMemory(root int) (rss, pss int64) {
+	children := map[int][]int{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
+		ppid, _, ok := parseStat(b)
+		if ok {
+			children[ppid] = append(children[ppid], pid)
+		}
+	}
+	var walk func(int)
+	walk = func(pid int) {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/smaps_rollup")
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Fields(line)
+			if len(f) >= 2 {
+				kb, _ := strconv.ParseInt(f[1], 10, 64)
+				switch f[0] {
+				case "Rss:":
+					rss += kb << 10
+				case "Pss:":
+					pss += kb << 10
+				}
+			}
+		}
+		for _, c := range children[pid] {
+			walk(c)
+		}
+	}
+	walk(root)
+	return rss, pss
+}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // cgroups locates the memory and pids controllers. On cgroup v1 each
@@ -98,12 +100,11 @@ func detectCgroups() cgroups {
 	return cgroups{reason: "no memory and pids cgroup controllers mounted"}
 }
 
+// probeDir checks that sandbox cgroups can be made in dir. access(2) is
+// enough for the common refusals (permissions, a read-only mount) and costs
+// far less than making a memory cgroup.
 func probeDir(dir string) error {
-	p := filepath.Join(dir, fmt.Sprintf("cwm-probe-%d", os.Getpid()))
-	if err := os.Mkdir(p, 0o755); err != nil {
-		return err
-	}
-	return os.Remove(p)
+	return unix.Access(dir, unix.W_OK)
 }
 
 // delegateV2 makes dir able to hold sandbox cgroups with the memory and pids

@@ -85,11 +85,6 @@ func (rt *Runtime) start(ctx context.Context, cfg Config, seed func(upper string
 		}
 	}
 	l := cfg.Limits
-	if rt.cg.version != 0 {
-		if s.cg, err = rt.cg.create(s.id, l); err != nil {
-			return nil, err
-		}
-	}
 	lowers := append(append([]string{}, cfg.Layers...), cfg.Base)
 	var hostDirs []string
 	if cfg.Base == "" {
@@ -98,7 +93,7 @@ func (rt *Runtime) start(ctx context.Context, cfg Config, seed func(upper string
 	}
 	setup := &setupMsg{
 		Scratch: s.dir + "/scratch", State: s.dir + "/state", Lowers: lowers, HostDirs: hostDirs,
-		Hostname: cfg.Hostname, Rlimits: rlimits(l, s.cg == nil), NoCgroup: s.cg == nil,
+		Hostname: cfg.Hostname, Rlimits: rlimits(l, rt.cg.version == 0), NoCgroup: rt.cg.version == 0,
 		Memory: l.Memory, Pids: l.Pids,
 	}
 
@@ -145,19 +140,26 @@ func (rt *Runtime) start(ctx context.Context, cfg Config, seed func(upper string
 		s.c.close()
 		close(s.dead)
 	}()
+	// Init waits for its setup message, so the cgroup is made while its
+	// runtime starts, and it is in the cgroup before it starts anything.
 	rec := sandboxRecord{InitPid: cmd.Process.Pid, InitStart: procStart(cmd.Process.Pid)}
-	if s.cg != nil {
-		rec.Cgroups = s.cg.dirs
-		if err := s.cg.add(cmd.Process.Pid); err != nil {
+	if rt.cg.version != 0 {
+		if s.cg, err = rt.cg.create(s.id, l); err != nil {
 			return nil, err
 		}
+		rec.Cgroups = s.cg.dirs
 	}
 	b, _ := json.Marshal(rec)
 	if err := os.WriteFile(s.dir+"/sandbox.json", b, 0o600); err != nil {
 		return nil, err
 	}
+	if s.cg != nil {
+		if err := s.cg.add(cmd.Process.Pid); err != nil {
+			return nil, err
+		}
+	}
 	go s.readLoop()
-	r, err := s.call(ctx, request{Op: "setup", Setup: setup})
+	_, err = s.call(ctx, request{Op: "setup", Setup: setup})
 	if err != nil {
 		if errors.Is(err, ErrDead) {
 			msg, _ := os.ReadFile(s.dir + "/init.log")
@@ -167,7 +169,6 @@ func (rt *Runtime) start(ctx context.Context, cfg Config, seed func(upper string
 		}
 		return nil, fmt.Errorf("set up sandbox: %w", err)
 	}
-	_ = r
 	return s, nil
 }
 
