@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
 	"cwm/internal/sandbox"
+	"cwm/internal/trace"
 )
 
 // Options configure a Pool. Zero fields take the defaults in parentheses.
@@ -128,6 +131,9 @@ func (p *Pool) Options() Options { return p.opts }
 // early, with status error.
 func (p *Pool) Trace(ctx context.Context, f Func) Result {
 	src := Context(f.Code, f.Call)
+	if why := unrepresentable(f.Code); why != "" {
+		return Result{ID: f.ID, Status: Error, Context: src, Error: why}
+	}
 	req := &request{ID: f.ID, Source: src, Filename: Filename, Timeout: p.opts.Timeout.Seconds(),
 		MaxEvents: p.opts.MaxEvents, MaxBytes: p.opts.MaxBytes, MaxRepr: p.opts.MaxRepr,
 		MaxOutput: p.opts.MaxOutput, MaxCapture: p.opts.MaxCapture}
@@ -142,6 +148,23 @@ func (p *Pool) Trace(ctx context.Context, f Func) Result {
 	}
 	resp.ID = f.ID
 	return build(src, &resp, limits{maxBytes: p.opts.MaxBytes})
+}
+
+var definesMain = regexp.MustCompile(`(?m)^(async\s+)?def\s+main\s*\(|^main\s*=`)
+
+// unrepresentable says why code cannot be traced in CWM's format, or "".
+func unrepresentable(code string) string {
+	for _, tok := range []string{trace.TokBeginOfText, trace.TokEndOfText, trace.TokFrameSep,
+		trace.TokActionSep, trace.TokReturnSep, trace.TokCallSep, trace.TokLineSep,
+		trace.TokExceptionSep, trace.TokArgSep, trace.TokTraceContextStart} {
+		if strings.Contains(code, tok) {
+			return fmt.Sprintf("the code contains the special token %s, which the trace text cannot carry in its context", tok)
+		}
+	}
+	if definesMain.MatchString(code) {
+		return "the code defines main, the name of the trace's entry point; rename it"
+	}
+	return ""
 }
 
 // Mutation is a mutated call: the call expression and its argument text.

@@ -41,6 +41,7 @@ WORKDIR = "/tmp/cwm-work"
 GRACE = 1.0           # seconds the server waits past a runner's own deadline
 _real_exit = os._exit
 _wfd = -1             # the runner's result pipe
+_rfd = -1             # the runner's request pipe
 _armed = 0.0          # the current function's timeout while it runs, else 0
 _SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGPROF,
             signal.SIGCHLD, signal.SIGPIPE, signal.SIGUSR1, signal.SIGUSR2, signal.SIGHUP)
@@ -54,7 +55,21 @@ def _write(fd, data):
 
 
 def _send(flag, res):
+    if _wfd < 0:  # a process the program forked: it has no result to give
+        _real_exit(0)
     _write(_wfd, flag + json.dumps(res, separators=(",", ":")).encode() + b"\n")
+
+
+def _forked():
+    """In a process the traced program forks (os.fork, multiprocessing):
+    drop the protocol, so that only the runner ever answers."""
+    global _wfd, _rfd
+    for fd in (_wfd, _rfd):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _wfd = _rfd = -1
 
 
 # ------------------------------------------------------------------ runner
@@ -109,13 +124,19 @@ def _on_alarm(signum, frame):
         return
     tracer._settrace(None)
     phase = tracer._run.phase if tracer._run else "setup"
-    where = {"module": " while running module-level code"}.get(phase, "")
-    _send(b"X", tracer.result("timeout", "wall-clock limit of %gs reached%s" % (_armed, where)))
+    why = "wall-clock limit of %gs reached" % _armed
+    if phase == "module":
+        why += " while running module-level code"
+    if tracer._status:  # recording had stopped at a cap; the program ran on
+        why += "; recording had stopped before: " + tracer._reason
+    _send(b"X", tracer.result("timeout", why))
     _real_exit(0)
 
 
 def _user_exit(code=0):
     """os._exit as the program sees it: report, then really exit."""
+    if _wfd < 0:
+        _real_exit(code)
     tracer._settrace(None)
     _send(b"X", tracer.result("error", "the program called os._exit(%s)" % tracer._text(code)))
     _real_exit(0)
@@ -142,17 +163,36 @@ def _handle(req):
         signal.setitimer(signal.ITIMER_PROF, 0)
 
 
+def _drop_privileges():
+    """Runs the program as nobody when the sandbox maps that user: it can
+    then neither signal the server nor touch the tracer's files. Its own
+    processes are capped below the sandbox's limit, so a fork bomb fails
+    in the program instead of getting the whole worker killed."""
+    if os.getuid() != 0:
+        return
+    try:
+        os.setgroups([])
+        os.setgid(65534)
+        os.setuid(65534)
+        resource.setrlimit(resource.RLIMIT_NPROC, (128, 128))
+    except OSError:
+        pass
+
+
 def _runner(rfd, wfd, recycle, memory):
     """Traces requests from rfd until it must be replaced (see _fingerprint)."""
-    global _wfd
-    _wfd = wfd
+    global _wfd, _rfd
+    _wfd, _rfd = wfd, rfd
     reader = os.fdopen(rfd, "rb")
     if memory > 0:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     signal.signal(signal.SIGALRM, _on_alarm)
     signal.signal(signal.SIGPROF, tracer.on_prof)
-    os.makedirs(WORKDIR, exist_ok=True)
+    os.register_at_fork(after_in_child=_forked)
+    os.makedirs(WORKDIR, mode=0o777, exist_ok=True)
+    os.chmod(WORKDIR, 0o777)
     os.chdir(WORKDIR)
+    _drop_privileges()
     base = _fingerprint()
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     n = 0

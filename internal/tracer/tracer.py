@@ -358,12 +358,13 @@ class _Capture:
     def write(self, s):
         if type(s) is not str:
             raise TypeError("write() argument must be str, not %s" % type(s).__name__)
-        self.total += len(s)
+        n = len(s)
+        self.total += n
         if self.kept < self.cap:
             s = s[: self.cap - self.kept]
             self.parts.append(s)
             self.kept += len(s)
-        return len(s)
+        return n
 
     def writelines(self, lines):
         for s in lines:

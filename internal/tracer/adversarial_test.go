@@ -1,0 +1,150 @@
+package tracer
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// advCase is one case of testdata/adversarial.txt (see its header).
+type advCase struct {
+	name    string
+	code    string
+	headers map[string][]string
+}
+
+func loadAdversarial(tb testing.TB) []advCase {
+	tb.Helper()
+	data, err := os.ReadFile("testdata/adversarial.txt")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var cases []advCase
+	for _, chunk := range strings.Split(string(data), "\n=== ")[1:] {
+		name, rest, _ := strings.Cut(chunk, "\n")
+		head, code, ok := strings.Cut(rest, "\n---\n")
+		if !ok {
+			tb.Fatalf("adversarial case %s: no --- line", name)
+		}
+		c := advCase{name: strings.TrimSpace(name), code: code, headers: map[string][]string{}}
+		for _, h := range strings.Split(head, "\n") {
+			k, v, ok := strings.Cut(h, ": ")
+			if !ok {
+				tb.Fatalf("adversarial case %s: bad header %q", name, h)
+			}
+			c.headers[k] = append(c.headers[k], v)
+		}
+		if len(c.headers["call"]) != 1 || len(c.headers["status"]) != 1 {
+			tb.Fatalf("adversarial case %s: want one call and one status header", name)
+		}
+		cases = append(cases, c)
+	}
+	return cases
+}
+
+func TestAdversarial(t *testing.T) {
+	cases := loadAdversarial(t)
+	if len(cases) < 30 {
+		t.Fatalf("%d adversarial cases, want at least 30", len(cases))
+	}
+	// A pool of its own with a short timeout: several cases never end.
+	p, err := NewPool(context.Background(), testRuntime(t), Options{Workers: 2, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	results := make([]Result, len(cases))
+	var wg sync.WaitGroup
+	sem := make(chan bool, 2)
+	for i, c := range cases {
+		wg.Add(1)
+		sem <- true
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			results[i] = p.Trace(context.Background(), Func{ID: c.name, Code: c.code, Call: c.headers["call"][0]})
+		}()
+	}
+	wg.Wait()
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) { checkAdversarial(t, c, results[i]) })
+	}
+	// No case may have killed a worker: each server started exactly once,
+	// and the pool still traces correctly.
+	for i, w := range p.all {
+		if w.gen != 1 {
+			t.Errorf("worker %d was started %d times, want 1", i, w.gen)
+		}
+	}
+	if r := p.Trace(context.Background(), Func{ID: "after", Code: paperCode, Call: "f(1,3)"}); r.Text != paperText() {
+		t.Errorf("after the adversarial cases, the paper example gives status %s (%s)", r.Status, r.Error)
+	}
+}
+
+func checkAdversarial(t *testing.T, c advCase, r Result) {
+	h := c.headers
+	if !contains(strings.Split(h["status"][0], "|"), string(r.Status)) {
+		t.Fatalf("status %s (error %q), want %s", r.Status, r.Error, h["status"][0])
+	}
+	if r.Status.Complete() != (r.Text != "") {
+		t.Errorf("status %s with text of %d bytes", r.Status, len(r.Text))
+	}
+	if !r.Status.Complete() && r.Error == "" {
+		t.Errorf("status %s without a reason", r.Status)
+	}
+	if w := h["output"]; len(w) > 0 && r.Output != w[0] {
+		t.Errorf("output = %q, want %q", r.Output, w[0])
+	}
+	for _, w := range h["text"] {
+		if !strings.Contains(r.Text, w) {
+			t.Errorf("text does not contain %q:\n%s", w, r.Text)
+		}
+	}
+	for _, w := range h["frames"] {
+		if !framesContain(r.Frames, w) {
+			t.Errorf("no frame contains %q", w)
+		}
+	}
+	for _, w := range h["error"] {
+		if !strings.Contains(r.Error, w) {
+			t.Errorf("error = %q, want it to contain %q", r.Error, w)
+		}
+	}
+	for _, w := range h["leak"] {
+		if !strings.Contains(r.Leak, w) {
+			t.Errorf("leak = %q, want it to contain %q", r.Leak, w)
+		}
+	}
+	for _, w := range h["stdout"] {
+		if !strings.Contains(r.Stdout, w) {
+			t.Errorf("stdout = %.80q, want it to contain %q", r.Stdout, w)
+		}
+	}
+}
+
+// framesContain reports whether a frame's locals (as "name": "value") or
+// arg contain s.
+func framesContain(frames []Frame, s string) bool {
+	for _, f := range frames {
+		if strings.Contains(f.Arg, s) {
+			return true
+		}
+		for _, l := range f.Locals {
+			if strings.Contains(`"`+l.Name+`": "`+l.Value+`"`, s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
