@@ -1,0 +1,79 @@
+// Package task is cwm's bug-fix task instance: the SWE-bench instance schema
+// (instance_id, repo, base_commit, patch, test_patch, problem_statement,
+// FAIL_TO_PASS, PASS_TO_PASS, ...) plus the fields cwm needs to rebuild the
+// task's environment and to audit how the task was verified.
+package task
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"cwm/internal/jsonl"
+)
+
+// Task is one verified bug-fix task. The JSON field names of the SWE-bench
+// part are SWE-bench's own, so the output loads wherever SWE-bench does.
+type Task struct {
+	InstanceID       string `json:"instance_id"`
+	Repo             string `json:"repo"`
+	BaseCommit       string `json:"base_commit"`
+	Patch            string `json:"patch"`      // the gold fix; applies with git apply to the buggy tree
+	TestPatch        string `json:"test_patch"` // test changes ("" for mutate-fix tasks)
+	ProblemStatement string `json:"problem_statement"`
+	// FailToPass are tests that fail on the buggy tree and pass with the
+	// fix; PassToPass pass on both.
+	FailToPass             []string `json:"FAIL_TO_PASS"`
+	PassToPass             []string `json:"PASS_TO_PASS"`
+	Version                string   `json:"version"`
+	CreatedAt              string   `json:"created_at"`
+	EnvironmentSetupCommit string   `json:"environment_setup_commit"`
+	HintsText              string   `json:"hints_text,omitempty"`
+
+	// EnvID is the cwm environment the task runs in.
+	EnvID string `json:"env_id"`
+	// BugPatch applies to the environment's revision and introduces the
+	// bug (mutate-fix tasks); empty for tasks from real history, whose
+	// buggy tree is the environment at BaseCommit.
+	BugPatch string `json:"bug_patch,omitempty"`
+	// Kind is "mutate" or "commit".
+	Kind     string `json:"kind,omitempty"`
+	Family   string `json:"family,omitempty"`
+	Operator string `json:"operator,omitempty"`
+	File     string `json:"file,omitempty"`
+	Function string `json:"function,omitempty"`
+	// Validation records how the task was verified.
+	Validation *Validation `json:"validation,omitempty"`
+}
+
+// Validation is the audit trail of a task's verification.
+type Validation struct {
+	// TestsRun counts test executions spent deciding the task.
+	TestsRun int `json:"tests_run"`
+	// Seconds is the wall time spent validating.
+	Seconds float64 `json:"seconds"`
+	// Checks lists the checks that passed, e.g. "bug fails FAIL_TO_PASS
+	// (run 1)", "gold passes FAIL_TO_PASS and PASS_TO_PASS (run 2)".
+	Checks []string `json:"checks"`
+}
+
+// Load reads a tasks file (JSONL). Duplicate instance ids are an error.
+func Load(path string) ([]Task, error) {
+	var tasks []Task
+	seen := map[string]int{}
+	err := jsonl.Scan(path, func(n int, line []byte) error {
+		var t Task
+		if err := json.Unmarshal(line, &t); err != nil {
+			return fmt.Errorf("%s:%d: %w", path, n, err)
+		}
+		if t.InstanceID == "" {
+			return fmt.Errorf("%s:%d: task without instance_id", path, n)
+		}
+		if prev, ok := seen[t.InstanceID]; ok {
+			return fmt.Errorf("%s:%d: instance_id %q already on line %d", path, n, t.InstanceID, prev)
+		}
+		seen[t.InstanceID] = n
+		tasks = append(tasks, t)
+		return nil
+	})
+	return tasks, err
+}
