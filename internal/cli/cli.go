@@ -47,6 +47,14 @@ var commands = []func() command{
 	func() command { return &versionCmd{} },
 	func() command { return &sandboxRunCmd{} },
 	func() command { return &sandboxShellCmd{} },
+	func() command { return &envBuildCmd{} },
+	func() command { return &envLsCmd{} },
+	func() command { return &envShowCmd{} },
+	func() command { return &envRmCmd{} },
+	func() command { return &envGCCmd{} },
+	func() command { return &envShellCmd{} },
+	func() command { return &envTestCmd{} },
+	func() command { return &envCoverageCmd{} },
 }
 
 // usageError is a problem with how cwm was invoked: Run prints it with the

@@ -63,12 +63,12 @@ func TestInvocation(t *testing.T) {
 	}{
 		{
 			line: "pytest -q tests", opts: Options{Python: "py"},
-			argv: []string{"py", "-m", "pytest", "-p", "no:cacheprovider", "--junitxml=" + junit, "-o", "junit_family=xunit1", "--continue-on-collection-errors", "-q", "tests"},
+			argv: []string{"py", "-m", "pytest", "-p", "no:cacheprovider", "-p", "cwmreport", "--junitxml=" + junit, "-o", "junit_family=xunit1", "--continue-on-collection-errors", "-q", "tests"},
 			dir:  "/repo",
 		},
 		{
 			line: "pytest -q -k slow -p myplugin tests", opts: Options{Python: "py", IDs: []string{"tests/test_a.py::test_x"}},
-			argv: []string{"py", "-m", "pytest", "-p", "no:cacheprovider", "--junitxml=" + junit, "-o", "junit_family=xunit1", "--continue-on-collection-errors", "-q", "-p", "myplugin", "tests/test_a.py::test_x"},
+			argv: []string{"py", "-m", "pytest", "-p", "no:cacheprovider", "-p", "cwmreport", "--junitxml=" + junit, "-o", "junit_family=xunit1", "--continue-on-collection-errors", "-q", "-p", "myplugin", "tests/test_a.py::test_x"},
 			dir:  "/repo",
 		},
 		{
@@ -94,7 +94,7 @@ func TestInvocation(t *testing.T) {
 		{
 			line: "make test", opts: Options{},
 			argv: []string{"/bin/bash", "-c", "make test"},
-			dir:  "/repo", env: []string{"PYTEST_ADDOPTS=--junitxml=" + junit + " -o junit_family=xunit1 -p no:cacheprovider --continue-on-collection-errors"},
+			dir:  "/repo", env: []string{"PYTEST_ADDOPTS=--junitxml=" + junit + " -o junit_family=xunit1 -p no:cacheprovider -p cwmreport --continue-on-collection-errors"},
 		},
 		{line: "make test", opts: Options{IDs: []string{"x"}}, wantErr: true},
 	}

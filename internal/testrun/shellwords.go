@@ -130,3 +130,11 @@ func joinWords(words []string) string {
 	}
 	return strings.Join(q, " ")
 }
+
+// Words splits a command line as a shell would for simple commands (see
+// splitWords); complex reports redirections, pipes, substitutions or
+// globs, which only bash itself can run faithfully.
+func Words(line string) (cmds [][]string, complex bool, err error) { return splitWords(line) }
+
+// Join quotes words for bash and joins them into one command line.
+func Join(words []string) string { return joinWords(words) }

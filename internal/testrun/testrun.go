@@ -115,20 +115,45 @@ func Run(ctx context.Context, s *sandbox.Sandbox, c Command, opts Options) (*Rep
 	var rnd [6]byte
 	rand.Read(rnd[:])
 	junit := "/tmp/cwm-junit-" + hex.EncodeToString(rnd[:]) + ".xml"
-	inv, err := c.invocation(opts, junit, s.Config().Workdir)
-	if err != nil {
-		return nil, err
+	stream := pluginDir + "/report-" + hex.EncodeToString(rnd[:]) + ".jsonl"
+	if c.Framework != Unittest {
+		if err := installPlugin(ctx, s); err != nil {
+			return nil, err
+		}
 	}
-	rep := &Report{Argv: inv.argv, Dir: inv.dir}
-	res, err := s.Exec(ctx, sandbox.Cmd{
-		Args: inv.argv, Dir: inv.dir, Env: append(append([]string{}, opts.Env...), inv.env...),
-		Timeout: opts.Timeout, OutputLimit: opts.OutputLimit,
-		// Capture everything the limit lets through, so that parsing never
-		// sees a stream with its middle cut out.
-		Capture: int(opts.OutputLimit) + 1,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("run tests (%s): %w", strings.Join(inv.argv, " "), err)
+	var rep *Report
+	var res sandbox.Result
+	for {
+		inv, err := c.invocation(opts, junit, s.Config().Workdir)
+		if err != nil {
+			return nil, err
+		}
+		rep = &Report{Argv: inv.argv, Dir: inv.dir}
+		env := append(append([]string{}, opts.Env...), inv.env...)
+		if c.Framework == Unittest {
+			env = withPythonPath(env, "")
+		} else {
+			env = append(withPythonPath(env, pluginDir), "CWM_REPORT="+stream)
+		}
+		res, err = s.Exec(ctx, sandbox.Cmd{
+			Args: inv.argv, Dir: inv.dir, Env: env,
+			Timeout: opts.Timeout, OutputLimit: opts.OutputLimit,
+			// Capture everything the limit lets through, so that parsing
+			// never sees a stream with its middle cut out.
+			Capture: int(opts.OutputLimit) + 1,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("run tests (%s): %w", strings.Join(inv.argv, " "), err)
+		}
+		// pytest refuses to run anything when one chosen id does not
+		// exist; run the others, and the missing ones stay unreported.
+		if c.Framework == Pytest && res.ExitCode == 4 && len(opts.IDs) > 0 {
+			if kept := withoutNotFound(opts.IDs, res.Stdout, res.Stderr); len(kept) < len(opts.IDs) && len(kept) > 0 {
+				opts.IDs = kept
+				continue
+			}
+		}
+		break
 	}
 	rep.Result = res
 	switch c.Framework {
@@ -142,6 +167,14 @@ func Run(ctx context.Context, s *sandbox.Sandbox, c Command, opts Options) (*Rep
 		data, err := s.ReadFile(ctx, junit, 0)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
+			// No JUnit report: the session did not end normally. What the
+			// stream recorded is what is known.
+			ended := res.Describe()
+			if data, err := s.ReadFile(ctx, stream, 0); err == nil && len(data) > 0 {
+				rep.Tests = parseStream(data, ended)
+				rep.Note = "pytest ended without its report (" + ended + tail(res.Stderr, res.Stdout) + "); outcomes from cwm's per-test stream"
+				break
+			}
 			if c.Framework == Shell && res.Reason == sandbox.ReasonNone {
 				// Nothing reported per test: the command is the test.
 				o := Pass
@@ -153,6 +186,8 @@ func Run(ctx context.Context, s *sandbox.Sandbox, c Command, opts Options) (*Rep
 			} else {
 				rep.Note = "pytest wrote no report: " + res.Describe() + tail(res.Stderr, res.Stdout)
 			}
+		case err == nil && res.ExitCode == 4 && c.Framework == Pytest:
+			rep.Note = "pytest stopped before running tests (usage error)" + tail(res.Stdout, res.Stderr)
 		case err != nil:
 			return nil, fmt.Errorf("read test report %s: %w", junit, err)
 		default:
@@ -167,6 +202,50 @@ func Run(ctx context.Context, s *sandbox.Sandbox, c Command, opts Options) (*Rep
 		rep.Note = "stopped by the " + string(res.Reason) + " limit"
 	}
 	return rep, nil
+}
+
+// installPlugin writes cwm's pytest reporter into the sandbox.
+func installPlugin(ctx context.Context, s *sandbox.Sandbox) error {
+	if _, err := s.Stat(ctx, pluginDir+"/cwmreport.py"); err == nil {
+		return nil
+	}
+	res, err := s.Exec(ctx, sandbox.Cmd{Args: []string{"mkdir", "-p", pluginDir}, Timeout: time.Minute})
+	if err == nil && !res.Success() {
+		err = errors.New(res.Describe() + tail(res.Stderr))
+	}
+	if err == nil {
+		err = s.WriteFile(ctx, pluginDir+"/cwmreport.py", cwmreportPy, 0o644)
+	}
+	if err != nil {
+		return fmt.Errorf("install the test reporter: %w", err)
+	}
+	return nil
+}
+
+// withoutNotFound drops the ids pytest reported as not found ("ERROR: not
+// found: /repo/tests/t.py::x", "ERROR: file or directory not found: t.py").
+func withoutNotFound(ids []string, outputs ...[]byte) []string {
+	var missing []string
+	for _, o := range outputs {
+		for _, line := range strings.Split(string(o), "\n") {
+			if _, what, ok := strings.Cut(line, "not found: "); ok && strings.HasPrefix(line, "ERROR:") {
+				missing = append(missing, strings.TrimSpace(what))
+			}
+		}
+	}
+	var kept []string
+	for _, id := range ids {
+		gone := false
+		for _, m := range missing {
+			if m == id || strings.HasSuffix(m, "/"+id) || strings.HasPrefix(id, m+"::") || strings.HasSuffix(m, "/"+strings.SplitN(id, "::", 2)[0]) && !strings.Contains(m, "::") {
+				gone = true
+			}
+		}
+		if !gone {
+			kept = append(kept, id)
+		}
+	}
+	return kept
 }
 
 // tail returns the last line of the first non-empty stream, for notes.
@@ -200,7 +279,7 @@ func (c Command) invocation(opts Options, junit, workdir string) (invocation, er
 	py := opts.Python
 	switch c.Framework {
 	case Pytest:
-		argv := []string{py, "-m", "pytest", "-p", "no:cacheprovider", "--junitxml=" + junit,
+		argv := []string{py, "-m", "pytest", "-p", "no:cacheprovider", "-p", "cwmreport", "--junitxml=" + junit,
 			"-o", "junit_family=xunit1", "--continue-on-collection-errors"}
 		argv = append(argv, opts.PytestArgs...)
 		if len(opts.IDs) == 0 {
@@ -246,7 +325,7 @@ func (c Command) invocation(opts Options, junit, workdir string) (invocation, er
 		if len(opts.IDs) > 0 {
 			return invocation{}, fmt.Errorf("cannot run chosen tests with %q: cwm does not know its runner", c.Line)
 		}
-		env = append(env, "PYTEST_ADDOPTS=--junitxml="+junit+" -o junit_family=xunit1 -p no:cacheprovider --continue-on-collection-errors")
+		env = append(env, "PYTEST_ADDOPTS=--junitxml="+junit+" -o junit_family=xunit1 -p no:cacheprovider -p cwmreport --continue-on-collection-errors")
 		return invocation{argv: []string{"/bin/bash", "-c", c.Line}, dir: dir, env: env}, nil
 	}
 }

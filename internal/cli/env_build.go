@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"cwm/internal/envbuild"
+)
+
+type envBuildCmd struct {
+	fs             *flag.FlagSet // for flags after the arguments
+	rev            string
+	envName        string
+	install        stringList
+	test           string
+	runs           int
+	base           string
+	json           bool
+	online         bool
+	force          bool
+	noCoverage     bool
+	quiet          bool
+	timeout        time.Duration
+	installTimeout time.Duration
+	memory         byteSize
+}
+
+func (*envBuildCmd) name() string { return "env build" }
+func (*envBuildCmd) synopsis() string {
+	return "turn a repository into an executable environment"
+}
+func (*envBuildCmd) usage() string {
+	return `[flags] PATH|GIT-URL
+Copies the repository at --rev (a git repository keeps its history up to
+that revision; a plain directory becomes a one-commit repository whose
+revision is the hash of its tree) into a new layer at /repo, finds how to
+install and test it, installs it offline into /venv inside a sandbox, runs
+the test suite --runs times, records every test's outcome (flaky when runs
+disagree) and which functions each passing test executes.
+
+Recipe detection, first hit per step: --install/--test; the Python job of
+.github/workflows/*.yml; tox.ini or noxfile.py; pyproject.toml, setup.cfg,
+setup.py and requirements*.txt; a Makefile test target; then python -m
+pytest, then python -m unittest discover. pip installs run with --no-index
+and --no-build-isolation; a dependency that is not installed on the host is
+reported with the Debian package that provides it.
+
+Prints the environment's id (the whole manifest with --json). An
+environment where no test passes in every run is kept, marked unusable,
+and the command exits 1 with the reason. See docs/environments.md.
+
+Examples:
+  cwm env build examples/textkit
+  cwm env build --rev v1.2.0 --name mylib https://example.org/mylib.git
+  cwm env build --install 'pip install -e .' --test 'pytest -q tests' ./repo`
+}
+
+func (c *envBuildCmd) flags(fs *flag.FlagSet) {
+	c.fs = fs
+	fs.StringVar(&c.rev, "rev", "", "`REVISION` of a git repository (default HEAD)")
+	fs.StringVar(&c.envName, "name", "", "`NAME` to refer to the environment by (default: the directory's name)")
+	fs.Var(&c.install, "install", "install `CMD` instead of the detected ones (repeatable, run in order)")
+	fs.StringVar(&c.test, "test", "", "test `CMD` instead of the detected one")
+	fs.IntVar(&c.runs, "runs", 3, "how many times the baseline runs the suite")
+	fs.StringVar(&c.base, "base", "", "root filesystem `DIR` to build on instead of the host's /usr and /etc")
+	fs.BoolVar(&c.json, "json", false, "print the manifest (env.json) instead of the id")
+	fs.BoolVar(&c.online, "online", false, "let pip use its package index (needs a base whose pip reaches one from inside the sandbox)")
+	fs.BoolVar(&c.force, "force", false, "rebuild even when a usable environment with the same id exists")
+	fs.BoolVar(&c.noCoverage, "no-coverage", false, "skip the test-to-code map (env coverage computes it on first use)")
+	fs.BoolVar(&c.quiet, "quiet", false, "print no progress")
+	fs.DurationVar(&c.timeout, "timeout", 15*time.Minute, "wall-clock limit of one test run")
+	fs.DurationVar(&c.installTimeout, "install-timeout", 10*time.Minute, "wall-clock limit of one install step")
+	c.memory = 4 << 30
+	fs.Var(&c.memory, "memory", "memory limit of each sandbox in `BYTES` (suffixes K, M, G)")
+}
+
+func (c *envBuildCmd) run(ctx context.Context, e *Env, args []string) error {
+	args, err := interspersed(c.fs, args)
+	if err != nil {
+		return err
+	}
+	if len(args) != 1 {
+		return usagef("want one repository (a path or a git URL), got %d arguments", len(args))
+	}
+	if c.runs < 1 || c.runs > 100 {
+		return usagef("--runs %d: want 1 to 100", c.runs)
+	}
+	if c.timeout <= 0 || c.installTimeout <= 0 {
+		return usagef("--timeout and --install-timeout must be positive")
+	}
+	rt, err := newRuntime(e)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	var progress io.Writer = e.Stderr
+	if c.quiet {
+		progress = nil
+	}
+	env, err := envbuild.Build(ctx, rt, envbuild.Options{
+		Home: e.Home, Source: args[0], Rev: c.rev, Name: c.envName, Install: c.install, Test: c.test,
+		Runs: c.runs, Base: c.base, Online: c.online, Force: c.force, NoCoverage: c.noCoverage,
+		InstallTimeout: c.installTimeout,
+		Limits:         envbuild.RunLimits{Timeout: c.timeout, Memory: int64(c.memory)},
+		Progress:       progress, Log: e.Log,
+	})
+	if err != nil {
+		return err
+	}
+	if c.json {
+		if err := writeJSON(e.Stdout, env); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(e.Stdout, env.ID)
+	}
+	if !env.Usable {
+		return fmt.Errorf("environment %s is not usable: %s (log: %s)", env.ID, env.Reason, env.BuildLog)
+	}
+	return nil
+}

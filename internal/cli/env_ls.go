@@ -1,0 +1,60 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"text/tabwriter"
+
+	"cwm/internal/envbuild"
+)
+
+type envLsCmd struct {
+	json bool
+}
+
+func (*envLsCmd) name() string     { return "env ls" }
+func (*envLsCmd) synopsis() string { return "list the built environments" }
+func (*envLsCmd) usage() string {
+	return `[--json]
+Lists the environments in $CWM_HOME/envs, oldest first: id, name, whether
+it is usable, its baseline (tests passing in every run / all tests, flaky
+ones), Python, layer size, and the repository. Builds in progress and
+leftovers of interrupted builds are not listed (env gc removes them).`
+}
+
+func (c *envLsCmd) flags(fs *flag.FlagSet) {
+	fs.BoolVar(&c.json, "json", false, "print the manifests as a JSON array")
+}
+
+func (c *envLsCmd) run(ctx context.Context, e *Env, args []string) error {
+	if len(args) > 0 {
+		return usagef("env ls takes no arguments")
+	}
+	envs, err := envbuild.NewStore(e.Home).List()
+	if err != nil {
+		return err
+	}
+	if c.json {
+		if envs == nil {
+			envs = []*envbuild.Env{}
+		}
+		return writeJSON(e.Stdout, envs)
+	}
+	if len(envs) == 0 {
+		fmt.Fprintln(e.Stderr, "no environments (build one with cwm env build PATH)")
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tUSABLE\tPASS/TESTS\tFLAKY\tPYTHON\tSIZE\tBUILT\tREPOSITORY")
+	for _, env := range envs {
+		usable := "yes"
+		if !env.Usable {
+			usable = "no"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%d\t%s\t%s\t%s\t%s\n", shortID(env.ID), env.Name, usable,
+			env.Counts.Pass, env.Counts.Tests, env.Counts.Flaky, env.Python, humanBytes(env.LayerBytes),
+			env.BuiltAt.Local().Format("2006-01-02 15:04"), env.Repository.Location)
+	}
+	return tw.Flush()
+}

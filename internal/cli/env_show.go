@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"cwm/internal/envbuild"
+)
+
+type envShowCmd struct {
+	fs    *flag.FlagSet // for flags after the arguments
+	json  bool
+	tests bool
+}
+
+func (*envShowCmd) name() string     { return "env show" }
+func (*envShowCmd) synopsis() string { return "describe an environment" }
+func (*envShowCmd) usage() string {
+	return `[--json] [--tests] ID
+Shows how an environment was built (source, revision, install and test
+commands with where each came from), its baseline and whether it is usable.
+ID is an id, a unique id prefix or a name. --json prints env.json; --tests
+lists every test with its outcome in each baseline run.`
+}
+
+func (c *envShowCmd) flags(fs *flag.FlagSet) {
+	c.fs = fs
+	fs.BoolVar(&c.json, "json", false, "print the manifest (env.json)")
+	fs.BoolVar(&c.tests, "tests", false, "list every test's baseline")
+}
+
+func (c *envShowCmd) run(ctx context.Context, e *Env, args []string) error {
+	args, err := interspersed(c.fs, args)
+	if err != nil {
+		return err
+	}
+	if len(args) != 1 {
+		return usagef("want one environment id or name")
+	}
+	env, err := resolveEnv(e, args[0])
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return writeJSON(e.Stdout, env)
+	}
+	w := e.Stdout
+	fmt.Fprintf(w, "id:          %s\n", env.ID)
+	fmt.Fprintf(w, "name:        %s\n", env.Name)
+	fmt.Fprintf(w, "repository:  %s (%s)\n", env.Repository.Location, env.Repository.Kind)
+	fmt.Fprintf(w, "revision:    %s\n", env.Revision)
+	fmt.Fprintf(w, "base:        %s, Python %s\n", env.Base, env.Python)
+	fmt.Fprintf(w, "built:       %s in %.1fs, layer %s\n", env.BuiltAt.Local().Format("2006-01-02 15:04:05"), env.BuildSecs, humanBytes(env.LayerBytes))
+	fmt.Fprintf(w, "layer:       %s\n", env.Layer())
+	fmt.Fprintf(w, "build log:   %s\n", env.BuildLog)
+	fmt.Fprintln(w, "install:")
+	for _, s := range env.Install {
+		fmt.Fprintf(w, "  %s  [%s] %s", s.Command, s.Provenance, s.Status)
+		if s.Note != "" {
+			fmt.Fprintf(w, ": %s", s.Note)
+		}
+		fmt.Fprintln(w)
+		if s.Run != "" && s.Run != s.Command {
+			fmt.Fprintf(w, "    ran: %s\n", s.Run)
+		}
+	}
+	fmt.Fprintf(w, "test:        %s  [%s]\n", env.Test.Command, env.Test.Provenance)
+	if run := env.TestCommand.String(); run != env.Test.Command {
+		fmt.Fprintf(w, "    runs as: %s\n", run)
+	}
+	if len(env.TestCommand.Dropped) > 0 {
+		fmt.Fprintf(w, "    dropped: %s\n", strings.Join(env.TestCommand.Dropped, " "))
+	}
+	for i, r := range env.Runs {
+		fmt.Fprintf(w, "run %d:       %d tests, %s, %.2fs", i+1, r.Tests, r.Exit, r.Seconds)
+		if r.Note != "" {
+			fmt.Fprintf(w, " (%s)", r.Note)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "baseline:    %s\n", env.Counts)
+	for _, m := range env.Missing {
+		fmt.Fprintf(w, "missing:     %s\n", m)
+	}
+	if env.Coverage != nil {
+		fmt.Fprintf(w, "coverage:    %d functions, %d tests", env.Coverage.Functions, env.Coverage.Tests)
+		if env.Coverage.Note != "" {
+			fmt.Fprintf(w, " (%s)", env.Coverage.Note)
+		}
+		fmt.Fprintln(w)
+	}
+	if env.Usable {
+		fmt.Fprintln(w, "usable:      yes")
+	} else {
+		fmt.Fprintf(w, "usable:      no: %s\n", env.Reason)
+	}
+	if c.tests {
+		printBaseline(w, env.Baseline)
+	}
+	return nil
+}
+
+func printBaseline(w io.Writer, tests []envbuild.TestResult) {
+	fmt.Fprintln(w, "tests:")
+	for _, t := range tests {
+		outs := make([]string, len(t.Outcomes))
+		for i, o := range t.Outcomes {
+			outs[i] = string(o)
+		}
+		fmt.Fprintf(w, "  %-6s %s  (%s)\n", strings.ToUpper(t.Status), t.ID, strings.Join(outs, " "))
+	}
+}

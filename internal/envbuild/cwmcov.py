@@ -1,0 +1,202 @@
+"""cwm's per-test recorder: which functions and lines of the repository
+each test executes.
+
+Used two ways, both inside a sandbox with this file on PYTHONPATH:
+
+    python -m pytest -p cwmcov ...        (a pytest plugin)
+    python -m cwmcov [unittest args]      (unittest's command line)
+
+Only code in files under CWMCOV_ROOT (default /repo) is recorded, and not
+the tests themselves (test_*.py, *_test.py, conftest.py, files under a
+tests/ or test/ directory). On Python 3.12+ sys.monitoring is used, and each
+line is reported once per test then disabled until the next test, so the
+cost is close to nothing; before 3.12 sys.settrace, with a local tracer only
+for frames of recorded files. The result is written as JSON to CWMCOV_OUT
+when the run ends:
+
+    {"version": 1, "tests": {TEST_ID: {"functions": [[FILE, QUALNAME, LINE], ...],
+                                       "lines": {FILE: [LINE, ...]}}}}
+
+FILE is relative to the root; QUALNAME is the code object's qualified name
+(comprehensions, lambdas and generator expressions are left out as
+functions, their lines count for the enclosing function's file).
+"""
+
+import json
+import os
+import sys
+import threading
+
+ROOT = os.path.realpath(os.environ.get("CWMCOV_ROOT", "/repo")).rstrip("/") + "/"
+OUT = os.environ.get("CWMCOV_OUT", "/tmp/cwmcov.json")
+TEST_DIRS = ("tests", "test", "testing")
+
+
+def _wanted(filename, cache={}):
+    hit = cache.get(filename)
+    if hit is not None:
+        return hit
+    ok = False
+    if filename.startswith(ROOT) and filename.endswith(".py"):
+        rel = filename[len(ROOT):]
+        parts = rel.split("/")
+        base = parts[-1]
+        ok = not (
+            base.startswith("test_")
+            or base.endswith("_test.py")
+            or base == "conftest.py"
+            or any(p in TEST_DIRS for p in parts[:-1])
+            or parts[0] in ("venv", ".venv", ".git")
+        )
+    cache[filename] = ok
+    return ok
+
+
+def _qualname(code):
+    return getattr(code, "co_qualname", code.co_name)
+
+
+class Recorder:
+    def __init__(self):
+        self.tests = {}
+        self.lines = None
+        self.funcs = None
+        self.current = None
+
+    def start(self, test_id):
+        self.current = test_id
+        self.lines = {}
+        self.funcs = set()
+        self._begin()
+
+    def stop(self):
+        if self.current is None:
+            return
+        self._end()
+        rec = self.tests.setdefault(self.current, {"functions": set(), "lines": {}})
+        rec["functions"] |= self.funcs
+        for f, ls in self.lines.items():
+            rec["lines"].setdefault(f, set()).update(ls)
+        self.current = None
+
+    def record_call(self, code):
+        if not code.co_name.startswith("<"):
+            self.funcs.add((code.co_filename[len(ROOT):], _qualname(code), code.co_firstlineno))
+
+    def record_line(self, filename, line):
+        s = self.lines.get(filename)
+        if s is None:
+            s = self.lines[filename] = set()
+        s.add(line)
+
+    def dump(self):
+        out = {}
+        for tid, rec in self.tests.items():
+            out[tid] = {
+                "functions": sorted(rec["functions"]),
+                "lines": {f[len(ROOT):]: sorted(ls) for f, ls in sorted(rec["lines"].items())},
+            }
+        tmp = OUT + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"version": 1, "tests": out}, f)
+        os.replace(tmp, OUT)
+
+    if hasattr(sys, "monitoring"):
+
+        def _begin(self):
+            mon = sys.monitoring
+            tool = mon.COVERAGE_ID
+            if mon.get_tool(tool) is None:
+                mon.use_tool_id(tool, "cwmcov")
+                mon.register_callback(tool, mon.events.PY_START, self._on_start)
+                mon.register_callback(tool, mon.events.LINE, self._on_line)
+            mon.set_events(tool, mon.events.PY_START | mon.events.LINE)
+            mon.restart_events()
+
+        def _end(self):
+            sys.monitoring.set_events(sys.monitoring.COVERAGE_ID, 0)
+
+        def _on_start(self, code, offset):
+            if not _wanted(code.co_filename):
+                return sys.monitoring.DISABLE
+            self.record_call(code)
+            return sys.monitoring.DISABLE  # once per test is enough
+
+        def _on_line(self, code, line):
+            if _wanted(code.co_filename):
+                self.record_line(code.co_filename, line)
+            return sys.monitoring.DISABLE
+
+    else:
+
+        def _begin(self):
+            sys.settrace(self._global)
+            threading.settrace(self._global)
+
+        def _end(self):
+            sys.settrace(None)
+            threading.settrace(None)
+
+        def _global(self, frame, event, arg):
+            code = frame.f_code
+            if event != "call" or not _wanted(code.co_filename):
+                return None
+            self.record_call(code)
+            filename = code.co_filename
+            lines = self.lines.get(filename)
+            if lines is None:
+                lines = self.lines[filename] = set()
+            add = lines.add
+
+            def local(frame, event, arg):
+                if event == "line":
+                    add(frame.f_lineno)
+                return local
+
+            return local
+
+
+RECORDER = Recorder()
+
+try:
+    import pytest
+except ImportError:  # unittest-only environments
+    pytest = None
+
+if pytest is not None:
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        RECORDER.start(item.nodeid)
+        try:
+            yield
+        finally:
+            RECORDER.stop()
+
+    def pytest_sessionfinish(session, exitstatus):
+        RECORDER.dump()
+
+
+def _unittest_main(argv):
+    import unittest
+
+    class Result(unittest.TextTestResult):
+        def startTest(self, test):
+            RECORDER.start(test.id())
+            super().startTest(test)
+
+        def stopTest(self, test):
+            super().stopTest(test)
+            RECORDER.stop()
+
+    class Runner(unittest.TextTestRunner):
+        resultclass = Result
+
+    try:
+        unittest.main(module=None, argv=["python -m unittest"] + argv, testRunner=Runner)
+    finally:
+        RECORDER.dump()
+
+
+if __name__ == "__main__":
+    _unittest_main(sys.argv[1:])

@@ -1,0 +1,252 @@
+package envbuild
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"cwm/internal/sandbox"
+)
+
+// Missing is a dependency the environment lacks.
+type Missing struct {
+	// Import is the module name code imports ("yaml").
+	Import string `json:"import"`
+	// Requirement is the requirement as declared ("PyYAML>=5"), when known.
+	Requirement string `json:"requirement,omitempty"`
+	// Installed is the version present when it does not satisfy the
+	// requirement.
+	Installed string `json:"installed,omitempty"`
+	// Debian is the Debian package that provides it, when there is one.
+	Debian string `json:"debian,omitempty"`
+	// Source says who found it missing: pip, project metadata, build
+	// backend, tests.
+	Source string `json:"source"`
+}
+
+func (m Missing) String() string {
+	s := m.Import
+	if m.Requirement != "" && requirementName(m.Requirement) != strings.ReplaceAll(m.Import, "_", "-") {
+		s += " (" + m.Requirement + ")"
+	}
+	if m.Installed != "" {
+		s += ", installed " + m.Installed + " does not satisfy it"
+	}
+	if m.Debian != "" {
+		s += "; apt-get install " + m.Debian
+	}
+	return s
+}
+
+// depCheck lists the requirements that are not satisfied in the venv: the
+// given ones and those of every project installed in editable mode from
+// /repo (with the chosen extras). It runs inside the sandbox with the
+// venv's Python, so it sees exactly what the tests will.
+const depCheck = `
+import json, sys
+import importlib.metadata as md
+try:
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+except ImportError:
+    from pip._vendor.packaging.requirements import Requirement
+    from pip._vendor.packaging.utils import canonicalize_name
+reqs, extras = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+todo = [(r, "") for r in reqs]
+for dist in md.distributions():
+    try:
+        info = json.loads(dist.read_text("direct_url.json") or "{}")
+    except Exception:
+        continue
+    if info.get("dir_info", {}).get("editable") and info.get("url", "").startswith("file:///repo"):
+        todo += [(r, "project metadata") for r in (dist.requires or [])]
+out, seen = [], set()
+for text, why in todo:
+    try:
+        r = Requirement(text)
+    except Exception:
+        continue
+    if r.marker is not None and not any(r.marker.evaluate({"extra": e}) for e in (extras or [""])):
+        continue
+    name = canonicalize_name(r.name)
+    if name in seen:
+        continue
+    seen.add(name)
+    try:
+        v = md.version(r.name)
+    except md.PackageNotFoundError:
+        v = None
+    ok = v is not None
+    if ok and r.specifier:
+        try:
+            ok = r.specifier.contains(v, prereleases=True)
+        except Exception:
+            pass
+    if not ok:
+        out.append({"requirement": text, "installed": v or "", "source": why or "install step"})
+print(json.dumps(out))
+`
+
+// checkDependencies runs depCheck and adds what it finds to in.missing.
+func (in *installer) checkDependencies(ctx context.Context, python string) error {
+	reqs, _ := json.Marshal(nonNil(in.reqs))
+	extras, _ := json.Marshal(nonNil(in.extras))
+	res, err := in.s.Exec(ctx, sandbox.Cmd{Args: []string{python, "-c", depCheck, string(reqs), string(extras)},
+		Timeout: 2 * time.Minute, Capture: 1 << 20})
+	if err != nil {
+		return fmt.Errorf("check dependencies: %w", err)
+	}
+	if !res.Success() {
+		fmt.Fprintf(in.log, "\ndependency check failed: %s\n%s", res.Describe(), res.Stderr)
+		return nil
+	}
+	var found []struct {
+		Requirement string `json:"requirement"`
+		Installed   string `json:"installed"`
+		Source      string `json:"source"`
+	}
+	if err := json.Unmarshal(res.Stdout, &found); err != nil {
+		return fmt.Errorf("check dependencies: %w", err)
+	}
+	for _, f := range found {
+		in.addMissing(Missing{Requirement: f.Requirement, Installed: f.Installed, Source: f.Source})
+	}
+	return nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// importNames maps distributions whose import name differs from their
+// name.
+var importNames = map[string]string{
+	"pyyaml": "yaml", "beautifulsoup4": "bs4", "pillow": "PIL", "scikit-learn": "sklearn",
+	"scikit-image": "skimage", "python-dateutil": "dateutil", "attrs": "attr", "pyjwt": "jwt",
+	"opencv-python": "cv2", "opencv-python-headless": "cv2", "protobuf": "google.protobuf",
+	"pyserial": "serial", "pycryptodome": "Crypto", "pyopenssl": "OpenSSL", "msgpack-python": "msgpack",
+	"python-magic": "magic", "pymysql": "pymysql", "psycopg2-binary": "psycopg2",
+	"typing-extensions": "typing_extensions", "setuptools-scm": "setuptools_scm",
+	"pygobject": "gi", "dnspython": "dns", "markdown": "markdown", "docutils": "docutils",
+	"flit-core": "flit_core", "poetry-core": "poetry.core",
+}
+
+// debianNames maps import names whose Debian package is not python3-NAME.
+var debianNames = map[string]string{
+	"yaml": "python3-yaml", "bs4": "python3-bs4", "PIL": "python3-pil", "sklearn": "python3-sklearn",
+	"skimage": "python3-skimage", "dateutil": "python3-dateutil", "attr": "python3-attr",
+	"jwt": "python3-jwt", "cv2": "python3-opencv", "google": "python3-protobuf",
+	"serial": "python3-serial", "Crypto": "python3-pycryptodome", "OpenSSL": "python3-openssl",
+	"gi": "python3-gi", "dns": "python3-dnspython", "typing_extensions": "python3-typing-extensions",
+	"setuptools_scm": "python3-setuptools-scm", "flit_core": "flit", "poetry": "python3-poetry-core",
+	"hatchling": "python3-hatchling", "psycopg2": "python3-psycopg2", "magic": "python3-magic",
+}
+
+// importName is the module a requirement provides, by the table or by the
+// usual convention (lower case, dashes as underscores).
+func importName(req string) string {
+	name := requirementName(req)
+	if m, ok := importNames[name]; ok {
+		return topModule(m)
+	}
+	return strings.ReplaceAll(name, "-", "_")
+}
+
+var (
+	aptMu    sync.Mutex
+	aptCache = map[string]bool{}
+)
+
+// aptKnows asks the host's apt metadata whether a package exists. Without
+// apt (or its lists) nothing is known and only the table answers.
+func aptKnows(ctx context.Context, pkg string) bool {
+	aptMu.Lock()
+	defer aptMu.Unlock()
+	if v, ok := aptCache[pkg]; ok {
+		return v
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "apt-cache", "show", "--no-all-versions", pkg).Output()
+	ok := err == nil && strings.Contains(string(out), "Package: ")
+	aptCache[pkg] = ok
+	return ok
+}
+
+// debianPackage finds the Debian package that provides a module: the
+// table, then python3-NAME for the import and the distribution name, as
+// far as apt knows them.
+func debianPackage(ctx context.Context, m Missing) string {
+	if p, ok := debianNames[m.Import]; ok {
+		return p
+	}
+	cands := []string{"python3-" + strings.ToLower(strings.ReplaceAll(m.Import, "_", "-"))}
+	if m.Requirement != "" {
+		cands = append(cands, "python3-"+requirementName(m.Requirement))
+	}
+	for _, c := range cands {
+		if aptKnows(ctx, c) {
+			return c
+		}
+	}
+	return ""
+}
+
+var noModule = regexp.MustCompile(`(?:ModuleNotFoundError|ImportError): No module named '?([A-Za-z0-9_.]+)'?`)
+
+// missingFromOutput finds modules tests failed to import, except the
+// repository's own (a broken import inside the project is a bug, not a
+// missing dependency).
+func missingFromOutput(repo string, outputs ...[]byte) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, o := range outputs {
+		for _, m := range noModule.FindAllSubmatch(o, -1) {
+			top := topModule(string(m[1]))
+			if seen[top] || ownModule(repo, top) {
+				continue
+			}
+			seen[top] = true
+			out = append(out, top)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func ownModule(repo, mod string) bool {
+	for _, d := range []string{"", "src", "lib"} {
+		base := filepath.Join(repo, d, mod)
+		if st, err := os.Stat(base); err == nil && st.IsDir() {
+			return true
+		}
+		if fileExists(base + ".py") {
+			return true
+		}
+	}
+	return false
+}
+
+// finishMissing fills in import names and Debian packages.
+func finishMissing(ctx context.Context, ms []Missing) []Missing {
+	for i := range ms {
+		if ms[i].Import == "" {
+			ms[i].Import = importName(ms[i].Requirement)
+		}
+		if ms[i].Debian == "" {
+			ms[i].Debian = debianPackage(ctx, ms[i])
+		}
+	}
+	return ms
+}

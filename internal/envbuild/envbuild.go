@@ -1,0 +1,380 @@
+// Package envbuild turns a repository into an Environment: a read-only
+// layer holding the repository at one revision (/repo, with its git
+// history up to that revision) and what its installation produced (/venv),
+// plus a manifest (env.json) that records how it was installed and tested
+// and the outcome of every test in several baseline runs.
+//
+// Building finds the recipe (flags, CI workflows, tox or nox, project
+// metadata, a Makefile, then defaults), installs offline in a sandbox,
+// runs the suite --runs times in fresh sandboxes, marks tests whose
+// outcome changes as flaky, and records which functions each passing test
+// executes (the test-to-code map the tasks stage mutates). Environments
+// are content addressed: the id hashes the repository tree, the recipe and
+// the base, so building the same thing twice gives the same id. A build
+// happens in a hidden directory renamed into place at the end, so an
+// interrupted build never looks like an environment. See
+// docs/environments.md.
+package envbuild
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"cwm/internal/sandbox"
+	"cwm/internal/testrun"
+)
+
+// Options describe a build.
+type Options struct {
+	// Home is $CWM_HOME; environments go to Home/envs.
+	Home string
+	// Source is a directory or a git URL; Rev a revision of a git source
+	// (default HEAD).
+	Source, Rev string
+	// Name is a short name to refer to the environment by (default: the
+	// source's base name).
+	Name string
+	// Install and Test override recipe detection.
+	Install []string
+	Test    string
+	// Runs is how many times the baseline runs the suite (default 3).
+	Runs int
+	// Base is a root filesystem to build on instead of the host's.
+	Base string
+	// Online lets pip use its index (and build isolation). The sandbox has
+	// no network, so this only helps with a base whose pip is configured
+	// for a local index or wheel directory inside the sandbox.
+	Online bool
+	// Force rebuilds even when a usable environment with the id exists.
+	Force bool
+	// NoCoverage skips the test-to-code map (computed later on demand).
+	NoCoverage bool
+	// InstallTimeout bounds each install step (default 10 minutes).
+	InstallTimeout time.Duration
+	// Limits bound each test run (timeout default 15 minutes).
+	Limits RunLimits
+	// Progress receives a line per step for people; nil for none.
+	Progress io.Writer
+	Log      *slog.Logger
+}
+
+// Build builds (or finds, when already built) the environment for opts.
+// An environment whose tests never pass is still stored, with Usable false
+// and the Reason; the error is for failures of the build itself and for
+// bad input (*InputError).
+func Build(ctx context.Context, rt *sandbox.Runtime, opts Options) (*Env, error) {
+	start := time.Now()
+	if opts.Runs <= 0 {
+		opts.Runs = 3
+	}
+	if opts.InstallTimeout <= 0 {
+		opts.InstallTimeout = 10 * time.Minute
+	}
+	if opts.Limits.Timeout <= 0 {
+		opts.Limits.Timeout = 15 * time.Minute
+	}
+	progress := opts.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	src, err := ResolveSource(ctx, opts.Source)
+	if err != nil {
+		return nil, err
+	}
+	base := "host"
+	if opts.Base != "" {
+		abs, err := filepath.Abs(opts.Base)
+		if err != nil {
+			return nil, inputErrorf("--base %s: %v", opts.Base, err)
+		}
+		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+			return nil, inputErrorf("--base %s: no such directory", opts.Base)
+		}
+		base = abs
+	}
+	if opts.Test != "" {
+		if _, err := testrun.Parse(opts.Test); err != nil {
+			return nil, inputErrorf("--test: %v", err)
+		}
+	}
+	store := NewStore(opts.Home)
+	stg, err := store.newStage()
+	if err != nil {
+		return nil, err
+	}
+	done := false
+	defer func() {
+		if !done {
+			stg.discard()
+		}
+	}()
+	logf, err := os.Create(filepath.Join(stg.dir, "build.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+
+	layer := filepath.Join(stg.dir, "layer")
+	repo := filepath.Join(layer, "repo")
+	scratch := filepath.Join(stg.dir, "scratch")
+	if err := os.MkdirAll(scratch, 0o755); err != nil {
+		return nil, err
+	}
+	info, err := fetchSource(ctx, src, opts.Rev, repo, scratch)
+	if err != nil {
+		return nil, err
+	}
+	removeTree(scratch)
+	if err := addGitExcludes(repo); err != nil {
+		return nil, fmt.Errorf("configure the layer's repository: %w", err)
+	}
+	name := opts.Name
+	if name == "" {
+		name = strings.TrimSuffix(filepath.Base(strings.TrimRight(src.Location, "/")), ".git")
+	}
+	fmt.Fprintf(progress, "env build: %s (%s %s at %s)\n", name, src.Kind, src.Location, short(info.Revision))
+
+	sbBase := opts.Base
+	if base != "host" {
+		sbBase = base
+	}
+	cfg := envConfig(layer, sbBase, RunLimits{Timeout: opts.InstallTimeout, Memory: opts.Limits.Memory, Pids: opts.Limits.Pids})
+	isb, err := rt.New(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("start install sandbox: %w", err)
+	}
+	defer isb.Close()
+	python, err := pythonVersion(ctx, isb, "python3")
+	if err != nil {
+		return nil, err
+	}
+	recipe, err := detectRecipe(repo, opts.Install, opts.Test, majorMinor(python))
+	if err != nil {
+		return nil, err
+	}
+	tc, err := testrun.Parse(recipe.Test.Command)
+	if err != nil {
+		return nil, fmt.Errorf("test command %q from %s: %w", recipe.Test.Command, recipe.Test.Provenance, err)
+	}
+	id := envID(info.Commit, info.Tree, base, python, opts.Online, recipe)
+	if old := store.Get(id); old != nil && old.Usable && !opts.Force {
+		fmt.Fprintf(progress, "already built: %s\n", id)
+		return old, nil
+	}
+
+	e := &Env{Version: manifestVersion, ID: id, Name: name, Repository: src, Revision: info.Revision,
+		Tree: info.Tree, Commit: info.Commit, Base: base, Python: python, Online: opts.Online,
+		TestCommand: tc, Test: recipe.Test, Limits: opts.Limits, BuiltAt: time.Now().UTC()}
+	installed, compiled, err := install(ctx, isb, e, recipe, repo, stg.dir, opts, logf, progress)
+	if err != nil {
+		return nil, err
+	}
+	// The layer is the install sandbox's lower layer: change it only once
+	// that sandbox is gone.
+	isb.Close()
+	if err := mergeUpper(installed, layer, nil); err != nil {
+		return nil, err
+	}
+	if err := mergeUpper(compiled, layer, isBytecode); err != nil {
+		return nil, err
+	}
+	removeTree(installed)
+	removeTree(compiled)
+
+	// Baseline: every run in a fresh sandbox, so no run sees another's
+	// leftovers.
+	fmt.Fprintf(progress, "test: %s  [%s]\n", tc.String(), recipe.Test.Provenance)
+	runCfg := envConfig(layer, sbBase, opts.Limits)
+	var reps []*testrun.Report
+	for i := 0; i < opts.Runs; i++ {
+		rep, err := runSuite(ctx, rt, runCfg, tc, testrun.Options{PythonVersion: python, OutputLimit: opts.Limits.Output}, logf)
+		if err != nil {
+			return nil, fmt.Errorf("baseline run %d: %w", i+1, err)
+		}
+		reps = append(reps, rep)
+		line := fmt.Sprintf("run %d/%d: %d tests in %v", i+1, opts.Runs, len(rep.Tests), rep.Result.Duration.Round(10*time.Millisecond))
+		if rep.Note != "" {
+			line += " (" + rep.Note + ")"
+		}
+		fmt.Fprintln(progress, line)
+	}
+	e.Baseline, e.Runs, e.Counts = mergeRuns(reps)
+	for _, rep := range reps {
+		msgs := []byte{}
+		for _, t := range rep.Tests {
+			msgs = append(msgs, t.Message...)
+			msgs = append(msgs, '\n')
+		}
+		for _, mod := range missingFromOutput(repo, rep.Result.Stdout, rep.Result.Stderr, msgs) {
+			addMissingTo(&e.Missing, Missing{Import: mod, Source: "tests"})
+		}
+	}
+	e.Missing = finishMissing(ctx, e.Missing)
+	e.Reason = unusableReason(e.Counts, e.Runs, e.Install, e.Missing)
+	e.Usable = e.Reason == ""
+	fmt.Fprintf(progress, "baseline: %s\n", e.Counts)
+	for _, m := range e.Missing {
+		fmt.Fprintf(progress, "missing dependency: %s\n", m)
+	}
+
+	if e.Usable && !opts.NoCoverage {
+		ci, err := computeCoverage(ctx, rt, runCfg, e, stg.dir, logf)
+		if err != nil {
+			return nil, err
+		}
+		e.Coverage = ci
+		fmt.Fprintf(progress, "coverage: %d functions under %d passing tests (%.1fs)\n", ci.Functions, ci.Tests, ci.Seconds)
+	}
+
+	final := filepath.Join(store.dir, id)
+	e.Dir = stg.dir
+	e.LayerBytes = diskUsage(layer)
+	e.BuildLog = filepath.Join(final, "build.log")
+	e.BuildSecs = roundSeconds(time.Since(start))
+	if err := e.save(); err != nil {
+		return nil, fmt.Errorf("write manifest: %w", err)
+	}
+	logf.Close()
+	if err := publish(store, stg, final, opts.Force); err != nil {
+		return nil, err
+	}
+	done = true
+	e.Dir = final
+	return e, nil
+}
+
+// install runs the recipe's install steps in the install sandbox and
+// snapshots what they wrote (installed) and the bytecode a warm-up run
+// compiled (compiled), for the caller to merge into the layer.
+func install(ctx context.Context, s *sandbox.Sandbox, e *Env, r Recipe, repo, stageDir string, opts Options, logf, progress io.Writer) (installed, compiled string, err error) {
+	in := &installer{s: s, repo: repo, log: logf, online: opts.Online, timeout: opts.InstallTimeout}
+	steps := append([]Step{venvStep}, r.Install...)
+	for i := range steps {
+		st := &steps[i]
+		if err := in.run(ctx, st); err != nil {
+			return "", "", fmt.Errorf("install step %q: %w", st.Command, err)
+		}
+		line := fmt.Sprintf("install: %s", st.Command)
+		if st.Run != "" && st.Run != st.Command {
+			line += "\n         ran: " + st.Run
+		}
+		line += fmt.Sprintf("  [%s] %s (%.1fs)", st.Provenance, st.Status, st.Seconds)
+		if st.Note != "" {
+			line += ": " + st.Note
+		}
+		fmt.Fprintln(progress, line)
+		if i == 0 && st.Status != "ok" {
+			return "", "", fmt.Errorf("create the virtual environment: %s", st.Note)
+		}
+	}
+	e.Install = steps
+	if err := in.checkDependencies(ctx, "/venv/bin/python"); err != nil {
+		return "", "", err
+	}
+	e.Missing = in.missing
+
+	installed = filepath.Join(stageDir, "upper-install")
+	if err := s.Snapshot(installed); err != nil {
+		return "", "", fmt.Errorf("snapshot the installation: %w", err)
+	}
+	// Compile the bytecode once into the layer (and, for pytest, let it
+	// cache its rewritten test modules): every later run would otherwise
+	// compile it again in its own throwaway upper layer.
+	warm := []string{"python -m compileall -q -j 0 -x '/\\.git/' /repo >/dev/null 2>&1 || true"}
+	if e.TestCommand.Framework == testrun.Pytest {
+		dir := filepath.Join("/repo", e.TestCommand.Dir)
+		args := append([]string{"python", "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"}, e.TestCommand.Args...)
+		warm = append(warm, "cd "+testrun.Join([]string{dir})+" && "+testrun.Join(args)+" >/dev/null 2>&1 || true")
+	}
+	for _, w := range warm {
+		if _, err := s.Exec(ctx, sandbox.Cmd{Shell: w, Env: []string{"PYTHONDONTWRITEBYTECODE="}, Timeout: opts.InstallTimeout}); err != nil {
+			return "", "", fmt.Errorf("compile bytecode: %w", err)
+		}
+	}
+	compiled = filepath.Join(stageDir, "upper-compiled")
+	if err := s.Snapshot(compiled); err != nil {
+		return "", "", fmt.Errorf("snapshot compiled bytecode: %w", err)
+	}
+	return installed, compiled, nil
+}
+
+func addMissingTo(list *[]Missing, m Missing) {
+	for _, have := range *list {
+		if have.Import == m.Import || (have.Import == "" && importName(have.Requirement) == m.Import) {
+			return
+		}
+	}
+	*list = append(*list, m)
+}
+
+// publish renames the finished stage to its final place. An environment
+// already there is replaced when it is unusable or force is set;
+// otherwise (another build of the same id won the race) it is kept and
+// the stage dropped.
+func publish(store *Store, stg *stage, final string, force bool) error {
+	if old, err := load(final); err == nil || !errors.Is(err, os.ErrNotExist) {
+		if err == nil && old.Usable && !force {
+			stg.discard()
+			return nil
+		}
+		trash := filepath.Join(store.dir, ".trash-"+randomSuffix())
+		if err := os.Rename(final, trash); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("replace environment %s: %w", filepath.Base(final), err)
+		}
+		defer removeTree(trash)
+	}
+	if err := os.Rename(stg.dir, final); err != nil {
+		return fmt.Errorf("store environment: %w", err)
+	}
+	os.Remove(filepath.Join(final, "lock"))
+	stg.lock.Close()
+	return nil
+}
+
+// envID hashes what determines an environment's content: the commit in
+// the layer (its tree and, for a git source, its history; a plain
+// directory's commit is a function of its tree), the recipe and the base.
+func envID(commit, tree, base, python string, online bool, r Recipe) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "cwm environment v%d\ncommit %s\ntree %s\nbase %s\npython %s\nonline %v\n", manifestVersion, commit, tree, base, python, online)
+	for _, s := range r.Install {
+		fmt.Fprintf(h, "install %s\n", s.Command)
+	}
+	fmt.Fprintf(h, "test %s\n", r.Test.Command)
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+func pythonVersion(ctx context.Context, s *sandbox.Sandbox, python string) (string, error) {
+	res, err := s.Exec(ctx, sandbox.Cmd{Args: []string{python, "-c", "import platform; print(platform.python_version())"}, Timeout: time.Minute})
+	if err != nil {
+		return "", fmt.Errorf("find Python in the sandbox: %w", err)
+	}
+	if !res.Success() {
+		return "", fmt.Errorf("find Python in the sandbox: %s%s", res.Describe(), lastLine(res.Stderr))
+	}
+	return strings.TrimSpace(string(res.Stdout)), nil
+}
+
+func majorMinor(v string) string {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return v
+	}
+	return parts[0] + "." + parts[1]
+}
+
+func short(rev string) string {
+	if len(rev) > 12 {
+		return rev[:12]
+	}
+	return rev
+}

@@ -1,0 +1,524 @@
+package envbuild
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"cwm/internal/sandbox"
+	"cwm/internal/testrun"
+)
+
+// The tests share one runtime and one $CWM_HOME; environments that several
+// tests look at are built once.
+var (
+	testRT   *sandbox.Runtime
+	testHome string
+)
+
+func TestMain(m *testing.M) {
+	home, err := os.MkdirTemp("", "cwm-envbuild-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	rt, err := sandbox.NewRuntime(sandbox.Options{Home: home})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	testRT, testHome = rt, home
+	code := m.Run()
+	rt.Close()
+	removeTree(home)
+	os.Exit(code)
+}
+
+// copyRepo copies a test repository to a fresh directory (a plain
+// directory source, as users' checkouts without .git are).
+func copyRepo(t testing.TB, src string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), filepath.Base(src))
+	if err := copyPlainTree(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func buildOpts(src string) Options {
+	return Options{Home: testHome, Source: src, Runs: 1, NoCoverage: true,
+		Limits: RunLimits{Timeout: 2 * time.Minute}}
+}
+
+func mustBuild(t testing.TB, opts Options) *Env {
+	t.Helper()
+	e, err := Build(context.Background(), testRT, opts)
+	if err != nil {
+		t.Fatalf("Build(%s): %v", opts.Source, err)
+	}
+	return e
+}
+
+var (
+	textkitOnce sync.Once
+	textkit     *Env
+	textkitErr  error
+)
+
+// textkitEnv builds the example repository once for every test that
+// needs it: three baseline runs and the coverage map, as cwm env build
+// does by default.
+func textkitEnv(t testing.TB) *Env {
+	t.Helper()
+	textkitOnce.Do(func() {
+		src := filepath.Join(t.TempDir(), "textkit")
+		if err := copyPlainTree("../../examples/textkit", src); err != nil {
+			textkitErr = err
+			return
+		}
+		textkit, textkitErr = Build(context.Background(), testRT, Options{Home: testHome, Source: src, Runs: 3})
+	})
+	if textkitErr != nil {
+		t.Fatalf("build examples/textkit: %v", textkitErr)
+	}
+	return textkit
+}
+
+func TestRecipes(t *testing.T) {
+	tests := []struct {
+		repo      string
+		framework testrun.Framework
+		testProv  string
+		install   []string // provenance of each install step after the venv
+		counts    Counts
+	}{
+		{"toxonly", testrun.Pytest, "tox.ini [testenv] commands", []string{"tox.ini [testenv] deps"},
+			Counts{Tests: 8, Pass: 8}},
+		{"wfonly", testrun.Pytest, ".github/workflows/tests.yaml: job unit, step Unit tests", nil,
+			Counts{Tests: 3, Pass: 3}},
+		{"bareunit", testrun.Unittest, "default (unittest: no pytest in the tests)", nil,
+			Counts{Tests: 5, Pass: 4, Skip: 1}},
+		{"setuppy", testrun.Pytest, "default (pytest)", []string{"setup.py", "requirements.txt", "requirements-dev.txt"},
+			Counts{Tests: 4, Pass: 4}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.repo, func(t *testing.T) {
+			e := mustBuild(t, buildOpts(copyRepo(t, filepath.Join("testdata", tt.repo))))
+			if !e.Usable || e.Counts != tt.counts {
+				t.Errorf("Build(%s) = usable %v, %v; want usable, %v (reason %q)", tt.repo, e.Usable, e.Counts, tt.counts, e.Reason)
+			}
+			if e.TestCommand.Framework != tt.framework || e.Test.Provenance != tt.testProv {
+				t.Errorf("Build(%s) test = %s %q from %q; want %s from %q", tt.repo, e.TestCommand.Framework, e.Test.Command, e.Test.Provenance, tt.framework, tt.testProv)
+			}
+			var prov []string
+			for _, s := range e.Install[1:] {
+				prov = append(prov, s.Provenance)
+				if s.Status != "ok" {
+					t.Errorf("Build(%s) install %q: %s %s", tt.repo, s.Command, s.Status, s.Note)
+				}
+			}
+			if strings.Join(prov, "|") != strings.Join(tt.install, "|") {
+				t.Errorf("Build(%s) install provenance = %q, want %q", tt.repo, prov, tt.install)
+			}
+		})
+	}
+}
+
+func TestExample(t *testing.T) {
+	e := textkitEnv(t)
+	if !e.Usable || e.Counts.Pass != e.Counts.Tests || e.Counts.Tests < 100 {
+		t.Fatalf("textkit: usable %v, %v, reason %q", e.Usable, e.Counts, e.Reason)
+	}
+	if e.Test.Provenance != ".github/workflows/ci.yml: job test, step Test" ||
+		e.Install[1].Provenance != ".github/workflows/ci.yml: job test, step Install" {
+		t.Errorf("textkit recipe: install %+v, test %+v", e.Install, e.Test)
+	}
+	if e.LayerBytes <= 0 || e.LayerBytes >= 5<<20 {
+		t.Errorf("textkit layer = %d bytes, want under 5 MB", e.LayerBytes)
+	}
+	t.Logf("textkit layer: %d bytes (%.2f MB), build %.1fs", e.LayerBytes, float64(e.LayerBytes)/(1<<20), e.BuildSecs)
+	// The layer's repository is clean after installing and running.
+	out, err := exec.Command("git", "-C", filepath.Join(e.Layer(), "repo"), "status", "--porcelain").CombinedOutput()
+	if err != nil || len(out) > 0 {
+		t.Errorf("git status in the layer = %q, %v; want clean", out, err)
+	}
+	got, err := NewStore(testHome).Resolve("textkit")
+	if err != nil || got.ID != e.ID {
+		t.Errorf("Resolve(textkit) = %v, %v; want %s", got, err, e.ID)
+	}
+}
+
+func TestFlaky(t *testing.T) {
+	opts := buildOpts(copyRepo(t, "testdata/flaky"))
+	opts.Runs = 3
+	e := mustBuild(t, opts)
+	status := map[string]string{}
+	for _, tr := range e.Baseline {
+		status[tr.ID] = tr.Status
+	}
+	if status["tests/test_coin.py::test_stable"] != "pass" || e.Counts.Flaky == 0 || !e.Usable {
+		t.Errorf("flaky repo: %v, statuses %v; want test_stable pass, some flaky, usable", e.Counts, status)
+	}
+	for _, tr := range e.Baseline {
+		if tr.Status == Flaky && tr.Outcomes[0] == tr.Outcomes[1] && tr.Outcomes[1] == tr.Outcomes[2] {
+			t.Errorf("%s is flaky with identical outcomes %v", tr.ID, tr.Outcomes)
+		}
+	}
+}
+
+func TestUnusable(t *testing.T) {
+	tests := []struct {
+		repo   string
+		test   string
+		limits RunLimits
+		reason []string
+	}{
+		{"allfail", "", RunLimits{}, []string{"no test passes in every run", "2 fail"}},
+		{"missingdep", "", RunLimits{}, []string{"missing dependencies", "requests", "dateutil"}},
+		{"hang", "pytest tests/test_hang.py::test_forever", RunLimits{Timeout: 3 * time.Second}, []string{"no test passes in every run", "1 error", "timeout limit"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.repo, func(t *testing.T) {
+			opts := buildOpts(copyRepo(t, filepath.Join("testdata", tt.repo)))
+			opts.Test = tt.test
+			opts.Limits = tt.limits
+			if opts.Limits.Timeout == 0 {
+				opts.Limits.Timeout = 2 * time.Minute
+			}
+			e := mustBuild(t, opts)
+			if e.Usable {
+				t.Fatalf("Build(%s) is usable, want unusable", tt.repo)
+			}
+			for _, want := range tt.reason {
+				if !strings.Contains(e.Reason, want) {
+					t.Errorf("Build(%s).Reason = %q, want it to mention %q", tt.repo, e.Reason, want)
+				}
+			}
+			// Kept, and listed as unusable.
+			if got := NewStore(testHome).Get(e.ID); got == nil || got.Usable {
+				t.Errorf("store.Get(%s) = %v, want the unusable environment", e.ID, got)
+			}
+		})
+	}
+}
+
+// TestRunawaySuites: a suite that hangs or prints without end is stopped
+// by its limit; what ran before is kept and the runaway test is an error.
+func TestRunawaySuites(t *testing.T) {
+	tests := []struct {
+		repo    string
+		limits  RunLimits
+		reason  string
+		runaway string
+		quick   string
+	}{
+		{"hang", RunLimits{Timeout: 3 * time.Second}, "timeout", "tests/test_hang.py::test_forever", "tests/test_hang.py::test_quick"},
+		{"noisy", RunLimits{Timeout: time.Minute, Output: 1 << 20}, "output", "test_noisy.Noisy.test_shout", "test_noisy.Noisy.test_quick"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.repo, func(t *testing.T) {
+			opts := buildOpts(copyRepo(t, filepath.Join("testdata", tt.repo)))
+			opts.Limits = tt.limits
+			opts.Runs = 2
+			start := time.Now()
+			e := mustBuild(t, opts)
+			if d := time.Since(start); d > time.Minute {
+				t.Errorf("Build(%s) took %v", tt.repo, d)
+			}
+			for i, r := range e.Runs {
+				if r.Reason != tt.reason {
+					t.Errorf("Build(%s) run %d: reason %q, want %q", tt.repo, i+1, r.Reason, tt.reason)
+				}
+			}
+			status := map[string]string{}
+			for _, tr := range e.Baseline {
+				status[tr.ID] = tr.Status
+			}
+			if status[tt.runaway] != "error" || status[tt.quick] != "pass" || !e.Usable {
+				t.Errorf("Build(%s): statuses %v, usable %v (%s); want %s error, %s pass, usable", tt.repo, status, e.Usable, e.Reason, tt.runaway, tt.quick)
+			}
+		})
+	}
+}
+
+func TestMissingDependency(t *testing.T) {
+	e := mustBuild(t, buildOpts(copyRepo(t, "testdata/missingdep")))
+	got := map[string]Missing{}
+	for _, m := range e.Missing {
+		got[m.Import] = m
+	}
+	for imp, deb := range map[string]string{"requests": "python3-requests", "dateutil": "python3-dateutil"} {
+		m, ok := got[imp]
+		if !ok {
+			t.Errorf("Missing = %+v, want %s", e.Missing, imp)
+			continue
+		}
+		if aptKnows(context.Background(), deb) && m.Debian != deb {
+			t.Errorf("Missing[%s].Debian = %q, want %q", imp, m.Debian, deb)
+		}
+	}
+	if _, ok := got["packaging"]; ok {
+		t.Errorf("Missing = %+v: packaging is installed", e.Missing)
+	}
+}
+
+// digest hashes a tree's paths, modes and contents.
+func digest(t *testing.T, root string) string {
+	t.Helper()
+	h := sha256.New()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		fmt.Fprintf(h, "%s %v\n", rel, info.Mode())
+		if d.Type().IsRegular() {
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			io.Copy(h, f)
+			f.Close()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func TestDestructiveSuite(t *testing.T) {
+	canaryDir := t.TempDir()
+	canary := filepath.Join(canaryDir, "precious.txt")
+	os.WriteFile(canary, []byte("keep me"), 0o644)
+	src := copyRepo(t, "testdata/destructive")
+	os.WriteFile(filepath.Join(src, "tests", "canary.txt"), []byte(canary), 0o644)
+	before := digest(t, src)
+	opts := buildOpts(src)
+	opts.Runs = 2
+	e := mustBuild(t, opts)
+	layer := digest(t, e.Layer())
+
+	// One more run of the suite, as env test does.
+	rep, err := runSuite(context.Background(), testRT, e.SandboxConfig(), e.TestCommand, testrun.Options{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rep.Note, "deleted /repo") || len(rep.Tests) != 2 || rep.Tests[1].Outcome != testrun.Pass {
+		t.Errorf("destructive run: note %q, %d tests; want the deletion noted and 2 tests", rep.Note, len(rep.Tests))
+	}
+	if !e.Usable || e.Counts.Pass != 2 {
+		t.Errorf("destructive repo: usable %v, %v (%s); want both tests passing in every run", e.Usable, e.Counts, e.Reason)
+	}
+	if b, err := os.ReadFile(canary); err != nil || string(b) != "keep me" {
+		t.Errorf("canary outside the sandbox = %q, %v; want it untouched", b, err)
+	}
+	if got := digest(t, e.Layer()); got != layer {
+		t.Errorf("the layer changed after a run of the suite")
+	}
+	if got := digest(t, src); got != before {
+		t.Errorf("the source directory changed")
+	}
+}
+
+func TestSameID(t *testing.T) {
+	first := textkitEnv(t)
+	// A different copy of the same content, rebuilt from scratch.
+	opts := Options{Home: testHome, Source: copyRepo(t, "../../examples/textkit"), Runs: 1, Force: true}
+	again := mustBuild(t, opts)
+	if again.ID != first.ID || again.Revision != first.Revision {
+		t.Errorf("rebuild: id %s revision %s, want %s %s", again.ID, again.Revision, first.ID, first.Revision)
+	}
+	// Without --force the stored environment is reused.
+	opts.Force = false
+	if reused := mustBuild(t, opts); reused.ID != first.ID || !reused.BuiltAt.Equal(again.BuiltAt) {
+		t.Errorf("build without force = %s built %v, want the stored %s built %v", reused.ID, reused.BuiltAt, again.ID, again.BuiltAt)
+	}
+}
+
+func gitIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := git(context.Background(), dir, []string{"GIT_AUTHOR_DATE=2020-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2020-01-01T00:00:00Z"}, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(out)
+}
+
+func TestGitSource(t *testing.T) {
+	src := copyRepo(t, "testdata/toxonly")
+	gitIn(t, src, "init", "-q")
+	gitIn(t, src, "add", "-A")
+	gitIn(t, src, "commit", "-qm", "first")
+	first := gitIn(t, src, "rev-parse", "HEAD")
+	os.WriteFile(filepath.Join(src, "later.txt"), []byte("from the future\n"), 0o644)
+	gitIn(t, src, "add", "-A")
+	gitIn(t, src, "commit", "-qm", "second")
+	second := gitIn(t, src, "rev-parse", "HEAD")
+
+	opts := buildOpts(src)
+	opts.Rev = "HEAD~1"
+	old := mustBuild(t, opts)
+	repo := filepath.Join(old.Layer(), "repo")
+	if old.Revision != first || old.Repository.Kind != "git" {
+		t.Errorf("Build(rev HEAD~1) revision = %s (%s), want %s (git)", old.Revision, old.Repository.Kind, first)
+	}
+	if n := gitIn(t, repo, "rev-list", "--all", "--count"); n != "1" {
+		t.Errorf("layer history has %s commits, want 1", n)
+	}
+	if _, err := git(context.Background(), repo, nil, "cat-file", "-e", second); err == nil {
+		t.Errorf("the later commit %s is in the layer", second)
+	}
+	if fileExists(filepath.Join(repo, "later.txt")) {
+		t.Errorf("later.txt is in the layer at HEAD~1")
+	}
+	opts.Rev = ""
+	now := mustBuild(t, opts)
+	if now.ID == old.ID || now.Revision != second {
+		t.Errorf("Build(HEAD) = id %s revision %s; want a new id, revision %s", now.ID, now.Revision, second)
+	}
+	opts.Rev = "no-such-rev"
+	if _, err := Build(context.Background(), testRT, opts); err == nil || !strings.Contains(err.Error(), "no such revision") {
+		t.Errorf("Build(no-such-rev) error = %v, want no such revision", err)
+	}
+}
+
+func TestInterruptedBuild(t *testing.T) {
+	store := NewStore(testHome)
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	go func() {
+		// Cancel once installation has started.
+		buf := make([]byte, 4096)
+		for {
+			n, err := pr.Read(buf)
+			if strings.Contains(string(buf[:n]), "install:") || err != nil {
+				cancel()
+				io.Copy(io.Discard, pr)
+				return
+			}
+		}
+	}()
+	src := copyRepo(t, "testdata/setuppy")
+	// Content of its own, so that no stored environment has its id.
+	os.WriteFile(filepath.Join(src, "interrupted.txt"), []byte(time.Now().String()), 0o644)
+	opts := buildOpts(src)
+	opts.Progress = pw
+	_, err := Build(ctx, testRT, opts)
+	pw.Close()
+	if err == nil {
+		t.Fatal("Build with a cancelled context succeeded")
+	}
+	envs, _ := store.List()
+	for _, e := range envs {
+		if e.Repository.Location == opts.Source {
+			t.Errorf("interrupted build listed: %s usable=%v", e.ID, e.Usable)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(store.Dir(), ".build-*")); len(left) > 0 {
+		t.Errorf("the cancelled build left %v", left)
+	}
+	// A crashed build (its process gone without cleaning up) leaves a
+	// hidden directory: never listed, removed by GC.
+	stg, err := store.newStage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(stg.dir, "layer", "repo"), 0o755)
+	os.WriteFile(filepath.Join(stg.dir, "env.json"), []byte(`{"id":"x","usable":true}`), 0o644)
+	if removed, _ := store.GC(); contains(removed, filepath.Base(stg.dir)) {
+		t.Errorf("GC removed a build that is still running")
+	}
+	stg.lock.Close()
+	envs, _ = store.List()
+	for _, e := range envs {
+		if e.Dir == stg.dir {
+			t.Errorf("a crashed build is listed")
+		}
+	}
+	removed, err := store.GC()
+	if err != nil || !contains(removed, filepath.Base(stg.dir)) {
+		t.Errorf("GC() = %v, %v; want it to remove %s", removed, err, filepath.Base(stg.dir))
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestCoverageMap(t *testing.T) {
+	e := textkitEnv(t)
+	c, err := LoadCoverage(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Tests) != e.Counts.Pass || e.Coverage == nil || e.Coverage.Functions < 40 {
+		t.Fatalf("coverage: %d tests (want %d), info %+v", len(c.Tests), e.Counts.Pass, e.Coverage)
+	}
+	refs := c.FindFunctions("levenshtein")
+	if len(refs) != 1 || refs[0].File != "textkit/distance.py" || refs[0].Line != 7 {
+		t.Fatalf("FindFunctions(levenshtein) = %v", refs)
+	}
+	tests := c.TestsFor(refs[0])
+	for _, want := range []string{"tests/test_distance.py::test_levenshtein[kitten-sitting-3]", "tests/test_distance.py::TestClosest::test_typo"} {
+		if !contains(tests, want) {
+			t.Errorf("TestsFor(levenshtein) lacks %s", want)
+		}
+	}
+	tc := c.Tests["tests/test_case.py::test_pascal_case"]
+	var names []string
+	for _, f := range tc.Functions {
+		names = append(names, f.Name)
+	}
+	sort.Strings(names)
+	if strings.Join(names, ",") != "_parts,camel_case,pascal_case,split_camel" {
+		t.Errorf("functions of test_pascal_case = %v", names)
+	}
+	for _, f := range tc.Functions {
+		if strings.HasPrefix(f.File, "tests/") {
+			t.Errorf("test code in the map: %v", f)
+		}
+	}
+	if len(tc.Lines["textkit/case.py"]) == 0 {
+		t.Errorf("no lines of textkit/case.py for test_pascal_case")
+	}
+}
+
+func TestCoverageUnittestLazy(t *testing.T) {
+	e := mustBuild(t, buildOpts(copyRepo(t, "testdata/bareunit")))
+	if _, err := LoadCoverage(e); err != ErrNoCoverage {
+		t.Fatalf("LoadCoverage before computing = %v, want ErrNoCoverage", err)
+	}
+	c, err := EnsureCoverage(context.Background(), testRT, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, ok := c.Tests["test_shapes.CircleTest.test_negative"]
+	if !ok || len(tc.Functions) != 1 || tc.Functions[0] != (FuncRef{File: "shapes/__init__.py", Name: "circle_area", Line: 4}) {
+		t.Errorf("coverage of test_negative = %+v (present %v)", tc, ok)
+	}
+	if again, err := LoadCoverage(NewStore(testHome).Get(e.ID)); err != nil || len(again.Tests) != 4 {
+		t.Errorf("stored map: %v, %v; want 4 tests", again, err)
+	}
+}

@@ -1,0 +1,387 @@
+package envbuild
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"cwm/internal/sandbox"
+	"cwm/internal/testrun"
+)
+
+// venvStep makes the environment's virtual environment. It sees the base
+// system's packages (that is where offline dependencies come from) and
+// has no pip of its own: the system's pip serves it, and 25 MB of
+// bundled pip per environment would be most of its size.
+var venvStep = Step{
+	Command:    "python3 -m venv --system-site-packages --without-pip /venv",
+	Provenance: "cwm (virtual environment)",
+}
+
+// installer runs install steps in one sandbox and collects what could not
+// be installed.
+type installer struct {
+	s       *sandbox.Sandbox
+	repo    string // host path of the checkout, for reading requirement files
+	log     io.Writer
+	online  bool
+	timeout time.Duration
+	missing []Missing
+	extras  []string // extras of the project installs, for the dependency check
+	reqs    []string // requirements named by install steps
+}
+
+// run runs one step and records how it went in st.
+func (in *installer) run(ctx context.Context, st *Step) error {
+	start := time.Now()
+	defer func() { st.Seconds = roundSeconds(time.Since(start)) }()
+	cmds, complex, err := testrun.Words(st.Command)
+	if err != nil {
+		st.Status, st.Note = "failed", err.Error()
+		return nil
+	}
+	if !complex && len(cmds) >= 1 {
+		dir, env, words, ok := simpleCommand(cmds)
+		if ok {
+			if plan, ok := parsePip(words, filepath.Join(in.repo, dir)); ok {
+				return in.runPip(ctx, st, plan, dir, env)
+			}
+			if reason := unsupported(words); reason != "" {
+				st.Status, st.Note = "skipped", reason
+				fmt.Fprintf(in.log, "\n$ %s\n(skipped: %s)\n", st.Command, reason)
+				return nil
+			}
+		}
+	}
+	res, err := in.exec(ctx, st.Command, "")
+	if err != nil {
+		return err
+	}
+	st.Status = "ok"
+	if !res.Success() {
+		st.Status, st.Note = "failed", res.Describe()+lastLine(res.Stderr, res.Stdout)
+	}
+	return nil
+}
+
+// simpleCommand takes apart "[cd DIR &&] [K=V...] WORDS".
+func simpleCommand(cmds [][]string) (dir string, env, words []string, ok bool) {
+	if len(cmds) == 2 && len(cmds[0]) == 2 && cmds[0][0] == "cd" {
+		dir, cmds = cmds[0][1], cmds[1:]
+	}
+	if len(cmds) != 1 || path.IsAbs(dir) {
+		return "", nil, nil, false
+	}
+	words = cmds[0]
+	for len(words) > 0 && strings.Contains(words[0], "=") && !strings.HasPrefix(words[0], "-") {
+		env, words = append(env, words[0]), words[1:]
+	}
+	if len(words) > 0 && words[0] == "sudo" {
+		words = words[1:]
+	}
+	return dir, env, words, len(words) > 0
+}
+
+// unsupported says why a command cannot run in an offline sandbox, or ""
+// when it can be tried.
+func unsupported(words []string) string {
+	switch b := path.Base(words[0]); b {
+	case "apt", "apt-get", "aptitude", "yum", "dnf", "apk", "brew", "choco":
+		return "system packages cannot be installed in the sandbox; install them on the host (or in the --base root)"
+	case "conda", "mamba", "micromamba":
+		return "conda is not supported; cwm installs with pip into /venv"
+	case "poetry", "pipenv", "pdm", "uv", "hatch", "rye":
+		return b + " needs the network to resolve; the project is installed with pip instead when another step does so"
+	case "curl", "wget", "git":
+		return "no network in the sandbox"
+	}
+	return ""
+}
+
+// exec runs a bash command line in the sandbox, logging it and its output.
+func (in *installer) exec(ctx context.Context, line, dir string) (sandbox.Result, error) {
+	fmt.Fprintf(in.log, "\n$ %s\n", line)
+	res, err := in.s.Exec(ctx, sandbox.Cmd{Shell: line, Dir: dir, Timeout: in.timeout,
+		Stdout: in.log, Stderr: in.log, Capture: 64 << 10})
+	if err != nil {
+		return res, fmt.Errorf("run %q: %w", line, err)
+	}
+	fmt.Fprintf(in.log, "[%s, %v]\n", res.Describe(), res.Duration.Round(time.Millisecond))
+	return res, nil
+}
+
+// pipPlan is a pip install taken apart.
+type pipPlan struct {
+	editable []string // paths installed in editable mode
+	reqs     []string // requirement specifiers
+	extras   []string
+	dropped  []string
+	noDeps   bool
+}
+
+// parsePip recognises "pip install ...", "python -m pip install ..." and
+// "python setup.py develop|install". Tooling (pip, setuptools, tox, linters)
+// is dropped; project paths become editable installs; requirement files are
+// read here, so their contents can be narrowed when a requirement is
+// missing.
+func parsePip(words []string, dir string) (pipPlan, bool) {
+	var p pipPlan
+	i := 0
+	switch b := path.Base(words[0]); {
+	case b == "pip" || b == "pip3" || strings.HasPrefix(b, "pip3."):
+		i = 1
+	case isPythonName(b) && len(words) > 2 && words[1] == "-m" && (words[2] == "pip" || words[2] == "pip3"):
+		i = 3
+	case isPythonName(b) && len(words) > 2 && path.Base(words[1]) == "setup.py" && (words[2] == "develop" || words[2] == "install"):
+		p.editable = []string{"."}
+		return p, true
+	default:
+		return p, false
+	}
+	if i >= len(words) || words[i] != "install" {
+		return p, false
+	}
+	args := words[i+1:]
+	for j := 0; j < len(args); j++ {
+		a := args[j]
+		next := func() string {
+			if j+1 < len(args) {
+				j++
+				return args[j]
+			}
+			return ""
+		}
+		name, val, hasVal := strings.Cut(a, "=")
+		switch {
+		case a == "-e" || a == "--editable":
+			p.addTarget(next())
+		case name == "--editable" && hasVal:
+			p.addTarget(val)
+		case a == "-r" || a == "--requirement":
+			p.readRequirements(filepath.Join(dir, next()), dir)
+		case strings.HasPrefix(a, "-r") && len(a) > 2:
+			p.readRequirements(filepath.Join(dir, a[2:]), dir)
+		case name == "--requirement" && hasVal:
+			p.readRequirements(filepath.Join(dir, val), dir)
+		case a == "-c" || a == "--constraint" || a == "-i" || a == "--index-url" || a == "--extra-index-url" ||
+			a == "-f" || a == "--find-links" || a == "--upgrade-strategy" || a == "--progress-bar" ||
+			a == "--only-binary" || a == "--no-binary" || a == "--target" || a == "-t" || a == "--prefix" || a == "--root":
+			p.dropped = append(p.dropped, a, next())
+		case strings.HasPrefix(a, "-"):
+			p.dropped = append(p.dropped, a) // -U, --user, -q, --pre, ...
+		default:
+			p.addTarget(a)
+		}
+	}
+	return p, true
+}
+
+func isPythonName(b string) bool {
+	return b == "python" || strings.HasPrefix(b, "python3") || strings.HasPrefix(b, "python2")
+}
+
+// addTarget classifies one pip target: a local path (installed editable) or
+// a requirement (kept unless it is tooling).
+func (p *pipPlan) addTarget(t string) {
+	if t == "" {
+		return
+	}
+	base, extras, _ := strings.Cut(t, "[")
+	if base == "." || strings.HasPrefix(base, "./") || strings.HasPrefix(base, "../") || strings.HasPrefix(base, "/") || base == "" {
+		p.editable = append(p.editable, t)
+		if extras != "" {
+			for _, e := range strings.Split(strings.TrimSuffix(extras, "]"), ",") {
+				p.extras = append(p.extras, strings.TrimSpace(e))
+			}
+		}
+		return
+	}
+	if tooling[requirementName(t)] {
+		p.dropped = append(p.dropped, t)
+		return
+	}
+	p.reqs = append(p.reqs, t)
+}
+
+// readRequirements adds a requirements file's requirements, following -r
+// includes (relative to the including file) and treating -e paths as
+// project installs (relative to where pip runs, as pip does).
+func (p *pipPlan) readRequirements(file, cwd string) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		p.dropped = append(p.dropped, "-r "+file+" (unreadable)")
+		return
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if i := strings.Index(line, " #"); i >= 0 {
+			line = line[:i]
+		}
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		switch {
+		case f[0] == "-r" || f[0] == "--requirement":
+			if len(f) > 1 {
+				p.readRequirements(filepath.Join(filepath.Dir(file), f[1]), cwd)
+			}
+		case strings.HasPrefix(f[0], "-r") && len(f[0]) > 2:
+			p.readRequirements(filepath.Join(filepath.Dir(file), f[0][2:]), cwd)
+		case f[0] == "-e" || f[0] == "--editable":
+			if len(f) > 1 {
+				p.addTarget(f[1])
+			}
+		case strings.HasPrefix(f[0], "-"):
+			// index options, constraints, hashes: meaningless offline
+		default:
+			// Per-requirement options (--hash=...) follow the specifier.
+			if i := strings.Index(line, " --"); i >= 0 {
+				line = strings.TrimSpace(line[:i])
+			}
+			p.addTarget(line)
+		}
+	}
+}
+
+// pipMissing matches pip's message for a requirement it cannot find.
+var pipMissing = regexp.MustCompile(`(?:No matching distribution found for|Could not find a version that satisfies the requirement) ([^\s;]+)`)
+
+// backendMissing matches a build backend that is not installed (builds run
+// without isolation, so the backend must be there).
+var backendMissing = regexp.MustCompile(`Cannot import '([A-Za-z0-9_.]+)'|No module named '([A-Za-z0-9_.]+)'`)
+
+// command renders the plan as the pip command cwm runs.
+func (p pipPlan) command(online bool) string {
+	words := []string{"python", "-m", "pip", "install", "--disable-pip-version-check", "--no-input"}
+	if !online {
+		words = append(words, "--no-index", "--no-build-isolation")
+	}
+	if p.noDeps {
+		words = append(words, "--no-deps")
+	}
+	for _, e := range p.editable {
+		words = append(words, "-e", e)
+	}
+	words = append(words, p.reqs...)
+	return testrun.Join(words)
+}
+
+// runPip runs a pip install offline. A requirement pip cannot find is
+// recorded as missing and the install retried without it (for the
+// project's own dependencies: with --no-deps, and the dependency check
+// after installation names the rest), so one missing package does not
+// stop everything else from being installed.
+func (in *installer) runPip(ctx context.Context, st *Step, p pipPlan, dir string, env []string) error {
+	in.extras = append(in.extras, p.extras...)
+	in.reqs = append(in.reqs, p.reqs...)
+	if len(p.editable) == 0 && len(p.reqs) == 0 {
+		st.Status, st.Note = "skipped", "installs only tooling ("+strings.Join(p.dropped, " ")+")"
+		fmt.Fprintf(in.log, "\n$ %s\n(skipped: %s)\n", st.Command, st.Note)
+		return nil
+	}
+	partial := false
+	for attempt := 0; attempt < 50; attempt++ {
+		line := p.command(in.online)
+		if len(env) > 0 {
+			line = strings.Join(env, " ") + " " + line
+		}
+		st.Run = line
+		if dir != "" {
+			st.Run = "cd " + testrun.Join([]string{dir}) + " && " + line
+		}
+		res, err := in.exec(ctx, line, dir)
+		if err != nil {
+			return err
+		}
+		if res.Success() {
+			st.Status = "ok"
+			if partial {
+				st.Status, st.Note = "partial", "installed without the missing requirements"
+			}
+			return nil
+		}
+		out := string(res.Stdout) + "\n" + string(res.Stderr)
+		m := pipMissing.FindStringSubmatch(out)
+		if m == nil {
+			if b := backendMissing.FindStringSubmatch(out); b != nil && len(p.editable) > 0 {
+				mod := b[1] + b[2]
+				in.addMissing(Missing{Import: topModule(mod), Source: "build backend"})
+				st.Status, st.Note = "failed", "the build backend "+mod+" is not installed"
+				return nil
+			}
+			st.Status, st.Note = "failed", res.Describe()+lastLine(res.Stderr, res.Stdout)
+			return nil
+		}
+		name := requirementName(m[1])
+		in.addMissing(Missing{Requirement: m[1], Source: "pip"})
+		partial = true
+		if i := indexReq(p.reqs, name); i >= 0 {
+			p.reqs = append(p.reqs[:i:i], p.reqs[i+1:]...)
+		} else if len(p.editable) > 0 && !p.noDeps {
+			p.noDeps = true
+		} else {
+			st.Status, st.Note = "failed", "cannot install without "+m[1]
+			return nil
+		}
+		if len(p.editable) == 0 && len(p.reqs) == 0 {
+			st.Status, st.Note = "partial", "every requirement is missing"
+			return nil
+		}
+	}
+	st.Status, st.Note = "failed", "too many missing requirements"
+	return nil
+}
+
+func indexReq(reqs []string, name string) int {
+	for i, r := range reqs {
+		if requirementName(r) == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func (in *installer) addMissing(m Missing) {
+	for _, have := range in.missing {
+		if (m.Requirement != "" && requirementName(have.Requirement) == requirementName(m.Requirement)) ||
+			(m.Import != "" && have.Import == m.Import) {
+			return
+		}
+	}
+	in.missing = append(in.missing, m)
+}
+
+func topModule(mod string) string {
+	top, _, _ := strings.Cut(mod, ".")
+	return top
+}
+
+func roundSeconds(d time.Duration) float64 {
+	return float64(d.Round(time.Millisecond)) / float64(time.Second)
+}
+
+// lastLine is ": " and the last non-empty line of the first stream that
+// has one, for short notes.
+func lastLine(streams ...[]byte) string {
+	for _, b := range streams {
+		s := strings.TrimSpace(string(b))
+		if s == "" {
+			continue
+		}
+		if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+			s = s[i+1:]
+		}
+		if len(s) > 300 {
+			s = s[:300] + "..."
+		}
+		return ": " + s
+	}
+	return ""
+}

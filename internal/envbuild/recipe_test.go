@@ -1,0 +1,224 @@
+package envbuild
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"cwm/internal/testrun"
+)
+
+func cmds(steps []Step) []string {
+	var out []string
+	for _, s := range steps {
+		out = append(out, s.Command+" <- "+s.Provenance)
+	}
+	return out
+}
+
+func TestDetectRecipe(t *testing.T) {
+	tests := []struct {
+		repo    string
+		install []string
+		test    string
+	}{
+		{"../../examples/textkit", []string{"pip install -e .[test] <- .github/workflows/ci.yml: job test, step Install"},
+			"pytest -q <- .github/workflows/ci.yml: job test, step Test"},
+		{"testdata/toxonly", []string{"pip install 'pytest>=7' <- tox.ini [testenv] deps"},
+			"pytest -q tests <- tox.ini [testenv] commands"},
+		{"testdata/wfonly", nil,
+			"PYTHONPATH=src python3.11 -m pytest --cov=greet -x tests <- .github/workflows/tests.yaml: job unit, step Unit tests"},
+		{"testdata/bareunit", nil, "python -m unittest discover -s tests <- default (unittest: no pytest in the tests)"},
+		{"testdata/setuppy", []string{"pip install -e .[test] <- setup.py", "pip install -r requirements.txt <- requirements.txt", "pip install -r requirements-dev.txt <- requirements-dev.txt"},
+			"python -m pytest <- default (pytest)"},
+		{"testdata/missingdep", []string{"pip install -e . <- pyproject.toml"}, "python -m pytest <- default (pytest)"},
+	}
+	for _, tt := range tests {
+		r, err := detectRecipe(tt.repo, nil, "", "3.11")
+		if err != nil {
+			t.Errorf("detectRecipe(%s): %v", tt.repo, err)
+			continue
+		}
+		if diff := cmp.Diff(tt.install, cmds(r.Install), cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("detectRecipe(%s) install mismatch (-want +got):\n%s", tt.repo, diff)
+		}
+		if got := r.Test.Command + " <- " + r.Test.Provenance; got != tt.test {
+			t.Errorf("detectRecipe(%s) test = %q, want %q", tt.repo, got, tt.test)
+		}
+	}
+}
+
+func TestDetectRecipeFlagsWin(t *testing.T) {
+	r, err := detectRecipe("../../examples/textkit", []string{"pip install ."}, "pytest tests/test_case.py", "3.11")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Recipe{Install: []Step{{Command: "pip install .", Provenance: "flag --install"}},
+		Test: Step{Command: "pytest tests/test_case.py", Provenance: "flag --test"}}
+	if diff := cmp.Diff(want, r); diff != "" {
+		t.Errorf("detectRecipe with flags mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// writeTree creates files (path -> content) under a temporary directory.
+func writeTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for p, c := range files {
+		full := filepath.Join(dir, p)
+		os.MkdirAll(filepath.Dir(full), 0o755)
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestDetectRecipeDelegation(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+		test  string
+	}{
+		{"workflow runs tox", map[string]string{
+			".github/workflows/ci.yml": "jobs:\n  t:\n    steps:\n      - uses: actions/setup-python@v5\n      - run: pip install tox\n      - run: tox -e py\n",
+			"tox.ini":                  "[testenv]\ncommands = python -m pytest {posargs} -q\n",
+		}, "python -m pytest -q <- .github/workflows/ci.yml: job t, step #3 -> tox.ini [testenv] commands"},
+		{"make test", map[string]string{
+			"Makefile": "PY ?= python3\nTESTS = tests\n\nlint:\n\truff .\n\ntest: lint\n\t@echo running\n\t$(PY) -m pytest $(TESTS)\n",
+		}, "python3 -m pytest tests <- Makefile target test"},
+		{"nox", map[string]string{
+			"noxfile.py": "import nox\n\n@nox.session\ndef tests(session):\n    session.install('-e', '.[test]')\n    session.run('pytest', '-q', *session.posargs)\n",
+		}, "pytest -q <- noxfile.py session.run"},
+		{"pytest config", map[string]string{
+			"setup.cfg": "[metadata]\nname = x\n\n[tool:pytest]\ntestpaths = tests\n",
+		}, "python -m pytest <- setup.cfg [tool:pytest]"},
+		{"working directory", map[string]string{
+			".github/workflows/ci.yml": "jobs:\n  t:\n    defaults:\n      run:\n        working-directory: pkg\n    steps:\n      - uses: actions/setup-python@v5\n      - run: python -m pytest\n",
+		}, "cd pkg && python -m pytest <- .github/workflows/ci.yml: job t, step #2"},
+	}
+	for _, tt := range tests {
+		r, err := detectRecipe(writeTree(t, tt.files), nil, "", "3.11")
+		if err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+			continue
+		}
+		if got := r.Test.Command + " <- " + r.Test.Provenance; got != tt.test {
+			t.Errorf("%s: test = %q, want %q", tt.name, got, tt.test)
+		}
+	}
+}
+
+func TestParsePip(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"requirements.txt":     "-r base.txt\nrequests>=2 ; python_version > '3'  # net\n--index-url https://x\nflake8\n-e .\n",
+		"base.txt":             "attrs==22.2.0 --hash=sha256:abc\n",
+		"requirements-dev.txt": "",
+	})
+	tests := []struct {
+		line string
+		want pipPlan
+		ok   bool
+	}{
+		{"pip install -e .[test]", pipPlan{editable: []string{".[test]"}, extras: []string{"test"}}, true},
+		{"python -m pip install --upgrade pip setuptools wheel", pipPlan{dropped: []string{"--upgrade", "pip", "setuptools", "wheel"}}, true},
+		{"pip3 install -U --user -r requirements.txt", pipPlan{editable: []string{"."}, reqs: []string{"attrs==22.2.0", "requests>=2 ; python_version > '3'"},
+			dropped: []string{"-U", "--user", "flake8"}}, true},
+		{"python setup.py develop", pipPlan{editable: []string{"."}}, true},
+		{"pip install -i https://pypi.org/simple numpy", pipPlan{reqs: []string{"numpy"}, dropped: []string{"-i", "https://pypi.org/simple"}}, true},
+		{"pip list", pipPlan{}, false},
+		{"make install", pipPlan{}, false},
+	}
+	for _, tt := range tests {
+		cmds, _, err := testrun.Words(tt.line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := parsePip(cmds[0], dir)
+		if ok != tt.ok {
+			t.Errorf("parsePip(%q) ok = %v, want %v", tt.line, ok, tt.ok)
+			continue
+		}
+		if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(pipPlan{}), cmpopts.EquateEmpty()); ok && diff != "" {
+			t.Errorf("parsePip(%q) mismatch (-want +got):\n%s", tt.line, diff)
+		}
+	}
+}
+
+func TestPipCommand(t *testing.T) {
+	p := pipPlan{editable: []string{".[test]"}, reqs: []string{"requests>=2"}, noDeps: true}
+	want := "python -m pip install --disable-pip-version-check --no-input --no-index --no-build-isolation --no-deps -e '.[test]' 'requests>=2'"
+	if got := p.command(false); got != want {
+		t.Errorf("command(offline) = %q, want %q", got, want)
+	}
+	want = "python -m pip install --disable-pip-version-check --no-input --no-deps -e '.[test]' 'requests>=2'"
+	if got := p.command(true); got != want {
+		t.Errorf("command(online) = %q, want %q", got, want)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		line string
+		want lineKind
+	}{
+		{"pip install -e .", kindInstall},
+		{"python -m pip install -r requirements.txt", kindInstall},
+		{"sudo apt-get install -y libxml2-dev", kindInstall},
+		{"python setup.py develop", kindInstall},
+		{"pytest -q", kindTest},
+		{"python -m pytest tests", kindTest},
+		{"python -m unittest discover", kindTest},
+		{"tox -e py", kindTest},
+		{"make test", kindTest},
+		{"coverage run -m pytest", kindTest},
+		{"echo pytest-free", kindOther},
+		{"ruff check .", kindOther},
+		{"python -m build", kindOther},
+	}
+	for _, tt := range tests {
+		if got := classify(tt.line); got != tt.want {
+			t.Errorf("classify(%q) = %v, want %v", tt.line, got, tt.want)
+		}
+	}
+}
+
+func TestSubstituteExpressions(t *testing.T) {
+	got := substituteExpressions("python${{ matrix.python-version }} -m pytest ${{ env.EXTRA }}", "3.11")
+	if want := "python3.11 -m pytest "; got != want {
+		t.Errorf("substituteExpressions = %q, want %q", got, want)
+	}
+}
+
+func TestMergeRuns(t *testing.T) {
+	rep := func(outcomes map[string]testrun.Outcome) *testrun.Report {
+		r := &testrun.Report{}
+		for id, o := range outcomes {
+			r.Tests = append(r.Tests, testrun.Test{ID: id, Outcome: o})
+		}
+		return r
+	}
+	reps := []*testrun.Report{
+		rep(map[string]testrun.Outcome{"a": testrun.Pass, "b": testrun.Pass, "c": testrun.Skip, "d": testrun.Fail}),
+		rep(map[string]testrun.Outcome{"a": testrun.Pass, "b": testrun.Fail, "c": testrun.Skip, "d": testrun.Fail, "e": testrun.Pass}),
+	}
+	got, _, counts := mergeRuns(reps)
+	status := map[string]string{}
+	for _, tr := range got {
+		status[tr.ID] = tr.Status
+	}
+	want := map[string]string{"a": "pass", "b": "flaky", "c": "skip", "d": "fail", "e": "flaky"}
+	if diff := cmp.Diff(want, status); diff != "" {
+		t.Errorf("mergeRuns statuses mismatch (-want +got):\n%s", diff)
+	}
+	if want := (Counts{Tests: 5, Pass: 1, Fail: 1, Skip: 1, Flaky: 2}); counts != want {
+		t.Errorf("mergeRuns counts = %v, want %v", counts, want)
+	}
+	// A skip is never a pass: a suite that only skips is unusable.
+	if r := unusableReason(Counts{Tests: 2, Skip: 2}, nil, nil, nil); r == "" {
+		t.Errorf("unusableReason(all skipped) = \"\", want a reason")
+	}
+}

@@ -1,0 +1,261 @@
+package envbuild
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Source is where a repository comes from.
+type Source struct {
+	// Kind is "git" (a git repository, local or remote) or "dir" (a plain
+	// directory, snapshotted into a one-commit repository).
+	Kind string `json:"kind"`
+	// Location is the absolute path or the URL.
+	Location string `json:"location"`
+}
+
+// sourceInfo is what fetching a source found.
+type sourceInfo struct {
+	Revision string // commit for git, tree hash for a plain directory
+	Tree     string // git tree hash of the checked-out content
+	Commit   string // the commit in the layer's repository
+}
+
+// InputError is a problem with what the user asked for (a path that does
+// not exist, a revision that is not there, an unknown environment). The
+// CLI prints it as it is.
+type InputError struct{ Msg string }
+
+func (e *InputError) Error() string { return e.Msg }
+
+func inputErrorf(format string, args ...any) error {
+	return &InputError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// isURL reports whether a source looks like a git URL rather than a path.
+func isURL(s string) bool {
+	if strings.Contains(s, "://") {
+		return true
+	}
+	// scp-like syntax: git@host:path (but not C:\ or ./a:b).
+	at := strings.IndexByte(s, '@')
+	colon := strings.IndexByte(s, ':')
+	return at > 0 && colon > at && !strings.ContainsAny(s[:at], "/")
+}
+
+// ResolveSource decides what kind of source s is. A path must be a
+// directory; it is a git source when it is the top of a git work tree
+// (or a bare repository).
+func ResolveSource(ctx context.Context, s string) (Source, error) {
+	if s == "" {
+		return Source{}, inputErrorf("no repository given")
+	}
+	if isURL(s) {
+		return Source{Kind: "git", Location: s}, nil
+	}
+	abs, err := filepath.Abs(s)
+	if err != nil {
+		return Source{}, inputErrorf("repository %s: %v", s, err)
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return Source{}, inputErrorf("repository %s: no such directory", s)
+		}
+		return Source{}, inputErrorf("repository %s: %v", s, err)
+	}
+	if !st.IsDir() {
+		return Source{}, inputErrorf("repository %s: not a directory", s)
+	}
+	// A subdirectory of some other repository (like examples/textkit in
+	// cwm's own tree) is a plain directory: only a repository's top counts.
+	top, err := git(ctx, abs, nil, "rev-parse", "--show-toplevel")
+	if err == nil && filepath.Clean(strings.TrimSpace(top)) == abs {
+		return Source{Kind: "git", Location: abs}, nil
+	}
+	if bare, err := git(ctx, abs, nil, "rev-parse", "--is-bare-repository"); err == nil && strings.TrimSpace(bare) == "true" {
+		return Source{Kind: "git", Location: abs}, nil
+	}
+	return Source{Kind: "dir", Location: abs}, nil
+}
+
+// gitEnv makes git ignore the user's and the system's configuration and
+// never prompt, so that what ends up in a layer depends only on the source.
+var gitEnv = []string{
+	"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_TERMINAL_PROMPT=0",
+	"GIT_AUTHOR_NAME=cwm", "GIT_AUTHOR_EMAIL=cwm@localhost",
+	"GIT_COMMITTER_NAME=cwm", "GIT_COMMITTER_EMAIL=cwm@localhost",
+	"LANG=C", "LC_ALL=C",
+}
+
+// git runs git on the host in dir. Only cwm's own repositories and the
+// user's source are touched, never code from the repository.
+func git(ctx context.Context, dir string, env []string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	base := []string{"-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false",
+		"-c", "init.defaultBranch=main", "-c", "advice.detachedHead=false", "-c", "safe.directory=*"}
+	cmd := exec.CommandContext(ctx, "git", append(base, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), gitEnv...), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(errb.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return out.String(), fmt.Errorf("git %s: %s", strings.Join(args, " "), msg)
+	}
+	return out.String(), nil
+}
+
+// fetchSource puts the repository at rev into dst (which must not exist):
+// a checkout with the history up to rev and nothing after it (no remotes,
+// no other refs, no reflog), on a branch named main.
+func fetchSource(ctx context.Context, src Source, rev, dst, scratch string) (sourceInfo, error) {
+	if src.Kind == "dir" {
+		if rev != "" {
+			return sourceInfo{}, inputErrorf("--rev %s: %s is a plain directory, not a git repository", rev, src.Location)
+		}
+		return snapshotDir(ctx, src.Location, dst)
+	}
+	from := src.Location
+	if isURL(from) {
+		// Fetching by commit from a remote needs server support; a bare
+		// clone makes every source local.
+		clone := filepath.Join(scratch, "clone.git")
+		if _, err := git(ctx, scratch, nil, "clone", "--quiet", "--bare", "--no-tags", from, clone); err != nil {
+			return sourceInfo{}, inputErrorf("repository %s: %v", from, err)
+		}
+		from = clone
+	}
+	if rev == "" {
+		rev = "HEAD"
+	}
+	commit, err := git(ctx, from, nil, "rev-parse", "--verify", "--quiet", rev+"^{commit}")
+	if err != nil {
+		return sourceInfo{}, inputErrorf("--rev %s: no such revision in %s", rev, src.Location)
+	}
+	commit = strings.TrimSpace(commit)
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return sourceInfo{}, err
+	}
+	steps := [][]string{
+		{"init", "--quiet"},
+		{"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", from, commit},
+		{"checkout", "--quiet", "-b", "main", commit},
+		{"reflog", "expire", "--expire=now", "--all"},
+		{"gc", "--quiet", "--prune=now"},
+	}
+	for _, args := range steps {
+		if _, err := git(ctx, dst, nil, args...); err != nil {
+			return sourceInfo{}, fmt.Errorf("copy %s at %s: %w", src.Location, rev, err)
+		}
+	}
+	tree, err := git(ctx, dst, nil, "rev-parse", "HEAD^{tree}")
+	if err != nil {
+		return sourceInfo{}, err
+	}
+	return sourceInfo{Revision: commit, Tree: strings.TrimSpace(tree), Commit: commit}, nil
+}
+
+// skipDirs are never copied from a plain directory: version control,
+// caches and virtual environments of the user's own machine.
+var skipDirs = map[string]bool{
+	".git": true, ".hg": true, ".svn": true, "__pycache__": true, ".pytest_cache": true,
+	".mypy_cache": true, ".ruff_cache": true, ".tox": true, ".nox": true, ".venv": true,
+	"venv": true, ".eggs": true, "node_modules": true,
+}
+
+// snapshotDir copies a plain directory into dst and commits it as the one
+// commit of a new repository, with a fixed author and date, so the same
+// content always gives the same commit. Files the tree's .gitignore
+// ignores are removed from the copy: the layer is exactly the commit.
+func snapshotDir(ctx context.Context, from, dst string) (sourceInfo, error) {
+	if err := copyPlainTree(from, dst); err != nil {
+		return sourceInfo{}, fmt.Errorf("copy %s: %w", from, err)
+	}
+	date := []string{"GIT_AUTHOR_DATE=2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2000-01-01T00:00:00Z"}
+	steps := [][]string{
+		{"init", "--quiet"},
+		{"add", "--all"},
+		{"commit", "--quiet", "--allow-empty", "-m", "snapshot"},
+		{"clean", "--quiet", "-d", "-f", "-X"},
+	}
+	for _, args := range steps {
+		if _, err := git(ctx, dst, date, args...); err != nil {
+			return sourceInfo{}, fmt.Errorf("snapshot %s: %w", from, err)
+		}
+	}
+	out, err := git(ctx, dst, nil, "rev-parse", "HEAD", "HEAD^{tree}")
+	if err != nil {
+		return sourceInfo{}, err
+	}
+	f := strings.Fields(out)
+	if len(f) != 2 {
+		return sourceInfo{}, fmt.Errorf("snapshot %s: unexpected rev-parse output %q", from, out)
+	}
+	return sourceInfo{Revision: f[1], Tree: f[1], Commit: f[0]}, nil
+}
+
+// copyPlainTree copies regular files, directories and symlinks with their
+// permission bits; special files are skipped.
+func copyPlainTree(from, dst string) error {
+	return filepath.WalkDir(from, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, p)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() && rel != "." && skipDirs[d.Name()] {
+			return filepath.SkipDir
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, info.Mode().Perm()|0o700)
+		case d.Type()&fs.ModeSymlink != 0:
+			link, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, target)
+		case d.Type().IsRegular():
+			if strings.HasSuffix(d.Name(), ".pyc") {
+				return nil
+			}
+			return copyRegular(p, target, info.Mode().Perm())
+		}
+		return nil
+	})
+}
+
+func copyRegular(src, dst string, perm fs.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

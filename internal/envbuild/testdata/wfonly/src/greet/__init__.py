@@ -1,0 +1,3 @@
+def greet(name, punctuation="!"):
+    name = name.strip() or "world"
+    return "Hello, " + name + punctuation
