@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"cwm/internal/progress"
 	"cwm/internal/sandbox"
 	"cwm/internal/testrun"
 )
@@ -82,9 +83,9 @@ func Build(ctx context.Context, rt *sandbox.Runtime, opts Options) (*Env, error)
 	if opts.Limits.Timeout <= 0 {
 		opts.Limits.Timeout = 15 * time.Minute
 	}
-	progress := opts.Progress
-	if progress == nil {
-		progress = io.Discard
+	say := opts.Progress
+	if say == nil {
+		say = io.Discard
 	}
 	src, err := ResolveSource(ctx, opts.Source)
 	if err != nil {
@@ -141,7 +142,7 @@ func Build(ctx context.Context, rt *sandbox.Runtime, opts Options) (*Env, error)
 	if name == "" {
 		name = strings.TrimSuffix(filepath.Base(strings.TrimRight(src.Location, "/")), ".git")
 	}
-	fmt.Fprintf(progress, "env build: %s (%s %s at %s)\n", name, src.Kind, src.Location, short(info.Revision))
+	fmt.Fprintf(say, "env build: %s (%s %s at %s)\n", name, src.Kind, src.Location, short(info.Revision))
 
 	sbBase := opts.Base
 	if base != "host" {
@@ -167,14 +168,14 @@ func Build(ctx context.Context, rt *sandbox.Runtime, opts Options) (*Env, error)
 	}
 	id := envID(info.Commit, info.Tree, base, python, opts.Online, recipe)
 	if old := store.Get(id); old != nil && old.Usable && !opts.Force {
-		fmt.Fprintf(progress, "already built: %s\n", id)
+		fmt.Fprintf(say, "already built: %s\n", id)
 		return old, nil
 	}
 
 	e := &Env{Version: manifestVersion, ID: id, Name: name, Repository: src, Revision: info.Revision,
 		Tree: info.Tree, Commit: info.Commit, Base: base, Python: python, Online: opts.Online,
 		TestCommand: tc, Test: recipe.Test, Limits: opts.Limits, BuiltAt: time.Now().UTC()}
-	installed, compiled, err := install(ctx, isb, e, recipe, repo, stg.dir, opts, logf, progress)
+	installed, compiled, err := install(ctx, isb, e, recipe, repo, stg.dir, opts, logf, say)
 	if err != nil {
 		return nil, err
 	}
@@ -192,20 +193,32 @@ func Build(ctx context.Context, rt *sandbox.Runtime, opts Options) (*Env, error)
 
 	// Baseline: every run in a fresh sandbox, so no run sees another's
 	// leftovers.
-	fmt.Fprintf(progress, "test: %s  [%s]\n", tc.String(), recipe.Test.Provenance)
+	fmt.Fprintf(say, "test: %s  [%s]\n", tc.String(), recipe.Test.Provenance)
 	runCfg := envConfig(layer, sbBase, opts.Limits)
 	var reps []*testrun.Report
+	var bar *progress.Bar
+	if opts.Progress != nil {
+		bar = progress.New(opts.Progress, "baseline runs", opts.Runs)
+	}
 	for i := 0; i < opts.Runs; i++ {
 		rep, err := runSuite(ctx, rt, runCfg, tc, testrun.Options{PythonVersion: python, OutputLimit: opts.Limits.Output}, logf)
 		if err != nil {
+			bar.Done()
 			return nil, fmt.Errorf("baseline run %d: %w", i+1, err)
 		}
 		reps = append(reps, rep)
+		bar.Add(1)
+		if rep.Result.Reason != sandbox.ReasonNone {
+			bar.Count(string(rep.Result.Reason))
+		}
+	}
+	bar.Done()
+	for i, rep := range reps {
 		line := fmt.Sprintf("run %d/%d: %d tests in %v", i+1, opts.Runs, len(rep.Tests), rep.Result.Duration.Round(10*time.Millisecond))
 		if rep.Note != "" {
 			line += " (" + rep.Note + ")"
 		}
-		fmt.Fprintln(progress, line)
+		fmt.Fprintln(say, line)
 	}
 	e.Baseline, e.Runs, e.Counts = mergeRuns(reps)
 	for _, rep := range reps {
@@ -221,9 +234,9 @@ func Build(ctx context.Context, rt *sandbox.Runtime, opts Options) (*Env, error)
 	e.Missing = finishMissing(ctx, e.Missing)
 	e.Reason = unusableReason(e.Counts, e.Runs, e.Install, e.Missing)
 	e.Usable = e.Reason == ""
-	fmt.Fprintf(progress, "baseline: %s\n", e.Counts)
+	fmt.Fprintf(say, "baseline: %s\n", e.Counts)
 	for _, m := range e.Missing {
-		fmt.Fprintf(progress, "missing dependency: %s\n", m)
+		fmt.Fprintf(say, "missing dependency: %s\n", m)
 	}
 
 	if e.Usable && !opts.NoCoverage {
@@ -232,7 +245,7 @@ func Build(ctx context.Context, rt *sandbox.Runtime, opts Options) (*Env, error)
 			return nil, err
 		}
 		e.Coverage = ci
-		fmt.Fprintf(progress, "coverage: %d functions under %d passing tests (%.1fs)\n", ci.Functions, ci.Tests, ci.Seconds)
+		fmt.Fprintf(say, "coverage: %d functions under %d passing tests (%.1fs)\n", ci.Functions, ci.Tests, ci.Seconds)
 	}
 
 	final := filepath.Join(store.dir, id)
@@ -255,7 +268,7 @@ func Build(ctx context.Context, rt *sandbox.Runtime, opts Options) (*Env, error)
 // install runs the recipe's install steps in the install sandbox and
 // snapshots what they wrote (installed) and the bytecode a warm-up run
 // compiled (compiled), for the caller to merge into the layer.
-func install(ctx context.Context, s *sandbox.Sandbox, e *Env, r Recipe, repo, stageDir string, opts Options, logf, progress io.Writer) (installed, compiled string, err error) {
+func install(ctx context.Context, s *sandbox.Sandbox, e *Env, r Recipe, repo, stageDir string, opts Options, logf, say io.Writer) (installed, compiled string, err error) {
 	in := &installer{s: s, repo: repo, log: logf, online: opts.Online, timeout: opts.InstallTimeout}
 	steps := append([]Step{venvStep}, r.Install...)
 	for i := range steps {
@@ -271,7 +284,7 @@ func install(ctx context.Context, s *sandbox.Sandbox, e *Env, r Recipe, repo, st
 		if st.Note != "" {
 			line += ": " + st.Note
 		}
-		fmt.Fprintln(progress, line)
+		fmt.Fprintln(say, line)
 		if i == 0 && st.Status != "ok" {
 			return "", "", fmt.Errorf("create the virtual environment: %s", st.Note)
 		}
