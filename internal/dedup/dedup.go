@@ -11,15 +11,23 @@
 // its Jaccard similarity with an already kept item of the same group is at
 // least the threshold; it is then dropped as a duplicate of the first such
 // kept item. So within a group every pair of kept items is below the
-// threshold, and the result does not depend on anything but the input
-// order. ExactDedup applies the rule by comparing each item with every kept
-// item of its group. Dedup applies the same rule but compares an item only
-// with the kept items LSH proposes: MinHash signatures cut into bands, an
-// item being a candidate when some band matches exactly. Every decision
-// still rests on the exact Jaccard similarity, so LSH can only miss a
-// duplicate, never invent one; with the default 64 bands of 2 rows a pair at
-// similarity 0.5 is missed with probability 1e-8 (see MissProbability), and
-// on realistic data Dedup keeps exactly what ExactDedup keeps.
+// threshold, and the outcome depends on the input order only.
+//
+// ExactDedup applies the rule by comparing each item with every kept item
+// of its group. Dedup applies the same rule but compares an item only with
+// the kept items LSH proposes: MinHash signatures cut into bands, an item
+// being a candidate when some band matches exactly. Every decision still
+// rests on the exact Jaccard similarity, so every dropped item really is a
+// duplicate of a kept one; LSH can only miss a pair at or above the
+// threshold, which leaves a duplicate kept (and, through the in-order rule,
+// may change later decisions). With the default 64 bands of 2 rows that
+// happens to a pair at similarity 0.5 with probability 1e-8, and less above
+// (see MissProbability); the tests check that Dedup keeps exactly what
+// ExactDedup keeps on planted near-duplicates. More rows per band would
+// miss more pairs; fewer would cost more exact checks of dissimilar ones.
+//
+// Memory is about 8 bytes per shingle (the sets are kept for the exact
+// checks) plus 8 bytes per band per item.
 package dedup
 
 import (

@@ -283,13 +283,13 @@ func TestConcurrentWriters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const writers, lines = 8, 200
+	const writers, lines = 32, 200
 	var wg sync.WaitGroup
 	for g := range writers {
 		wg.Go(func() {
 			for i := range lines {
-				n := (i * 7919 * (g + 1)) % (100 << 10) // up to 100 KiB, beyond a pipe's atomic size
-				p := payload{ID: fmt.Sprintf("%d-%d", g, i), Len: n, Fill: strings.Repeat(string(rune('a'+g)), n)}
+				n := (i * 7919 * (g + 1)) % (16 << 10) // up to 16 KiB, beyond PIPE_BUF
+				p := payload{ID: fmt.Sprintf("%d-%d", g, i), Len: n, Fill: strings.Repeat(string(rune('A'+g)), n)}
 				if err := w.Write(p); err != nil {
 					t.Errorf("Write: %v", err)
 					return
