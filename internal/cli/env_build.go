@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"cwm/internal/envbuild"
@@ -118,6 +119,15 @@ func (c *envBuildCmd) run(ctx context.Context, e *Env, args []string) error {
 		fmt.Fprintln(e.Stdout, env.ID)
 	}
 	if !env.Usable {
+		var debs []string
+		for _, m := range env.Missing {
+			if m.Debian != "" {
+				debs = append(debs, m.Debian)
+			}
+		}
+		if len(debs) > 0 {
+			fmt.Fprintf(e.Stderr, "hint: install the missing dependencies on the host (apt-get install %s) and build again\n", strings.Join(debs, " "))
+		}
 		return fmt.Errorf("environment %s is not usable: %s (log: %s)", env.ID, env.Reason, env.BuildLog)
 	}
 	return nil

@@ -33,17 +33,20 @@ type Missing struct {
 }
 
 func (m Missing) String() string {
-	s := m.Import
-	if m.Requirement != "" && requirementName(m.Requirement) != strings.ReplaceAll(m.Import, "_", "-") {
-		s += " (" + m.Requirement + ")"
+	var more []string
+	if m.Requirement != "" && requirementName(m.Requirement) != strings.ReplaceAll(strings.ToLower(m.Import), "_", "-") {
+		more = append(more, m.Requirement)
 	}
 	if m.Installed != "" {
-		s += ", installed " + m.Installed + " does not satisfy it"
+		more = append(more, "installed "+m.Installed+" does not satisfy it")
 	}
 	if m.Debian != "" {
-		s += "; apt-get install " + m.Debian
+		more = append(more, "Debian package "+m.Debian)
 	}
-	return s
+	if len(more) == 0 {
+		return m.Import
+	}
+	return m.Import + " (" + strings.Join(more, ", ") + ")"
 }
 
 // depCheck lists the requirements that are not satisfied in the venv: the

@@ -276,32 +276,41 @@ func readTox(repo string) *runnerRecipe {
 	}
 	sort.Strings(named)
 	names = append(names, named...)
+	// Named environments inherit what they do not set from [testenv].
+	get := func(sec, key string) string {
+		if v, ok := cfg[sec][key]; ok {
+			return v
+		}
+		return cfg["testenv"][key]
+	}
 	var r runnerRecipe
-	for _, sec := range names {
-		env := cfg[sec]
-		if env == nil || (env["commands"] == "" && sec != "testenv") {
+	for i, sec := range names {
+		if cfg[sec] == nil || (get(sec, "commands") == "" && i > 0) {
 			continue
 		}
 		prov := "tox.ini [" + sec + "]"
-		for _, line := range strings.Split(env["commands"], "\n") {
+		var s runnerRecipe
+		for _, line := range strings.Split(get(sec, "commands"), "\n") {
 			line = substituteTox(strings.TrimPrefix(strings.TrimSpace(line), "-"))
 			if line != "" && classify(line) == kindTest {
-				r.test = Step{Command: line, Provenance: prov + " commands"}
+				s.test = Step{Command: line, Provenance: prov + " commands"}
 				break
 			}
 		}
-		skip := isTrue(env["skip_install"]) || isTrue(cfg["tox"]["skipsdist"])
-		if !skip && hasProjectMetadata(repo) {
-			r.install = append(r.install, Step{Command: "pip install -e .", Provenance: prov + " (the package)"})
+		if !isTrue(get(sec, "skip_install")) && !isTrue(cfg["tox"]["skipsdist"]) && hasProjectMetadata(repo) {
+			s.install = append(s.install, Step{Command: "pip install -e .", Provenance: prov + " (the package)"})
 		}
 		var deps []string
-		for _, d := range strings.Split(env["deps"], "\n") {
+		for _, d := range strings.Split(get(sec, "deps"), "\n") {
 			if d = substituteTox(d); d != "" && !tooling[requirementName(d)] {
 				deps = append(deps, quoteArg(d))
 			}
 		}
 		if len(deps) > 0 {
-			r.install = append(r.install, Step{Command: "pip install " + strings.Join(deps, " "), Provenance: prov + " deps"})
+			s.install = append(s.install, Step{Command: "pip install " + strings.Join(deps, " "), Provenance: prov + " deps"})
+		}
+		if i == 0 || s.test.Command != "" {
+			r = s
 		}
 		if r.test.Command != "" {
 			break

@@ -222,3 +222,23 @@ func TestMergeRuns(t *testing.T) {
 		t.Errorf("unusableReason(all skipped) = \"\", want a reason")
 	}
 }
+
+func TestReadTox(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"setup.py": "from setuptools import setup\nsetup(name='x')\n",
+		"tox.ini": "[tox]\nenvlist = py311, lint\n\n[testenv]\ndeps =\n    pytest\n    -rrequirements.txt\n\n" +
+			"[testenv:lint]\nskip_install = true\ndeps = ruff\ncommands = ruff check .\n\n" +
+			"[testenv:py311]\ncommands =\n    - python -m pytest {posargs:tests} --tb=short\n",
+	})
+	r := readTox(dir)
+	if r == nil {
+		t.Fatal("readTox = nil")
+	}
+	want := []string{"pip install -e . <- tox.ini [testenv:py311] (the package)", "pip install pytest -rrequirements.txt <- tox.ini [testenv:py311] deps"}
+	if diff := cmp.Diff(want, cmds(r.install)); diff != "" {
+		t.Errorf("readTox install mismatch (-want +got):\n%s", diff)
+	}
+	if got := r.test.Command + " <- " + r.test.Provenance; got != "python -m pytest tests --tb=short <- tox.ini [testenv:py311] commands" {
+		t.Errorf("readTox test = %q", got)
+	}
+}
