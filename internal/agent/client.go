@@ -1,0 +1,331 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/shared"
+)
+
+// ClientConfig configures a model client.
+type ClientConfig struct {
+	// BaseURL is the OpenAI-compatible endpoint, e.g.
+	// http://localhost:8000/v1 for vLLM.
+	BaseURL string
+	// APIKey is sent as a bearer token; local servers usually ignore it.
+	APIKey string
+	// Model is the model name as the server knows it.
+	Model    string
+	Sampling Sampling
+	// MaxRetries is how many times a request is retried after a 429, a 5xx,
+	// a network error or a timeout (default 6; negative: never).
+	MaxRetries int
+	// Backoff is the delay before the first retry (default 1s); it doubles
+	// with each retry up to MaxBackoff (default 60s). A server's
+	// Retry-After overrides it, within MaxBackoff.
+	Backoff, MaxBackoff time.Duration
+	// RequestTimeout bounds one HTTP attempt (default 10m: long generations
+	// on a busy server are slow, but a hung connection must not stall an
+	// episode forever).
+	RequestTimeout time.Duration
+	// PriceInput and PriceOutput are USD per million prompt and completion
+	// tokens; zero means cost is not tracked.
+	PriceInput, PriceOutput float64
+	// HTTPClient replaces the default HTTP client (tests, proxies).
+	HTTPClient *http.Client
+}
+
+// Sampling holds the sampling parameters sent with every request. Nil and
+// zero fields are left to the server's defaults.
+type Sampling struct {
+	Temperature *float64 `json:"temperature,omitempty"`
+	TopP        *float64 `json:"top_p,omitempty"`
+	MaxTokens   int      `json:"max_tokens,omitempty"`
+	Seed        *int64   `json:"seed,omitempty"`
+	Stop        []string `json:"stop,omitempty"`
+}
+
+// Client calls a chat completions endpoint through the official OpenAI
+// library, with cwm's own retry loop so that retries are counted and the
+// backoff is visible in trajectories. A Client is safe for concurrent use.
+type Client struct {
+	cfg ClientConfig
+	oa  openai.Client
+}
+
+// NewClient returns a client for cfg.
+func NewClient(cfg ClientConfig) (*Client, error) {
+	if cfg.BaseURL == "" {
+		return nil, errors.New("model client: no base URL")
+	}
+	if cfg.Model == "" {
+		return nil, errors.New("model client: no model name")
+	}
+	if cfg.MaxRetries == 0 {
+		cfg.MaxRetries = 6
+	}
+	if cfg.MaxRetries < 0 {
+		cfg.MaxRetries = 0
+	}
+	if cfg.Backoff <= 0 {
+		cfg.Backoff = time.Second
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = time.Minute
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 10 * time.Minute
+	}
+	opts := []option.RequestOption{
+		option.WithBaseURL(cfg.BaseURL),
+		option.WithAPIKey(cfg.APIKey),
+		// The library's own retries would hide how often the server failed.
+		option.WithMaxRetries(0),
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	return &Client{cfg: cfg, oa: openai.NewClient(opts...)}, nil
+}
+
+// Model is the model name the client asks for.
+func (c *Client) Model() string { return c.cfg.Model }
+
+// Request is one chat completion request.
+type Request struct {
+	Messages []Message
+	// Tools are offered for native function calling (none: text only).
+	Tools []Tool
+	// Seed, when set, overrides the sampling seed (per-sample seeds).
+	Seed *int64
+}
+
+// Usage is the token usage of one call.
+type Usage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	// Estimated is set when the server reported no usage and the counts
+	// are bytes/4 estimates.
+	Estimated bool `json:"estimated,omitempty"`
+}
+
+// Retries counts retried attempts by cause.
+type Retries struct {
+	RateLimited int `json:"rate_limited"` // 429
+	ServerError int `json:"server_error"` // 5xx, 408, 409
+	Network     int `json:"network"`      // connection errors, broken replies
+	Timeout     int `json:"timeout"`      // RequestTimeout passed
+}
+
+// Total is the number of retries.
+func (r Retries) Total() int { return r.RateLimited + r.ServerError + r.Network + r.Timeout }
+
+func (r *Retries) add(o Retries) {
+	r.RateLimited += o.RateLimited
+	r.ServerError += o.ServerError
+	r.Network += o.Network
+	r.Timeout += o.Timeout
+}
+
+// Reply is the model's answer to a Request.
+type Reply struct {
+	Message      Message
+	FinishReason string
+	Usage        Usage
+	// Cost is in USD (0 when prices are not configured).
+	Cost    float64
+	Retries Retries
+	// Duration covers all attempts and backoff.
+	Duration time.Duration
+}
+
+// ModelError is returned when the endpoint keeps failing: retries are
+// exhausted or the failure is not worth retrying (a 400, an empty reply).
+type ModelError struct {
+	Attempts int
+	Retries  Retries
+	Err      error
+}
+
+func (e *ModelError) Error() string {
+	return fmt.Sprintf("model endpoint failed after %d attempts: %v", e.Attempts, e.Err)
+}
+
+func (e *ModelError) Unwrap() error { return e.Err }
+
+// Complete sends req and returns the first choice. Retryable failures are
+// retried with exponential backoff; when they run out, or on a failure that
+// retrying cannot fix, the error is a *ModelError. Cancelling ctx returns
+// ctx's error at once.
+func (c *Client) Complete(ctx context.Context, req Request) (Reply, error) {
+	start := time.Now()
+	params, err := c.params(req)
+	if err != nil {
+		return Reply{}, err
+	}
+	var rep Reply
+	for attempt := 0; ; attempt++ {
+		res, err := c.attempt(ctx, params)
+		if ctx.Err() != nil {
+			return Reply{}, ctx.Err()
+		}
+		if err == nil {
+			if len(res.Choices) == 0 {
+				return Reply{}, &ModelError{Attempts: attempt + 1, Retries: rep.Retries, Err: errors.New("reply has no choices")}
+			}
+			c.fill(&rep, res, req.Messages)
+			rep.Duration = time.Since(start)
+			return rep, nil
+		}
+		cause, retry := classify(err)
+		if !retry || attempt >= c.cfg.MaxRetries {
+			return Reply{}, &ModelError{Attempts: attempt + 1, Retries: rep.Retries, Err: err}
+		}
+		switch cause {
+		case "rate_limited":
+			rep.Retries.RateLimited++
+		case "server_error":
+			rep.Retries.ServerError++
+		case "timeout":
+			rep.Retries.Timeout++
+		default:
+			rep.Retries.Network++
+		}
+		t := time.NewTimer(c.backoff(attempt, err))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return Reply{}, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Client) attempt(ctx context.Context, params openai.ChatCompletionNewParams) (*openai.ChatCompletion, error) {
+	actx, cancel := context.WithTimeoutCause(ctx, c.cfg.RequestTimeout, errRequestTimeout)
+	defer cancel()
+	res, err := c.oa.Chat.Completions.New(actx, params)
+	if err != nil && context.Cause(actx) == errRequestTimeout {
+		return nil, errRequestTimeout
+	}
+	return res, err
+}
+
+var errRequestTimeout = errors.New("model request timed out")
+
+// classify says whether err is worth another attempt, and why it happened.
+func classify(err error) (cause string, retry bool) {
+	var apierr *openai.Error
+	if errors.As(err, &apierr) {
+		switch s := apierr.StatusCode; {
+		case s == http.StatusTooManyRequests:
+			return "rate_limited", true
+		case s >= 500, s == http.StatusRequestTimeout, s == http.StatusConflict:
+			return "server_error", true
+		}
+		return "client_error", false
+	}
+	if errors.Is(err, errRequestTimeout) {
+		return "timeout", true
+	}
+	// Refused connections, resets and unparsable bodies: a server that is
+	// restarting or overloaded looks like this.
+	return "network", true
+}
+
+// backoff is the delay before retry number attempt+1: exponential with
+// jitter, so that many episodes hit by the same outage do not retry in
+// lockstep, or what the server's Retry-After asks for.
+func (c *Client) backoff(attempt int, err error) time.Duration {
+	var apierr *openai.Error
+	if errors.As(err, &apierr) && apierr.Response != nil {
+		if s, perr := strconv.Atoi(apierr.Response.Header.Get("Retry-After")); perr == nil && s >= 0 {
+			return min(time.Duration(s)*time.Second, c.cfg.MaxBackoff)
+		}
+	}
+	d := c.cfg.Backoff << min(attempt, 30)
+	if d <= 0 || d > c.cfg.MaxBackoff {
+		d = c.cfg.MaxBackoff
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+func (c *Client) params(req Request) (openai.ChatCompletionNewParams, error) {
+	p := openai.ChatCompletionNewParams{Model: shared.ChatModel(c.cfg.Model)}
+	p.Messages = make([]openai.ChatCompletionMessageParamUnion, len(req.Messages))
+	for i, m := range req.Messages {
+		// Sent as the stored JSON, so what the trajectory records is byte
+		// for byte what the server received.
+		b, err := json.Marshal(m)
+		if err != nil {
+			return p, fmt.Errorf("encode message %d: %w", i, err)
+		}
+		p.Messages[i] = param.Override[openai.ChatCompletionMessageParamUnion](json.RawMessage(b))
+	}
+	s := c.cfg.Sampling
+	if s.Temperature != nil {
+		p.Temperature = param.NewOpt(*s.Temperature)
+	}
+	if s.TopP != nil {
+		p.TopP = param.NewOpt(*s.TopP)
+	}
+	if s.MaxTokens > 0 {
+		p.MaxTokens = param.NewOpt(int64(s.MaxTokens))
+	}
+	seed := s.Seed
+	if req.Seed != nil {
+		seed = req.Seed
+	}
+	if seed != nil {
+		p.Seed = param.NewOpt(*seed)
+	}
+	if len(s.Stop) > 0 {
+		p.Stop = openai.ChatCompletionNewParamsStopUnion{OfStringArray: s.Stop}
+	}
+	for _, t := range req.Tools {
+		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+			Name:        t.Name,
+			Description: param.NewOpt(t.Description),
+			Parameters:  shared.FunctionParameters(t.Parameters),
+		}))
+	}
+	if len(req.Tools) > 0 {
+		// One call per turn keeps the native protocol's turns comparable
+		// with CWM's, which allows exactly one.
+		p.ParallelToolCalls = param.NewOpt(false)
+	}
+	return p, nil
+}
+
+func (c *Client) fill(rep *Reply, res *openai.ChatCompletion, sent []Message) {
+	ch := res.Choices[0]
+	rep.FinishReason = ch.FinishReason
+	rep.Message = Message{Role: RoleAssistant, Content: ch.Message.Content}
+	for _, tc := range ch.Message.ToolCalls {
+		typ := tc.Type
+		if typ == "" {
+			typ = "function"
+		}
+		rep.Message.ToolCalls = append(rep.Message.ToolCalls, ToolCall{ID: tc.ID, Type: typ,
+			Function: FunctionCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
+	}
+	if res.JSON.Usage.Valid() && res.Usage.PromptTokens+res.Usage.CompletionTokens > 0 {
+		rep.Usage = Usage{PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens}
+	} else {
+		rep.Usage = Usage{
+			PromptTokens:     estimateTokens(messagesBytes(sent)),
+			CompletionTokens: estimateTokens(messagesBytes([]Message{rep.Message})),
+			Estimated:        true,
+		}
+	}
+	rep.Cost = (float64(rep.Usage.PromptTokens)*c.cfg.PriceInput + float64(rep.Usage.CompletionTokens)*c.cfg.PriceOutput) / 1e6
+}

@@ -1,0 +1,269 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"cwm/internal/sandbox"
+	"cwm/internal/task"
+)
+
+// Limits bound an episode. Zero fields take the values of DefaultLimits.
+type Limits struct {
+	// MaxTurns is the number of model replies (CWM: 128). As in CWM, the
+	// reply that reaches it ends the episode without being run.
+	MaxTurns int
+	// ContextTokens is the context window (CWM: 131,072), checked against
+	// the prompt plus completion tokens of the last call as the server
+	// reports them (bytes/4 when it does not).
+	ContextTokens int
+	// CommandTimeout bounds one bash command (CWM: 120 s); it also names
+	// the session timeout in the system prompt, in whole seconds.
+	CommandTimeout time.Duration
+	// WallTime bounds the whole episode (CWM: 2,400 s per sandbox).
+	WallTime time.Duration
+	// MaxCost ends the episode when its cost in USD reaches it (0: none).
+	MaxCost float64
+	// MaxFormatErrors ends the episode after this many consecutive replies
+	// without a runnable tool call (default 8).
+	MaxFormatErrors int
+	// Strict is CWM's strict_format: the first format error ends the
+	// episode, and a final response must contain "##" (a markdown summary).
+	Strict bool
+	// MaxObservationTokens caps one tool result (CWM's max_user_turn_len,
+	// 32,768 tokens, as bytes/4); longer output is cut, keeping its start.
+	MaxObservationTokens int
+}
+
+// DefaultLimits are CWM's limits.
+var DefaultLimits = Limits{
+	MaxTurns:             128,
+	ContextTokens:        131072,
+	CommandTimeout:       120 * time.Second,
+	WallTime:             2400 * time.Second,
+	MaxFormatErrors:      8,
+	MaxObservationTokens: 32768,
+}
+
+// WithDefaults fills zero fields from DefaultLimits.
+func (l Limits) WithDefaults() Limits {
+	d := DefaultLimits
+	if l.MaxTurns <= 0 {
+		l.MaxTurns = d.MaxTurns
+	}
+	if l.ContextTokens <= 0 {
+		l.ContextTokens = d.ContextTokens
+	}
+	if l.CommandTimeout <= 0 {
+		l.CommandTimeout = d.CommandTimeout
+	}
+	if l.WallTime <= 0 {
+		l.WallTime = d.WallTime
+	}
+	if l.MaxFormatErrors <= 0 {
+		l.MaxFormatErrors = d.MaxFormatErrors
+	}
+	if l.MaxObservationTokens <= 0 {
+		l.MaxObservationTokens = d.MaxObservationTokens
+	}
+	return l
+}
+
+// Runner runs episodes. It is safe for concurrent use: each episode has
+// its own sandbox.
+type Runner struct {
+	Runtime  *sandbox.Runtime
+	Client   *Client
+	Protocol Protocol
+	Limits   Limits
+	Log      *slog.Logger
+}
+
+// Episode is one attempt at a task.
+type Episode struct {
+	Task   *task.Task
+	Sample int
+	// Seed, when set, is the sampling seed of this episode's requests.
+	Seed *int64
+	// Sandbox is the environment: its layers, base, variables and limits.
+	Sandbox sandbox.Config
+	// RepoRoot is the repository inside the sandbox (cwm environments:
+	// /repo). The bash session starts there.
+	RepoRoot string
+}
+
+// setupTimeout bounds preparing the repository and taking the final diff;
+// gc of a large repository takes a while.
+const setupTimeout = 10 * time.Minute
+
+var errWallTime = errors.New("episode wall time exceeded")
+
+// Run runs one episode to its end and returns its trajectory. Whatever the
+// model does, including failing, is a trajectory; the error is for the
+// harness: the sandbox could not start or died, the bug patch does not
+// apply, or ctx was cancelled (then nothing should be recorded, so a
+// resumed run does the episode again).
+func (r *Runner) Run(ctx context.Context, ep Episode) (*Trajectory, error) {
+	l := r.Limits.WithDefaults()
+	start := time.Now()
+	tr := &Trajectory{TaskID: ep.Task.InstanceID, Sample: ep.Sample, Model: r.Client.Model(),
+		Protocol: r.Protocol.Name(), EnvID: ep.Task.EnvID, StartedAt: start.UTC(), Steps: []Step{}}
+	if ep.RepoRoot == "" {
+		return nil, errors.New("episode without a repository root")
+	}
+	ectx, cancel := context.WithTimeoutCause(ctx, l.WallTime, errWallTime)
+	defer cancel()
+
+	sb, err := r.Runtime.New(ectx, ep.Sandbox)
+	if err != nil {
+		return nil, fmt.Errorf("start sandbox for %s: %w", tr.TaskID, err)
+	}
+	defer sb.Close()
+	base, err := prepareRepo(ectx, sb, ep.RepoRoot, ep.Task.BugPatch, setupTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("task %s: %w", tr.TaskID, err)
+	}
+	tb, err := NewToolbox(ectx, sb, ep.RepoRoot, l.CommandTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("task %s: %w", tr.TaskID, err)
+	}
+	defer tb.Close()
+	tr.SetupSeconds = time.Since(start).Seconds()
+
+	reason, err := r.converse(ectx, tb, tr, l, ep)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		if context.Cause(ectx) != errWallTime {
+			return nil, fmt.Errorf("task %s sample %d: %w", tr.TaskID, tr.Sample, err)
+		}
+		reason = ExitTimeout
+	}
+	tr.ExitReason = reason
+	// The episode's own deadline may have passed; the diff still belongs
+	// in its record.
+	dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), setupTimeout)
+	defer dcancel()
+	if tr.Patch, err = finalDiff(dctx, sb, ep.RepoRoot, base, setupTimeout); err != nil {
+		return nil, fmt.Errorf("task %s sample %d: %w", tr.TaskID, tr.Sample, err)
+	}
+	tr.Seconds = time.Since(start).Seconds()
+	return tr, nil
+}
+
+// converse is the episode loop: ask the model, run its call, report back.
+func (r *Runner) converse(ctx context.Context, tb *Toolbox, tr *Trajectory, l Limits, ep Episode) (ExitReason, error) {
+	tr.Messages = r.Protocol.Prompt(Prompt{Issue: ep.Task.ProblemStatement, RepoRoot: ep.RepoRoot, Limits: l})
+	tools := r.Protocol.Tools()
+	var used int64  // context tokens of the last call
+	var pending int // bytes of messages added since then
+	formatErrors := 0
+	for turn := 1; ; turn++ {
+		// A prompt that cannot fit would only earn a 400 from the server.
+		if used > 0 && used+estimateTokens(pending) >= int64(l.ContextTokens) {
+			return ExitContext, nil
+		}
+		rep, err := r.Client.Complete(ctx, Request{Messages: tr.Messages, Tools: tools, Seed: ep.Seed})
+		if err != nil {
+			var me *ModelError
+			if ctx.Err() == nil && errors.As(err, &me) {
+				tr.Retries.add(me.Retries)
+				tr.Error = me.Error()
+				return ExitModelError, nil
+			}
+			return "", err
+		}
+		tr.Turns = turn
+		tr.Messages = append(tr.Messages, rep.Message)
+		tr.Retries.add(rep.Retries)
+		tr.ModelSeconds += rep.Duration.Seconds()
+		tr.Cost += rep.Cost
+		tr.Tokens.Prompt += rep.Usage.PromptTokens
+		tr.Tokens.Completion += rep.Usage.CompletionTokens
+		tr.Tokens.Estimated = tr.Tokens.Estimated || rep.Usage.Estimated
+		used, pending = rep.Usage.PromptTokens+rep.Usage.CompletionTokens, 0
+		tr.Tokens.Context = used
+		modelSecs := rep.Duration.Seconds()
+
+		// CWM's order: context, then turns, then the reply's content.
+		switch {
+		case used > int64(l.ContextTokens):
+			return ExitContext, nil
+		case l.MaxCost > 0 && tr.Cost >= l.MaxCost:
+			return ExitCost, nil
+		case turn >= l.MaxTurns:
+			return ExitMaxTurns, nil
+		}
+
+		calls, ferr := r.Protocol.Parse(rep.Message)
+		if ferr != nil {
+			// A reply without a call after a submission is the final
+			// response that ends a solved episode.
+			if tr.SubmittedPatch != nil && (!l.Strict || strings.Contains(rep.Message.Content, "##")) {
+				return ExitSubmitted, nil
+			}
+			tr.Steps = append(tr.Steps, Step{Turn: turn, Action: rep.Message.Content, Observation: ferr.Error(),
+				FormatError: true, ModelSeconds: modelSecs})
+			formatErrors++
+			if l.Strict || formatErrors >= l.MaxFormatErrors {
+				return ExitFormatErrors, nil
+			}
+			m := r.Protocol.Reject(ferr)
+			tr.Messages = append(tr.Messages, m)
+			pending += len(m.Content)
+			continue
+		}
+		allInvalid := true
+		for _, c := range calls {
+			t0 := time.Now()
+			obs, err := r.Protocol.Run(ctx, tb, c)
+			if err != nil {
+				return "", fmt.Errorf("run tool %s: %w", c.Tool, err)
+			}
+			obs.Text = truncateText(obs.Text, l.MaxObservationTokens*4)
+			st := Step{Turn: turn, Tool: c.Tool, Action: c.Input, Observation: obs.Text, OK: obs.OK,
+				FormatError: obs.Invalid, ModelSeconds: modelSecs, Seconds: time.Since(t0).Seconds()}
+			modelSecs = 0
+			if c.Tool == "bash" && !obs.Invalid {
+				code := obs.ExitCode
+				st.ExitCode = &code
+			}
+			tr.Steps = append(tr.Steps, st)
+			allInvalid = allInvalid && obs.Invalid
+			if c.Tool == "submit" && obs.OK {
+				p := obs.Patch
+				tr.SubmittedPatch = &p
+			}
+			m := r.Protocol.Result(c, obs, Budget{RemainingTurns: l.MaxTurns - turn, UsedTokens: used, ContextTokens: l.ContextTokens})
+			tr.Messages = append(tr.Messages, m)
+			pending += len(m.Content)
+		}
+		if !allInvalid {
+			formatErrors = 0
+			continue
+		}
+		formatErrors++
+		if l.Strict || formatErrors >= l.MaxFormatErrors {
+			return ExitFormatErrors, nil
+		}
+	}
+}
+
+// truncateText keeps the first max bytes of s (at a character boundary)
+// and marks the cut as CWM's truncation does, with "[...]".
+func truncateText(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "[...]"
+}

@@ -1,0 +1,138 @@
+package agent
+
+import (
+	"context"
+	"time"
+
+	"cwm/internal/task"
+)
+
+// ExitReason says why an episode ended.
+type ExitReason string
+
+const (
+	// ExitSubmitted: after a successful submit, the model replied without
+	// a tool call (its final summary).
+	ExitSubmitted ExitReason = "submitted"
+	// ExitMaxTurns: the model used its turns (as in CWM, the last reply is
+	// recorded but not run).
+	ExitMaxTurns ExitReason = "max_turns"
+	// ExitContext: the conversation outgrew the context window.
+	ExitContext ExitReason = "context"
+	// ExitTimeout: the episode's wall time ran out.
+	ExitTimeout ExitReason = "timeout"
+	// ExitCost: the episode's cost reached its limit.
+	ExitCost ExitReason = "cost"
+	// ExitFormatErrors: too many consecutive replies without a runnable
+	// tool call (in strict mode, one).
+	ExitFormatErrors ExitReason = "format_errors"
+	// ExitModelError: the model endpoint kept failing after retries.
+	ExitModelError ExitReason = "model_error"
+)
+
+// Trajectory is the record of one episode, one JSONL line of cwm forage.
+type Trajectory struct {
+	TaskID   string `json:"task_id"`
+	Sample   int    `json:"sample"`
+	Model    string `json:"model"`
+	Protocol string `json:"protocol"`
+	EnvID    string `json:"env_id,omitempty"`
+	// Messages is the conversation in OpenAI chat format, exactly as sent
+	// to the model plus its last reply.
+	Messages []Message `json:"messages"`
+	Steps    []Step    `json:"steps"`
+	// ExitReason says why the episode ended; Error gives detail for
+	// model_error.
+	ExitReason ExitReason `json:"exit_reason"`
+	Error      string     `json:"error,omitempty"`
+	// Patch is `git diff` of the repository against its starting commit at
+	// the end of the episode, new files included, whatever was submitted.
+	Patch string `json:"patch"`
+	// SubmittedPatch is the content of the last successfully submitted
+	// file; null when nothing was submitted.
+	SubmittedPatch *string `json:"submitted_patch"`
+	// Turns counts the model's replies.
+	Turns   int     `json:"turns"`
+	Tokens  Tokens  `json:"tokens"`
+	Cost    float64 `json:"cost"`
+	Retries Retries `json:"retries"`
+	// Seconds is the episode's wall time; SetupSeconds the part spent
+	// preparing the sandbox, ModelSeconds the part waiting for the model.
+	Seconds      float64   `json:"seconds"`
+	SetupSeconds float64   `json:"setup_seconds"`
+	ModelSeconds float64   `json:"model_seconds"`
+	StartedAt    time.Time `json:"started_at"`
+
+	// Reward fields are null until a Grader fills them: the reward, whether
+	// the hidden tests pass, the patch similarity to the oracle (SWE-RL
+	// shaping) and the group-relative advantage (GRPO, computed over the
+	// samples of a task).
+	Reward     *float64 `json:"reward"`
+	Resolved   *bool    `json:"resolved"`
+	Similarity *float64 `json:"similarity"`
+	Advantage  *float64 `json:"advantage"`
+}
+
+// Tokens is an episode's token usage.
+type Tokens struct {
+	// Prompt and Completion sum over all model calls.
+	Prompt     int64 `json:"prompt"`
+	Completion int64 `json:"completion"`
+	// Context is the context the last call used (its prompt plus its
+	// completion): what the context limit applies to.
+	Context int64 `json:"context"`
+	// Estimated is set when some call's usage was estimated (bytes/4)
+	// because the server reported none.
+	Estimated bool `json:"estimated,omitempty"`
+}
+
+// Step is one tool call (or one reply without a runnable call) and what
+// came of it.
+type Step struct {
+	// Turn is the 1-based reply the step belongs to.
+	Turn int `json:"turn"`
+	// Tool is the tool called; empty for a format error.
+	Tool string `json:"tool,omitempty"`
+	// Action is the tool's input as the model wrote it (the command, the
+	// edit block, the JSON arguments); for a format error, the reply.
+	Action string `json:"action"`
+	// Observation is the tool's feedback, or the format error's message.
+	Observation string `json:"observation"`
+	// OK is whether the tool did what was asked.
+	OK bool `json:"ok"`
+	// ExitCode is a bash command's status; -1 when its session restarted.
+	ExitCode *int `json:"exit_code,omitempty"`
+	// FormatError is set when the reply held no runnable call.
+	FormatError bool `json:"format_error,omitempty"`
+	// ModelSeconds is the model call that produced the reply (on the
+	// reply's first step); Seconds the tool's run.
+	ModelSeconds float64 `json:"model_seconds"`
+	Seconds      float64 `json:"seconds"`
+}
+
+// Grade is a grader's verdict on an episode. Nil fields are left unset.
+type Grade struct {
+	Reward     *float64
+	Resolved   *bool
+	Similarity *float64
+}
+
+// A Grader scores finished episodes: hidden tests in fresh sandboxes, patch
+// similarity. cwm forage calls it after each episode, before the line is
+// written, when one is configured.
+type Grader interface {
+	Grade(ctx context.Context, t *task.Task, tr *Trajectory) (Grade, error)
+}
+
+// SetGrade stores g's fields in the trajectory.
+func (tr *Trajectory) SetGrade(g Grade) {
+	if g.Reward != nil {
+		tr.Reward = g.Reward
+	}
+	if g.Resolved != nil {
+		tr.Resolved = g.Resolved
+	}
+	if g.Similarity != nil {
+		tr.Similarity = g.Similarity
+	}
+}
