@@ -27,6 +27,15 @@ import warnings
 import _cwm_mutate as mutate
 import _cwm_tracer as tracer
 
+# What the runner calls after programs have run, bound before: a program may
+# replace builtins or module functions (see _fingerprint).
+from builtins import BaseException, OSError, ValueError, float, hasattr, id, int, len, map, repr, tuple
+from os import listdir as _listdir, waitpid as _waitpid, write as _os_write, getcwd as _getcwd
+_dumps, _loads = json.dumps, json.loads
+_setitimer, _getsignal = signal.setitimer, signal.getsignal
+_getrusage, _getrlimit = resource.getrusage, resource.getrlimit
+_active_count = threading.active_count
+
 # Imported once by the server so that programs importing them pay nothing
 # and a runner importing them is not considered changed.
 PREIMPORT = (
@@ -51,13 +60,17 @@ _LIMITS = (resource.RLIMIT_AS, resource.RLIMIT_NOFILE, resource.RLIMIT_STACK,
 
 def _write(fd, data):
     while data:
-        data = data[os.write(fd, data):]
+        data = data[_os_write(fd, data):]
 
 
 def _send(flag, res):
     if _wfd < 0:  # a process the program forked: it has no result to give
         _real_exit(0)
-    _write(_wfd, flag + json.dumps(res, separators=(",", ":")).encode() + b"\n")
+    if "status" in res and "codes" in res:  # a trace result: frames are text
+        line = tracer.encode(res)
+    else:
+        line = _dumps(res, separators=(",", ":"))
+    _write(_wfd, flag + line.encode() + b"\n")
 
 
 def _forked():
@@ -74,12 +87,24 @@ def _forked():
 
 # ------------------------------------------------------------------ runner
 
+# Modules whose attributes programs commonly replace (monkeypatching); their
+# namespaces are compared value by value. For all other modules only the
+# number of names is compared: a full comparison would cost milliseconds.
+WATCHED = ("builtins sys os os.path random math string re json time functools "
+           "itertools collections operator copy heapq bisect").split()
+
+
 def _fingerprint():
     """Process state a function could change and a later one could observe.
     A runner whose fingerprint changed is replaced by a fresh fork."""
+    mods = sys.modules
     return {
-        "imported or replaced modules": tuple(map(id, sys.modules.values())),
+        "imported or replaced modules": tuple(map(id, mods.values())),
         "builtins": tuple(map(id, builtins.__dict__.values())),
+        "module attributes": tuple(tuple(map(id, mods[m].__dict__.values()))
+                                   for m in WATCHED if m in mods),
+        "module attribute counts": tuple(len(m.__dict__) for m in tuple(mods.values())
+                                         if hasattr(m, "__dict__")),
         "sys.path or import hooks": (tuple(sys.path), tuple(map(id, sys.meta_path)),
                                      tuple(map(id, sys.path_hooks))),
         "sys hooks or streams": tuple(map(id, (
@@ -88,23 +113,23 @@ def _fingerprint():
             sys.__stderr__, sys.gettrace(), sys.getprofile()))),
         "interpreter settings": (sys.get_int_max_str_digits(), sys.getswitchinterval(),
                                  sys.getrecursionlimit(), gc.isenabled(), gc.get_threshold()),
-        "working directory": os.getcwd(),
+        "working directory": _getcwd(),
         "environment": tuple(os.environ.items()),
-        "signal handlers": tuple(id(signal.getsignal(s)) for s in _SIGNALS),
-        "resource limits": tuple(resource.getrlimit(r) for r in _LIMITS),
+        "signal handlers": tuple(id(_getsignal(s)) for s in _SIGNALS),
+        "resource limits": tuple(_getrlimit(r) for r in _LIMITS),
         "warning filters": tuple(map(id, warnings.filters)),
         "decimal context": repr(decimal.getcontext()),
         "locale": locale.setlocale(locale.LC_ALL),
-        "threads": (threading.active_count(), len(os.listdir("/proc/self/task"))),
-        "open files": len(os.listdir("/proc/self/fd")),
-        "files in the working directory": len(os.listdir(".")),
+        "threads": (_active_count(), len(_listdir("/proc/self/task"))),
+        "open files": len(_listdir("/proc/self/fd")),
+        "files in the working directory": len(_listdir(".")),
     }
 
 
 def _leak(base, rss0):
     """Why the runner may no longer be reused, or ""."""
     try:
-        os.waitpid(-1, os.WNOHANG)
+        _waitpid(-1, os.WNOHANG)
     except ChildProcessError:
         pass
     else:  # running, or exited and never waited for
@@ -113,7 +138,7 @@ def _leak(base, rss0):
     for k, v in base.items():
         if now[k] != v:
             return k
-    if resource.getrusage(resource.RUSAGE_SELF).ru_maxrss > rss0 + (256 << 10):
+    if _getrusage(resource.RUSAGE_SELF).ru_maxrss > rss0 + (256 << 10):
         return "memory grew by more than 256 MiB"
     return ""
 
@@ -151,16 +176,16 @@ def _handle(req):
             return {"id": req.get("id", ""), "error": "mutate: %s" % tracer._text(e)}
     timeout = float(req.get("timeout") or 5.0)
     _armed = timeout
-    signal.setitimer(signal.ITIMER_PROF, 0.05, 0.05)
-    signal.setitimer(signal.ITIMER_REAL, timeout)
+    _setitimer(signal.ITIMER_PROF, 0.05, 0.05)
+    _setitimer(signal.ITIMER_REAL, timeout)
     os._exit = _user_exit
     try:
         return tracer.trace_one(req)
     finally:
         os._exit = _real_exit
         _armed = 0.0
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.setitimer(signal.ITIMER_PROF, 0)
+        _setitimer(signal.ITIMER_REAL, 0)
+        _setitimer(signal.ITIMER_PROF, 0)
 
 
 def _drop_privileges():
@@ -201,7 +226,7 @@ def _runner(rfd, wfd, recycle, memory):
         if not line:
             _real_exit(0)
         try:
-            req = json.loads(line)
+            req = _loads(line)
         except ValueError as e:
             req, res = {}, {"status": "error", "error": "bad request: %s" % e}
         else:

@@ -20,7 +20,10 @@ Frames follow CWM-SPEC 1.2; values follow docs/traces.md ("Value text").
 Python 3.11 standard library only.
 """
 
+import array
+import base64
 import builtins
+import json
 import linecache
 import os
 import random
@@ -28,6 +31,16 @@ import re
 import sys
 import time
 import types
+# The program may replace builtins (builtins.len = ...) or module functions;
+# the tracer binds what it calls before any program runs.
+from builtins import (BaseException, RecursionError, TypeError, ValueError, bytearray,
+                      bytes, complex, dict, float, frozenset, getattr, id, int, isinstance,
+                      len, list, max, object, range, repr, round, set, str, tuple, type)
+_perf = time.perf_counter
+_dumps = json.dumps
+_b64 = base64.b64encode
+_linecache = linecache.cache
+_seed = random.seed
 
 # ---------------------------------------------------------------- value text
 
@@ -39,8 +52,10 @@ _TID = re.compile(r"((?:started|stopped)(?: daemon)?) \d+")
 _SEQS = {list: "[]", tuple: "()", set: "{}", frozenset: "frozenset({})", dict: "{}"}
 # Types whose text cannot change while the object stays the same: an
 # unchanged local of such a type is written ".." without calling repr.
-_STAB = {t: True for t in (int, float, str, bytes, bool, type(None), complex,
-                           range, type(...), type(NotImplemented))}
+# Other types are classified once, when first seen (_classify_type).
+_STABLE = {int, float, str, bytes, bool, type(None), complex, range,
+           type(...), type(NotImplemented)}
+_SEEN = set(_STABLE)
 _active = set()       # ids of containers being rendered by _bounded (cycles)
 _ticks = 0            # SIGPROF ticks (50 ms of CPU each) during a run
 _repr_since = -1      # tick at which a repr of untrusted code began, or -1
@@ -82,7 +97,7 @@ def _int_text(v):
 def _slow(v):
     global _repr_since
     tv = type(v)
-    if tv not in _STAB:
+    if tv not in _SEEN:
         _classify_type(tv)
     if tv in _SEQS and len(v) > _BIGLEN:
         return _bounded(v, tv)
@@ -115,10 +130,12 @@ def _fallback(v):
 
 
 def _classify_type(tv):
+    _SEEN.add(tv)
     try:
-        _STAB[tv] = getattr(tv, "__repr__", None) is object.__repr__
+        if getattr(tv, "__repr__", None) is object.__repr__:
+            _STABLE.add(tv)
     except BaseException:
-        _STAB[tv] = False
+        pass
 
 
 def _bounded(v, tv):
@@ -152,20 +169,33 @@ def _exc_text(arg):
 
 # ------------------------------------------------------------------ tracing
 #
-# Frames are recorded as tuples, serialised once at the end:
-#   call (1, lineno, code index, [name, text, ...])
-#   line (2, lineno, [name, text, ...])        text ".." when unchanged
-#   return (3, lineno, text), exception (4, lineno, text)
-# Depth and code of line/return/exception frames follow from the call/return
-# nesting, so they are not repeated per event.
+# Each distinct frame is recorded once as the JSON text of a flat array
+# (without its closing bracket, which encode adds):
+#   call      [1, lineno, code index, name, text, name, text, ...]
+#   line      [2, lineno, name, text, ...]        text ".." when unchanged
+#   return    [3, lineno, text]       exception [4, lineno, text]
+# Depth and code of the other frames follow from the call/return nesting.
+#
+# Why text and not tuples: on the VMs cwm runs on, growing the heap is the
+# dominant cost of tracing (a page fault costs ~20 us), and retained
+# containers make every garbage collection slower. A loop repeats the same
+# frame many times, so each distinct fragment is stored once (_recs, in
+# first-seen order) and the trace is the sequence of their indices (_seq, 4
+# bytes per frame, sent as base64).
 
 _MISSING = object()
+_UNCH = '".."'           # the JSON text of ".."
+_jstr = json.encoder.encode_basestring_ascii  # json.dumps of a str, in C
 _HEADROOM = 200       # recursion levels kept free for the tracer itself
 _file = "<cwm-trace>"
 _roots = ()           # in-scope directory prefixes (repository tracing)
 _codes = {}           # code object -> index in _code_table, or -1
 _code_table = []
-_frames = []
+_seq = array.array("i")  # per frame, the index of its fragment in _recs
+_recs = {}            # distinct JSON fragments -> index
+_lheads = {}          # line number -> "[2,<line>" (a line record's start)
+_jnames = {}          # local name -> its JSON text
+_junch = {}           # local name -> its JSON text + ',".."'
 _entry = None         # code of the entry function
 _main = None          # frame of the entry call
 _state = 0            # 0 waiting for entry, 1 recording, 2 entry returned, 3 stopped
@@ -181,6 +211,7 @@ _base = None          # frame of the last call/line record, if no call/return si
 _bt = {}              # its locals' texts
 _bo = {}              # its locals' objects
 _settrace = sys.settrace
+_setprofile = sys.setprofile
 _replaced = ""
 
 
@@ -203,6 +234,31 @@ def _stack_depth(frame):
     return n
 
 
+def _lhead(ln):
+    h = _lheads[ln] = "[2,%d" % ln
+    return h
+
+
+def _jname(k):
+    """The JSON text of a local's name; also caches its unchanged pair."""
+    j = _jnames[k] = _jstr(k)
+    _junch[k] = j + ',".."'
+    return j
+
+
+def _full(loc, parts):
+    """Appends every local to parts as "name",text JSON pairs; returns the
+    texts and their total length."""
+    bt, n = {}, 0
+    jn = _jnames.get
+    for k, v in loc.items():
+        t = _text(v)
+        bt[k] = t
+        parts.append((jn(k) or _jname(k)) + "," + _jstr(t))
+        n += len(t)
+    return bt, n
+
+
 def _on_call(frame, event, arg):
     """Global trace function: CPython calls it for every new frame."""
     global _state, _main, _depth, _base_depth, _base, _bt, _bo, _nbytes
@@ -223,17 +279,13 @@ def _on_call(frame, event, arg):
             overflow = _stack_depth(frame) > _user_limit
         if not overflow:
             loc = frame.f_locals
-            bt, out, n = {}, [], 0
-            for k, v in loc.items():
-                t = _text(v)
-                bt[k] = t
-                out.append(k)
-                out.append(t)
-                n += len(t)
-            _base, _bt, _bo = frame, bt, loc.copy()
-            _frames.append((1, frame.f_lineno, ci, out))
+            parts = ["[1,%d,%d" % (frame.f_lineno, ci)]
+            _bt, n = _full(loc, parts)
+            _base, _bo = frame, loc.copy()
+            frag = ",".join(parts)
+            _seq.append(_recs.setdefault(frag, len(_recs)))
             _depth += 1
-            _nbytes += 42 + 7 * len(bt) + n
+            _nbytes += 42 + 7 * len(loc) + n
             if _nbytes > _max_bytes:
                 _stop("too_long", "trace text over %d bytes" % _max_bytes)
             return _on_event
@@ -245,12 +297,12 @@ def _on_call(frame, event, arg):
     # tracer still has headroom. Raising from a trace function makes CPython
     # switch tracing off; the profile hook switches it back on as the failed
     # frame unwinds, so the callers' exception frames are recorded.
-    sys.setprofile(_reenable)
+    _setprofile(_reenable)
     raise RecursionError("maximum recursion depth exceeded")
 
 
 def _reenable(frame, event, arg):
-    sys.setprofile(None)
+    _setprofile(None)
     if _state == 1:
         _settrace(_on_call)
 
@@ -267,43 +319,40 @@ def _on_event(frame, event, arg):
                 _stop("too_long", "more than %d line events" % _max_lines)
                 return None
             loc = frame.f_locals
-            out = []
-            app = out.append
-            n = 0
+            ln = frame.f_lineno
+            parts = [_lheads.get(ln) or _lhead(ln)]
             if frame is _base:
-                bt, bo = _bt, _bo
-                bt_get, bo_get, st_get = bt.get, bo.get, _STAB.get
+                # The hot path: a line after a line of the same frame.
+                app = parts.append
+                bt, bo, un, stable = _bt, _bo, _junch, _STABLE
+                n = 0
                 for k, v in loc.items():
-                    app(k)
-                    if v is bo_get(k, _MISSING) and st_get(type(v)):
-                        app("..")
+                    tv = type(v)
+                    if v is bo.get(k, _MISSING) and tv in stable:
+                        app(un[k])
                         continue
-                    t = _text(v)
-                    if t == bt_get(k):
-                        app("..")
+                    t = repr(v) if tv is int and -_ILIM < v < _ILIM else _text(v)
+                    if t == bt.get(k):
+                        app(un[k])
                     else:
                         bt[k] = t
-                        app(t)
+                        app((_jnames.get(k) or _jname(k)) + "," + _jstr(t))
                         n += len(t)
                 if len(bt) != len(loc):  # a local was deleted
                     _bt = {k: bt[k] for k in loc}
             else:
-                bt = {}
-                for k, v in loc.items():
-                    t = _text(v)
-                    bt[k] = t
-                    app(k)
-                    app(t)
-                    n += len(t)
-                _base, _bt = frame, bt
+                _bt, n = _full(loc, parts)
+                _base = frame
             _bo = loc.copy()
-            _frames.append((2, frame.f_lineno, out))
-            _nbytes += 42 + 7 * len(loc) + n
+            frag = ",".join(parts)
+            _seq.append(_recs.setdefault(frag, len(_recs)))
+            _nbytes += 49 + n
             if _nbytes > _max_bytes:
                 _stop("too_long", "trace text over %d bytes" % _max_bytes)
         elif event == "return":
             t = _text(arg)
-            _frames.append((3, frame.f_lineno, t))
+            frag = "[3,%d,%s" % (frame.f_lineno, _jstr(t))
+            _seq.append(_recs.setdefault(frag, len(_recs)))
             _base = None
             _depth -= 1
             _nbytes += 54 + len(t)
@@ -311,7 +360,8 @@ def _on_event(frame, event, arg):
                 _stop("", "")
         elif event == "exception":
             t = _exc_text(arg)
-            _frames.append((4, frame.f_lineno, t))
+            frag = "[4,%d,%s" % (frame.f_lineno, _jstr(t))
+            _seq.append(_recs.setdefault(frag, len(_recs)))
             _nbytes += 54 + len(t)
     except BaseException as e:
         _stop("error", "tracer failure: %s" % _text(e))
@@ -398,11 +448,11 @@ def _configure(req):
 
 def _reset():
     global _entry, _main, _state, _status, _reason, _nlines, _nbytes, _depth
-    global _base, _bt, _bo, _replaced, _codes, _code_table, _frames, _ticks
+    global _base, _bt, _bo, _replaced, _codes, _code_table, _seq, _recs, _ticks
     _entry = _main = _base = None
     _state, _status, _reason, _replaced = 0, "", "", ""
     _nlines = _nbytes = _depth = _ticks = 0
-    _bt, _bo, _codes, _code_table, _frames = {}, {}, {}, [], []
+    _bt, _bo, _codes, _code_table, _seq, _recs = {}, {}, {}, [], array.array("i"), {}
 
 
 def _output_text(v, cap):
@@ -421,7 +471,7 @@ class _Run:
 
     def __init__(self, req):
         self.req = req
-        self.t0 = time.perf_counter()
+        self.t0 = _perf()
         cap = int(req.get("max_capture") or 4096)
         self.out, self.err = _Capture(cap), _Capture(cap)
         self.phase = "setup"
@@ -442,10 +492,9 @@ def result(status="", reason=""):
         "id": r.req.get("id", ""),
         "status": status,
         "codes": _code_table,
-        "frames": _frames,
         "lines": _nlines,
         "bytes": _nbytes,
-        "seconds": round(time.perf_counter() - r.t0, 6),
+        "seconds": round(_perf() - r.t0, 6),
     }
     if reason:
         res["error"] = reason
@@ -458,6 +507,21 @@ def result(status="", reason=""):
     return res
 
 
+def encode(res):
+    """The JSON line of a result, frames included: "table" holds the
+    distinct frame records, "seq" the index of each frame's record (int32,
+    little-endian, base64)."""
+    head = _dumps(res, separators=(",", ":"))
+    seq = _seq
+    if sys.byteorder != "little":
+        seq = array.array("i", _seq)
+        seq.byteswap()
+    # Fragments are stored without their closing bracket (one string
+    # operation less per frame); it is added here.
+    table = "],".join(_recs) + "]" if _recs else ""
+    return '%s,"table":[%s],"seq":"%s"}' % (head[:-1], table, _b64(seq.tobytes()).decode())
+
+
 def trace_one(req):
     """Runs the module req["source"], then traces its entry function."""
     global _run, _entry, _user_limit
@@ -468,10 +532,10 @@ def trace_one(req):
     mod = types.ModuleType("__main__")
     mod.__file__ = _file
     ns = mod.__dict__
-    linecache.cache[_file] = (len(src), None, src.splitlines(True), _file)
+    _linecache[_file] = (len(src), None, src.splitlines(True), _file)
     saved = (sys.modules["__main__"], sys.stdout, sys.stderr, sys.settrace,
              sys.setrecursionlimit, sys.getrecursionlimit, _get_limit_real())
-    random.seed(0)
+    _seed(0)
     sys.modules["__main__"] = mod
     sys.stdout, sys.stderr = r.out, r.err
     sys.settrace, sys.setrecursionlimit = _guard_settrace, _set_limit

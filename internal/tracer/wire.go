@@ -1,6 +1,8 @@
 package tracer
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -34,7 +36,8 @@ type response struct {
 	Error       string      `json:"error"`
 	Output      *string     `json:"output"`
 	Codes       []wireCode  `json:"codes"`
-	Frames      []wireFrame `json:"frames"`
+	Table       []wireFrame `json:"table"`
+	Seq         string      `json:"seq"`
 	Lines       int         `json:"lines"`
 	Bytes       int         `json:"bytes"`
 	Seconds     float64     `json:"seconds"`
@@ -65,10 +68,28 @@ func (c *wireCode) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// wireFrame is one frame record of tracer.py:
+// frames expands the response's table and sequence (see tracer.encode):
+// frame i is Table[seq[i]], seq being little-endian int32s in base64.
+func (r *response) frames() ([]wireFrame, error) {
+	raw, err := base64.StdEncoding.DecodeString(r.Seq)
+	if err != nil || len(raw)%4 != 0 {
+		return nil, fmt.Errorf("bad frame sequence: %v", err)
+	}
+	out := make([]wireFrame, len(raw)/4)
+	for i := range out {
+		k := int(int32(binary.LittleEndian.Uint32(raw[4*i:])))
+		if k < 0 || k >= len(r.Table) {
+			return nil, fmt.Errorf("frame %d refers to record %d of %d", i, k, len(r.Table))
+		}
+		out[i] = r.Table[k]
+	}
+	return out, nil
+}
+
+// wireFrame is one frame record of tracer.py, a flat JSON array:
 //
-//	call [1, lineno, code, [name, value, ...]]
-//	line [2, lineno, [name, value, ...]]
+//	call [1, lineno, code, name, value, name, value, ...]
+//	line [2, lineno, name, value, ...]
 //	return [3, lineno, value], exception [4, lineno, value]
 type wireFrame struct {
 	event  trace.Event
@@ -83,8 +104,8 @@ func (f *wireFrame) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &parts); err != nil {
 		return err
 	}
-	if len(parts) < 3 {
-		return fmt.Errorf("frame record with %d fields", len(parts))
+	if len(parts) < 2 {
+		return fmt.Errorf("frame record %s: too short", b)
 	}
 	var ev int
 	if err := json.Unmarshal(parts[0], &ev); err != nil {
@@ -94,18 +115,35 @@ func (f *wireFrame) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	f.event = trace.Event(ev)
-	switch {
-	case f.event == trace.Call && len(parts) == 4:
-		if err := json.Unmarshal(parts[2], &f.code); err != nil {
+	rest := parts[2:]
+	switch f.event {
+	case trace.Call:
+		if len(rest) == 0 {
+			return fmt.Errorf("call record %s without a code index", b)
+		}
+		if err := json.Unmarshal(rest[0], &f.code); err != nil {
 			return err
 		}
-		return json.Unmarshal(parts[3], &f.locals)
-	case f.event == trace.Line:
-		return json.Unmarshal(parts[2], &f.locals)
-	case f.event == trace.Return || f.event == trace.Exception:
-		return json.Unmarshal(parts[2], &f.arg)
+		rest = rest[1:]
+	case trace.Line:
+	case trace.Return, trace.Exception:
+		if len(rest) != 1 {
+			return fmt.Errorf("%s record %s: want one value", f.event, b)
+		}
+		return json.Unmarshal(rest[0], &f.arg)
+	default:
+		return fmt.Errorf("frame record %s: unknown event", b)
 	}
-	return fmt.Errorf("frame record of unknown shape %s", b)
+	if len(rest)%2 != 0 {
+		return fmt.Errorf("frame record %s: odd number of name/value fields", b)
+	}
+	f.locals = make([]string, len(rest))
+	for i, r := range rest {
+		if err := json.Unmarshal(r, &f.locals[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // limits are the caps that apply on the Go side too.
@@ -118,10 +156,15 @@ type limits struct {
 // and the text from trace.Encode. A complete trace is validated, so that a
 // tracer bug shows up as an error result rather than as a bad dataset line.
 func build(ctx string, resp *response, lim limits) Result {
+	wframes, err := resp.frames()
+	if err != nil {
+		return Result{ID: resp.ID, Status: Error, Context: ctx,
+			Error: fmt.Sprintf("unreadable worker response (a cwm bug): %v", err)}
+	}
 	res := Result{
 		ID: resp.ID, Status: Status(resp.Status), Context: ctx, Error: resp.Error,
 		Leak: resp.Leak, Stdout: resp.Stdout, Stderr: resp.Stderr,
-		Codes: make([]Code, len(resp.Codes)), Frames: make([]Frame, len(resp.Frames)),
+		Codes: make([]Code, len(resp.Codes)), Frames: make([]Frame, len(wframes)),
 		Stats: Stats{LineEvents: resp.Lines, Bytes: resp.Bytes, Seconds: resp.Seconds,
 			StdoutChars: resp.StdoutChars, StderrChars: resp.StderrChars},
 	}
@@ -133,7 +176,7 @@ func build(ctx string, resp *response, lim limits) Result {
 	}
 	lines := strings.Split(ctx, "\n")
 	var stack []int // code indices of the open scopes
-	for i, w := range resp.Frames {
+	for i, w := range wframes {
 		f := &res.Frames[i]
 		f.Event, f.Lineno, f.Arg = w.event, w.lineno, w.arg
 		if w.event == trace.Call {
