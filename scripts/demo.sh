@@ -1,21 +1,29 @@
 #!/usr/bin/env bash
-# make demo: shows cwm's sandbox at work until the pipeline's main job exists.
+# make demo: cwm's main job on the example repository shipped in the repo
+# (examples/textkit): an executable environment, then what is made from it.
+# CWM_HOME defaults to a fresh directory so the demo starts from nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CWM=./bin/cwm
-export CWM_HOME="${CWM_HOME:-$(mktemp -d)}"
-step() { printf '\n== %s\n$ %s\n' "$1" "${*:2}"; }
-run() { local t0=$(date +%s%N); "$@" || echo "(exit status $?)"; echo "[$(( ($(date +%s%N) - t0) / 1000000 )) ms]"; }
+export CWM_HOME="${CWM_HOME:-$(mktemp -d /tmp/cwm-demo.XXXXXX)}"
+step() { printf '\n\033[1m== %s\033[0m\n$ %s\n' "$1" "$2"; }
+timed() { local t0=$(date +%s%N); "$@"; local rc=$?; echo "[$(( ($(date +%s%N) - t0) / 1000000 )) ms]"; return $rc; }
 
-step "isolation: a fresh root, no host processes, only loopback" "$CWM sandbox run --shell -- 'id; hostname; ps -e | wc -l; ls /proc | grep -c ^[0-9]; cat /proc/net/dev | tail -n +3 | cut -d: -f1'"
-run $CWM sandbox run --shell -- 'id; hostname; echo processes: $(ls /proc | grep -c "^[0-9]"); echo interfaces: $(tail -n +3 /proc/net/dev | cut -d: -f1)'
-step "writes to /usr fail; writes elsewhere vanish with the sandbox" "$CWM sandbox run --shell -- 'touch /usr/x; echo hi > /etc/x; echo kept > /tmp/x'"
-run $CWM sandbox run --shell -- 'touch /usr/x; echo hi > /etc/x; echo kept > /tmp/x && cat /tmp/x'
-step "time limit" "$CWM sandbox run --timeout 1s -- sleep 10"
-run $CWM sandbox run --timeout 1s -- sleep 10
-step "memory limit" "$CWM sandbox run --memory 64M -- python3 -c 'x = bytearray(1 << 30)'"
-run $CWM sandbox run --memory 64M -- /usr/bin/python3 -c 'x = bytearray(1 << 30)'
-step "process limit (a fork bomb)" "$CWM sandbox run --pids 64 --timeout 10s --shell -- 'b() { b | b & }; b'"
-run $CWM sandbox run --pids 64 --timeout 10s --shell -- 'b() { b | b & }; b; sleep 5'
-step "no network" "$CWM sandbox run -- python3 -c 'import socket; socket.create_connection((\"10.0.0.1\", 80), 2)'"
-run $CWM sandbox run -- /usr/bin/python3 -c 'import socket; socket.create_connection(("10.0.0.1", 80), 2)'
+echo "CWM_HOME=$CWM_HOME"
+
+step "The sandbox: a fresh root, its own processes, only loopback, limits" \
+     "cwm sandbox run --timeout 1s -- sleep 10"
+timed $CWM sandbox run --shell -- 'echo "uid=$(id -u) host=$(hostname) procs=$(ls /proc | grep -c "^[0-9]") net=$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " ")"; touch /usr/x 2>&1 | head -1'
+timed $CWM sandbox run --timeout 1s -- sleep 10 || true
+
+step "An executable environment from the example repository" \
+     "cwm env build examples/textkit"
+timed $CWM env build examples/textkit
+ENV=$($CWM env ls --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])' 2>/dev/null || $CWM env ls | awk 'NR==2{print $1}')
+$CWM env ls
+
+step "Its tests, run again in a fresh sandbox" "cwm env test $ENV"
+timed $CWM env test "$ENV" | tail -3
+
+step "Which functions each test executes (the test-to-code map)" "cwm env coverage $ENV"
+$CWM env coverage "$ENV" | head -12
