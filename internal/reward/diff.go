@@ -1,323 +1,339 @@
 package reward
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
 )
 
-// FileDiff is the change to one file in a unified diff.
-type FileDiff struct {
-	// OldPath and NewPath are the paths before and after, without the
-	// a/ and b/ prefixes; "" stands for /dev/null (a new or deleted file).
-	OldPath, NewPath string
-	// Header holds git's extended header lines other than "index": modes,
-	// renames, copies, similarity, "Binary files ... differ".
-	Header []string
+// PatchedFile is one file of a patch as Python's unidiff 0.7.5 reads it,
+// which is what CWM's similarity is defined on. The parser below follows
+// unidiff's rules one for one, quirks included (a quoted name with a
+// space is split at the wrong space; plain diffs whose two names differ
+// are renames), because any deviation changes the reward.
+type PatchedFile struct {
+	// SourceFile and TargetFile are the names as written, prefixes
+	// ("a/", "b/") and quotes included; "/dev/null" for a new or deleted
+	// file.
+	SourceFile, TargetFile string
+	// Binary marks a binary change ("Binary files ... differ", "GIT
+	// binary patch"); it has no hunks.
+	Binary bool
 	Hunks  []Hunk
-}
-
-// Path is the file's name after the change, or before it for a deletion.
-func (f FileDiff) Path() string {
-	if f.NewPath == "" {
-		return f.OldPath
-	}
-	return f.NewPath
 }
 
 // Hunk is one @@ section.
 type Hunk struct {
-	OldStart, OldLines, NewStart, NewLines int
-	// Section is the text after the closing @@ (git's function context).
+	SourceStart, SourceLength, TargetStart, TargetLength int
+	// Section is the text after the closing @@ (git's function context),
+	// without the one space that separates it.
 	Section string
-	// Lines are the body lines with their first character: ' ' context,
-	// '-' removed, '+' added, '\' a "\ No newline at end of file" marker.
+	// Lines are the body lines as unidiff prints them: the line type
+	// (' ', '-', '+' or '\') and the value with its line terminator. An
+	// empty line counts as context; a blank line after the hunk is kept
+	// as "\n".
 	Lines []string
 }
 
-var hunkHeader = regexp.MustCompile(`^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$`)
-
-// ParseDiff parses a unified diff: git's format (diff --git headers, new,
-// deleted, renamed and copied files, mode changes, binary files, quoted
-// paths) and plain diff -u output (--- and +++ lines, with or without
-// timestamps). Text outside file sections, such as a commit message before
-// the first diff or a mail signature after the last hunk, is ignored, as git
-// apply ignores it. Hunk line counts are used to find the end of each hunk,
-// so removed or added lines that look like headers ("--- x" when "-- x" is
-// removed) are read correctly. A hunk with fewer or more body lines than
-// its header announces is an error. Hunks of a file that appears twice are
-// concatenated.
-func ParseDiff(patch string) ([]FileDiff, error) {
-	if patch == "" {
-		return nil, nil
+// String is unidiff's str(hunk): the header with both lengths written out
+// (even where the patch left them out) and the lines as they came.
+func (h Hunk) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "@@ -%d,%d +%d,%d @@", h.SourceStart, h.SourceLength, h.TargetStart, h.TargetLength)
+	if h.Section != "" {
+		b.WriteString(" " + h.Section)
 	}
-	p := &diffParser{lines: strings.Split(strings.TrimSuffix(patch, "\n"), "\n")}
+	b.WriteByte('\n')
+	for _, l := range h.Lines {
+		b.WriteString(l)
+	}
+	return b.String()
+}
+
+const devNull = "/dev/null"
+
+// IsRename is unidiff's is_rename: neither side is /dev/null and the names
+// differ after their first two characters (the a/ and b/ prefixes, or
+// whatever stands there).
+func (f PatchedFile) IsRename() bool {
+	return f.SourceFile != devNull && f.TargetFile != devNull && from2(f.SourceFile) != from2(f.TargetFile)
+}
+
+// from2 is Python's s[2:].
+func from2(s string) string {
+	if len(s) < 2 {
+		return ""
+	}
+	return s[2:]
+}
+
+// Path is unidiff's path: the source name (the target for new files and
+// renames) without an a/ or b/ prefix.
+func (f PatchedFile) Path() string {
+	p := f.SourceFile
+	if p == devNull || (f.IsRename() && f.TargetFile != devNull) {
+		p = f.TargetFile
+	}
+	if strings.HasPrefix(p, "a/") || strings.HasPrefix(p, "b/") {
+		p = p[2:]
+	}
+	return p
+}
+
+// pySpace lists what Python's \s and str.isspace accept beyond Go's
+// unicode.IsSpace: the ASCII separators U+001C to U+001F.
+const pySpace = `\t\n\v\f\r \x{1c}-\x{1f}\x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}`
+
+// unidiff 0.7.5's patterns, for lines that keep their "\n" as Python's do.
+// Go's regexp picks the submatches a backtracking engine would, so the
+// greedy and lazy parts split names as in Python. Python's $ also matches
+// before a final "\n", hence \n?$.
+var (
+	reSourceFilename = regexp.MustCompile(`^--- ([^\t\n]+)(?:\t([^\n]+))?`)
+	reTargetFilename = regexp.MustCompile(`^\+\+\+ ([^\t\n]+)(?:\t([^\n]+))?`)
+	reGitHeaders     = []*regexp.Regexp{
+		regexp.MustCompile(`^diff --git (a/[^\t\n]+) (b/[^\t\n]+)`),
+		regexp.MustCompile(`^diff --git (.*://[^\t\n]+) (.*://[^\t\n]+)`),
+		regexp.MustCompile(`^diff --git ([^\t\n]+) ([^\t\n]+)`),
+	}
+	reDeletedFile    = regexp.MustCompile(`^deleted file mode \d+\n?$`)
+	reNewFile        = regexp.MustCompile(`^new file mode \d+\n?$`)
+	reHunkHeader     = regexp.MustCompile(`^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@[ ]?(.*)`)
+	reHunkBodyLine   = regexp.MustCompile(`(?s)^([- +\\])(.*)`)
+	reHunkEmptyLine  = regexp.MustCompile(`(?s)^([- +\\]?)([\r\n]{1,2})`)
+	reNoNewline      = regexp.MustCompile(`^\\ No newline at end of file`)
+	reBinaryDiff     = regexp.MustCompile(`^Binary files? ([^\t]+?)(?:\t([` + pySpace + `0-9:+-]+))?(?: and ([^\t]+?)(?:\t([` + pySpace + `0-9:+-]+))?)? (differ|has changed)`)
+	noNewlineMarker  = "\\ No newline at end of file\n"
+	gitBinaryPatchLn = "GIT binary patch\n"
+)
+
+// ErrPatch is wrapped by the errors of patches that unidiff rejects with an
+// error CWM catches (UnidiffParseError, UnboundLocalError): CWM then
+// treats the patch as changing no file.
+var ErrPatch = errors.New("unparseable patch")
+
+// ErrPatchCrash is wrapped by the errors of patches on which unidiff fails
+// with an exception CWM does not catch (a "GIT binary patch" line outside
+// any file): CWM then records no similarity at all.
+var ErrPatchCrash = errors.New("patch crashes unidiff")
+
+// ParsePatch reads a patch as unidiff's PatchSet does. Text outside file
+// sections (a mail, a commit message) is ignored.
+func ParsePatch(patch string) ([]PatchedFile, error) {
+	p := &patchParser{lines: splitLines(patch)}
 	if err := p.parse(); err != nil {
 		return nil, err
 	}
-	return p.merged(), nil
+	files := make([]PatchedFile, len(p.files))
+	for i, f := range p.files {
+		files[i] = *f
+	}
+	return files, nil
 }
 
-type diffParser struct {
+// splitLines splits as iterating over a Python StringIO does: after every
+// "\n", which stays with its line; "\r" is an ordinary character.
+func splitLines(s string) []string {
+	var out []string
+	for s != "" {
+		i := strings.IndexByte(s, '\n')
+		if i < 0 {
+			return append(out, s)
+		}
+		out = append(out, s[:i+1])
+		s = s[i+1:]
+	}
+	return out
+}
+
+type patchParser struct {
 	lines []string
 	n     int // index of the next line
-	files []FileDiff
-	// inGitHeader is set from a diff --git line until its first hunk, so
-	// that --- and +++ lines complete that file instead of starting one.
-	inGitHeader bool
+	files []*PatchedFile
+	cur   *PatchedFile
+	// inInfo is unidiff's "patch_info is not None": a git header or
+	// other non-hunk lines are being read.
+	inInfo bool
+	// sourceFile and sourceTimestamp are the Python locals of the same
+	// names: set by earlier lines, possibly of another file, and unbound
+	// until first set.
+	sourceFile           string
+	sourceBound, tsBound bool
 }
 
-func (p *diffParser) errorf(format string, args ...any) error {
-	return fmt.Errorf("diff line %d: %s", p.n, fmt.Sprintf(format, args...))
+func parseErrorf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrPatch, fmt.Sprintf(format, args...))
 }
 
-func (p *diffParser) cur() *FileDiff { return &p.files[len(p.files)-1] }
-
-func (p *diffParser) parse() error {
+func (p *patchParser) parse() error {
 	for p.n < len(p.lines) {
 		line := p.lines[p.n]
 		p.n++
-		switch {
-		case strings.HasPrefix(line, "diff --git "):
-			f, err := parseGitHeader(line)
-			if err != nil {
-				return p.errorf("%v", err)
+		if m := gitHeader(line); m != nil {
+			p.inInfo = true
+			p.sourceFile, p.sourceBound = m[1], true
+			p.cur = &PatchedFile{SourceFile: m[1], TargetFile: m[2]}
+			p.files = append(p.files, p.cur)
+			continue
+		}
+		if reNewFile.MatchString(line) || reDeletedFile.MatchString(line) {
+			if p.cur == nil || !p.inInfo {
+				return parseErrorf("unexpected %q", strings.TrimSuffix(line, "\n"))
 			}
-			p.files = append(p.files, f)
-			p.inGitHeader = true
-		case strings.HasPrefix(line, "--- ") && p.n < len(p.lines) && strings.HasPrefix(p.lines[p.n], "+++ "):
-			oldPath, err := parsePathLine(strings.TrimPrefix(line, "--- "), "a/")
-			if err != nil {
-				return p.errorf("%v", err)
+			if strings.HasPrefix(line, "new") {
+				p.cur.SourceFile = devNull
+			} else {
+				p.cur.TargetFile = devNull
 			}
-			newPath, err := parsePathLine(strings.TrimPrefix(p.lines[p.n], "+++ "), "b/")
-			p.n++
-			if err != nil {
-				return p.errorf("%v", err)
+			continue
+		}
+		if m := reSourceFilename.FindStringSubmatch(line); m != nil {
+			p.sourceFile, p.sourceBound, p.tsBound = m[1], true, true
+			// A git header's file continues when the names agree.
+			if p.cur != nil && p.cur.SourceFile != m[1] {
+				p.cur = nil
 			}
-			if !p.inGitHeader {
-				p.files = append(p.files, FileDiff{})
+			continue
+		}
+		if m := reTargetFilename.FindStringSubmatch(line); m != nil {
+			if p.cur != nil && p.cur.TargetFile != m[1] {
+				return parseErrorf("target without source: %q", strings.TrimSuffix(line, "\n"))
 			}
-			f := p.cur()
-			f.OldPath, f.NewPath = oldPath, newPath
-			p.inGitHeader = false
-		case strings.HasPrefix(line, "@@ "):
-			if len(p.files) == 0 {
-				return p.errorf("hunk before any file header")
+			if p.cur == nil {
+				if !p.sourceBound || !p.tsBound {
+					return parseErrorf("%q before any --- line", strings.TrimSuffix(line, "\n"))
+				}
+				p.cur = &PatchedFile{SourceFile: p.sourceFile, TargetFile: m[1]}
+				p.files = append(p.files, p.cur)
+				p.inInfo = false
 			}
-			p.inGitHeader = false
-			h, err := p.parseHunk(line)
-			if err != nil {
+			continue
+		}
+		if reHunkHeader.MatchString(line) {
+			p.inInfo = false
+			if p.cur == nil {
+				return parseErrorf("hunk outside a file: %q", strings.TrimSuffix(line, "\n"))
+			}
+			if err := p.parseHunk(line); err != nil {
 				return err
 			}
-			f := p.cur()
-			f.Hunks = append(f.Hunks, h)
-		case p.inGitHeader:
-			p.gitHeaderLine(line)
+			continue
+		}
+		if reNoNewline.MatchString(line) {
+			if p.cur == nil {
+				return parseErrorf("no-newline marker outside a file")
+			}
+			if err := p.appendToLastHunk(noNewlineMarker, "no-newline marker"); err != nil {
+				return err
+			}
+			continue
+		}
+		if line == "\n" && p.cur != nil {
+			if err := p.appendToLastHunk("\n", "blank line"); err != nil {
+				return err
+			}
+			continue
+		}
+		// Anything else is extended header information, which ends the
+		// current file unless a header is being read.
+		if !p.inInfo {
+			p.cur = nil
+			p.inInfo = true
+		}
+		if m := reBinaryDiff.FindStringSubmatch(line); m != nil {
+			p.sourceFile, p.sourceBound = m[1], true
+			if p.cur != nil {
+				p.cur.Binary = true
+			} else {
+				// The target name may be missing ("Binary file x has
+				// changed"); binary files are never compared anyway.
+				p.files = append(p.files, &PatchedFile{SourceFile: m[1], TargetFile: m[3], Binary: true})
+			}
+			p.cur, p.inInfo = nil, false
+			continue
+		}
+		if line == gitBinaryPatchLn {
+			if p.cur == nil {
+				return fmt.Errorf("%w: %q outside a file", ErrPatchCrash, strings.TrimSuffix(line, "\n"))
+			}
+			p.cur.Binary = true
+			p.cur, p.inInfo = nil, false
 		}
 	}
 	return nil
 }
 
-// gitHeaderLine records an extended header line of the current git file.
-func (p *diffParser) gitHeaderLine(line string) {
-	f := p.cur()
-	from, isFrom := cutAnyPrefix(line, "rename from ", "copy from ")
-	to, isTo := cutAnyPrefix(line, "rename to ", "copy to ")
-	switch {
-	case strings.HasPrefix(line, "index "):
-		// Blob ids differ between any two repositories; not part of the change.
-		return
-	case isFrom:
-		if path, err := unquotePath(from); err == nil {
-			f.OldPath = path
+func gitHeader(line string) []string {
+	for _, re := range reGitHeaders {
+		if m := re.FindStringSubmatch(line); m != nil {
+			return m
 		}
-	case isTo:
-		if path, err := unquotePath(to); err == nil {
-			f.NewPath = path
-		}
-	case strings.HasPrefix(line, "new file mode "):
-		f.OldPath = ""
-	case strings.HasPrefix(line, "deleted file mode "):
-		f.NewPath = ""
-	case line == "GIT binary patch":
-		// The base85 data runs to a blank line after the forward and the
-		// reverse patch; it is not text to compare.
-		f.Header = append(f.Header, line)
-		for blanks := 0; p.n < len(p.lines) && blanks < 2; p.n++ {
-			if p.lines[p.n] == "" {
-				blanks++
-			}
-		}
-		return
-	case line == "":
-		return
 	}
-	f.Header = append(f.Header, line)
+	return nil
 }
 
-func cutAnyPrefix(s string, prefixes ...string) (string, bool) {
-	for _, pre := range prefixes {
-		if rest, ok := strings.CutPrefix(s, pre); ok {
-			return rest, true
-		}
+func (p *patchParser) appendToLastHunk(text, what string) error {
+	if len(p.cur.Hunks) == 0 {
+		return parseErrorf("%s before any hunk", what)
 	}
-	return "", false
+	h := &p.cur.Hunks[len(p.cur.Hunks)-1]
+	h.Lines = append(h.Lines, text)
+	return nil
 }
 
-func (p *diffParser) parseHunk(header string) (Hunk, error) {
-	m := hunkHeader.FindStringSubmatch(header)
-	if m == nil {
-		return Hunk{}, p.errorf("malformed hunk header %q", header)
-	}
-	num := func(s string) int {
-		if s == "" {
-			return 1 // "@@ -3 +3 @@" means one line
-		}
-		n, _ := strconv.Atoi(s)
-		return n
-	}
-	h := Hunk{OldStart: num(m[1]), OldLines: num(m[2]), NewStart: num(m[3]), NewLines: num(m[4]), Section: strings.TrimPrefix(m[5], " ")}
-	oldLeft, newLeft := h.OldLines, h.NewLines
-	for oldLeft > 0 || newLeft > 0 {
-		if p.n >= len(p.lines) {
-			return h, p.errorf("hunk %q ends early: %d old and %d new lines missing", header, oldLeft, newLeft)
-		}
-		line := p.lines[p.n]
-		p.n++
-		switch {
-		case line == "":
-			// Editors and mailers strip the space of an empty context
-			// line; git apply accepts that too.
-			line = " "
-			oldLeft--
-			newLeft--
-		case line[0] == ' ':
-			oldLeft--
-			newLeft--
-		case line[0] == '-':
-			oldLeft--
-		case line[0] == '+':
-			newLeft--
-		case line[0] == '\\':
-		default:
-			return h, p.errorf("hunk %q ends early: %d old and %d new lines missing", header, oldLeft, newLeft)
-		}
-		if oldLeft < 0 || newLeft < 0 {
-			return h, p.errorf("hunk %q has more lines than its header says", header)
-		}
-		h.Lines = append(h.Lines, line)
-	}
-	// A missing newline at the end of the last line is marked after it.
-	if p.n < len(p.lines) && strings.HasPrefix(p.lines[p.n], `\`) {
-		h.Lines = append(h.Lines, p.lines[p.n])
-		p.n++
-	}
-	return h, nil
-}
-
-// parseGitHeader reads the paths of "diff --git a/x b/y". They are only a
-// fallback: ---/+++ and rename lines, which are unambiguous, override them.
-func parseGitHeader(line string) (FileDiff, error) {
-	rest := strings.TrimPrefix(line, "diff --git ")
-	if strings.HasPrefix(rest, `"`) || strings.HasSuffix(rest, `"`) {
-		a, b, err := splitQuoted(rest)
-		if err != nil {
-			return FileDiff{}, fmt.Errorf("diff --git header %q: %v", line, err)
-		}
-		return FileDiff{OldPath: strings.TrimPrefix(a, "a/"), NewPath: strings.TrimPrefix(b, "b/")}, nil
-	}
-	// Unquoted names may contain spaces; the name is the same on both sides
-	// unless the file is renamed, in which case rename lines follow. So
-	// look for "a/P b/P" first, as git does.
-	if (len(rest)-1)%2 == 0 {
-		half := (len(rest) - 1) / 2
-		if rest[half] == ' ' && strings.HasPrefix(rest, "a/") && strings.HasPrefix(rest[half+1:], "b/") && rest[2:half] == rest[half+3:] {
-			return FileDiff{OldPath: rest[2:half], NewPath: rest[2:half]}, nil
-		}
-	}
-	if i := strings.LastIndex(rest, " b/"); i >= 0 {
-		return FileDiff{OldPath: strings.TrimPrefix(rest[:i], "a/"), NewPath: rest[i+3:]}, nil
-	}
-	return FileDiff{}, fmt.Errorf("diff --git header %q: cannot split the two paths", line)
-}
-
-// splitQuoted splits two space-separated names, either of them quoted.
-func splitQuoted(s string) (string, string, error) {
-	first, rest, err := cutName(s)
-	if err != nil {
-		return "", "", err
-	}
-	second, tail, err := cutName(strings.TrimPrefix(rest, " "))
-	if err != nil {
-		return "", "", err
-	}
-	if tail != "" {
-		return "", "", fmt.Errorf("unexpected %q after the names", tail)
-	}
-	return first, second, nil
-}
-
-// cutName reads one name from the start of s: a C-quoted string, or text up
-// to the next space.
-func cutName(s string) (name, rest string, err error) {
-	if !strings.HasPrefix(s, `"`) {
-		name, rest, _ = strings.Cut(s, " ")
-		return name, rest, nil
-	}
-	for i := 1; i < len(s); i++ {
-		switch s[i] {
-		case '\\':
-			i++
-		case '"':
-			name, err = strconv.Unquote(s[:i+1])
-			return name, s[i+1:], err
-		}
-	}
-	return "", "", fmt.Errorf("unterminated quoted name %q", s)
-}
-
-// parsePathLine reads the name of a --- or +++ line: "/dev/null" is "",
-// git's a/ or b/ prefix is dropped, and so is a tab-separated timestamp.
-func parsePathLine(s, prefix string) (string, error) {
-	name, err := unquotePath(s)
-	if err != nil {
-		return "", err
-	}
-	if name == "/dev/null" {
-		return "", nil
-	}
-	return strings.TrimPrefix(name, prefix), nil
-}
-
-// unquotePath undoes git's C-style quoting of unusual names; an unquoted
-// name ends at a tab (git adds one after names with spaces, diff -u one
-// before the timestamp).
-func unquotePath(s string) (string, error) {
-	if strings.HasPrefix(s, `"`) {
-		name, _, err := cutName(s)
-		if err != nil {
-			return "", err
-		}
-		return name, nil
-	}
-	name, _, _ := strings.Cut(s, "\t")
-	return name, nil
-}
-
-// merged returns the files with duplicates of a path folded into the first.
-func (p *diffParser) merged() []FileDiff {
-	var out []FileDiff
-	index := map[string]int{}
-	for _, f := range p.files {
-		if i, ok := index[f.Path()]; ok {
-			out[i].Header = append(out[i].Header, f.Header...)
-			out[i].Hunks = append(out[i].Hunks, f.Hunks...)
+// parseHunk reads a hunk's body: lines until both line counts are reached.
+func (p *patchParser) parseHunk(header string) error {
+	m := reHunkHeader.FindStringSubmatch(header)
+	nums := [4]int{}
+	for i := range nums {
+		s := m[i+1]
+		if s == "" { // a missing length means 1
+			nums[i] = 1
 			continue
 		}
-		index[f.Path()] = len(out)
-		out = append(out, f)
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return parseErrorf("hunk header %q: %v", strings.TrimSuffix(header, "\n"), err)
+		}
+		nums[i] = n
 	}
-	return out
+	h := Hunk{SourceStart: nums[0], SourceLength: nums[1], TargetStart: nums[2], TargetLength: nums[3], Section: m[5]}
+	src, tgt := h.SourceStart, h.TargetStart
+	srcEnd, tgtEnd := src+h.SourceLength, tgt+h.TargetLength
+	for p.n < len(p.lines) {
+		line := p.lines[p.n]
+		p.n++
+		lm := reHunkBodyLine.FindStringSubmatch(line)
+		if lm == nil {
+			lm = reHunkEmptyLine.FindStringSubmatch(line)
+		}
+		if lm == nil {
+			return parseErrorf("hunk line expected: %q", strings.TrimSuffix(line, "\n"))
+		}
+		kind := lm[1]
+		switch kind {
+		case "", " ":
+			kind = " " // an empty line is context
+			src++
+			tgt++
+		case "-":
+			src++
+		case "+":
+			tgt++
+		}
+		if src > srcEnd || tgt > tgtEnd {
+			return parseErrorf("hunk %q is longer than its header says", strings.TrimSuffix(header, "\n"))
+		}
+		h.Lines = append(h.Lines, kind+lm[2])
+		if src == srcEnd && tgt == tgtEnd {
+			break
+		}
+	}
+	if src < srcEnd || tgt < tgtEnd {
+		return parseErrorf("hunk %q is shorter than its header says", strings.TrimSuffix(header, "\n"))
+	}
+	p.cur.Hunks = append(p.cur.Hunks, h)
+	return nil
 }

@@ -1,103 +1,132 @@
 package reward
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
+	"unicode"
 )
 
-// Normalize returns the normalized change of every file of a unified diff,
-// keyed by Path. It is the text the similarity compares, chosen so that
-// two patches making the same change compare equal whichever tool or
-// repository produced them:
+// Normalize returns the normalized change of every text file of a patch,
+// as CWM's get_normalized_file_patch computes it:
 //
-//   - each hunk becomes the line "@@" (line numbers and git's function
-//     context dropped: they depend on unrelated edits above the hunk and
-//     on the diff tool), followed by its body lines with their ' ', '-' or
-//     '+' marker;
-//   - "\ No newline at end of file" markers are dropped (SWE-RL's
-//     normalized diffs, built from splitlines, cannot show them);
-//   - file headers (diff --git, index, ---, +++) are dropped;
-//   - a file without hunks (pure rename, mode change, empty new file,
-//     binary file) is its extended header lines instead, except index and
-//     similarity lines, so that it still has a change to compare;
-//   - lines are joined with "\n", without a final newline.
+//   - a file's change is its hunks, each printed as unidiff prints it
+//     (see Hunk.String: the @@ line with its line numbers and section,
+//     then the body lines) and stripped, joined with "\n";
+//   - a rename (see PatchedFile.IsRename) is preceded by the line
+//     "rename from OLD to NEW" (a/ and b/ removed) and keyed by OLD;
+//     other files are keyed by PatchedFile.Path;
+//   - the whole is stripped of surrounding whitespace as Python's
+//     str.strip does, so a file without hunks (a mode change, an empty
+//     new file) has the empty change;
+//   - binary files are left out; a later file with the same key replaces
+//     an earlier one.
+//
+// The error wraps ErrPatch or ErrPatchCrash when unidiff would reject the
+// patch.
 func Normalize(patch string) (map[string]string, error) {
-	files, err := ParseDiff(patch)
+	files, err := ParsePatch(patch)
 	if err != nil {
 		return nil, err
 	}
 	out := make(map[string]string, len(files))
 	for _, f := range files {
-		var lines []string
-		for _, h := range f.Hunks {
-			lines = append(lines, "@@")
-			for _, l := range h.Lines {
-				if !strings.HasPrefix(l, `\`) {
-					lines = append(lines, l)
-				}
-			}
+		if f.Binary {
+			continue
 		}
-		if len(f.Hunks) == 0 {
-			for _, l := range f.Header {
-				if !strings.HasPrefix(l, "similarity index ") && !strings.HasPrefix(l, "dissimilarity index ") {
-					lines = append(lines, l)
-				}
-			}
+		header, path := "", f.Path()
+		if f.IsRename() {
+			from := strings.TrimPrefix(f.SourceFile, "a/")
+			to := strings.TrimPrefix(f.TargetFile, "b/")
+			header, path = "rename from "+from+" to "+to, from
 		}
-		out[f.Path()] = strings.Join(lines, "\n")
+		hunks := make([]string, len(f.Hunks))
+		for i, h := range f.Hunks {
+			hunks[i] = pyStrip(h.String())
+		}
+		out[path] = pyStrip(header + "\n" + strings.Join(hunks, "\n"))
 	}
 	return out, nil
 }
 
-// Similarity is the patch-similarity shaping of CWM-SPEC 2.3: "per file of
-// the oracle patch, difflib.SequenceMatcher(autojunk=False).ratio() of the
-// normalized hunks, files missing on one side score 0, averaged".
+// pyStrip is Python's str.strip(): it also removes U+001C to U+001F,
+// which Go's unicode.IsSpace does not count as space.
+func pyStrip(s string) string {
+	return strings.TrimFunc(s, func(r rune) bool {
+		return unicode.IsSpace(r) || (r >= 0x1c && r <= 0x1f)
+	})
+}
+
+// Score is the similarity of a predicted patch to the oracle patch.
+type Score struct {
+	// Mean is the mean of PerFile.
+	Mean float64 `json:"similarity"`
+	// PerFile holds the score of every file of the oracle patch (keyed as
+	// Normalize keys them).
+	PerFile map[string]float64 `json:"per_file"`
+	// Ignored lists the files the prediction changes that the oracle does
+	// not: CWM leaves them out of the score.
+	Ignored []string `json:"ignored_files,omitempty"`
+	// PredictedError says why the prediction's files could not be read, if
+	// they could not; every oracle file then scores 0.
+	PredictedError string `json:"predicted_error,omitempty"`
+}
+
+// ErrNoOracleFiles is returned by Similarity when the oracle patch has no
+// text file to compare with: CWM then has no similarity (and its reward
+// is the lowest).
+var ErrNoOracleFiles = errors.New("oracle patch changes no text file")
+
+// Similarity is CWM's patch similarity (CWM-SPEC 2.3; CWM's
+// calculate_similarities_unidiff with ignore_non_oracle_files=True): each
+// file of the oracle patch scores difflib's ratio of the normalized
+// changes, the prediction as a and the oracle as b (the ratio is not
+// symmetric), or 0 when either change is empty or the prediction does not
+// change the file; files only the prediction changes are ignored; the
+// score is the mean over the oracle's files. So touching extra files costs
+// nothing, and missing one of the oracle's costs its share.
 //
-// "Files missing on one side" is read as SWE-RL's reward does it (its
-// compute_change_similarities): the files are the union of those the two
-// patches change, a file changed by only one of them scores 0, and the mean
-// is over the union, so touching extra files lowers the score. A file in
-// both scores the ratio of the normalized texts as character sequences,
-// with the prediction as difflib's a and the oracle as b (SWE-RL's order;
-// the ratio is not symmetric). perFile holds every file's score.
-//
-// An oracle that does not parse or changes nothing is an error of the task.
-// A predicted patch that does not parse is an error too; graders should
-// record it as a result with that reason. An empty prediction scores 0.
-func Similarity(predicted, oracle string) (score float64, perFile map[string]float64, err error) {
+// The sum runs in sorted path order, so the score is reproducible (CWM
+// sums in Python's set order, which varies between processes in the last
+// bit). A prediction that does not parse scores 0, with the reason in
+// Score.PredictedError. An oracle that does not parse or yields no file
+// is an error of the task.
+func Similarity(predicted, oracle string) (Score, error) {
 	want, err := Normalize(oracle)
 	if err != nil {
-		return 0, nil, fmt.Errorf("parse oracle patch: %w", err)
+		return Score{}, fmt.Errorf("parse oracle patch: %w", err)
 	}
 	if len(want) == 0 {
-		return 0, nil, fmt.Errorf("oracle patch changes no files")
+		return Score{}, ErrNoOracleFiles
 	}
+	var s Score
 	got, err := Normalize(predicted)
 	if err != nil {
-		return 0, nil, fmt.Errorf("parse predicted patch: %w", err)
+		s.PredictedError = err.Error()
+		got = nil
 	}
-	perFile = make(map[string]float64, len(want)+len(got))
+	paths := make([]string, 0, len(want))
 	for path := range want {
-		perFile[path] = 0
-	}
-	for path := range got {
-		perFile[path] = 0
-	}
-	paths := make([]string, 0, len(perFile))
-	for path := range perFile {
 		paths = append(paths, path)
 	}
-	// A fixed order makes the floating-point sum, and so the score,
-	// reproducible.
 	sort.Strings(paths)
+	s.PerFile = make(map[string]float64, len(want))
+	sum := 0.0
 	for _, path := range paths {
-		g, inGot := got[path]
-		w, inWant := want[path]
-		if inGot && inWant && g != "" && w != "" {
-			perFile[path] = Ratio(g, w)
+		score := 0.0
+		if g, w := got[path], want[path]; g != "" && w != "" {
+			score = Ratio(g, w)
 		}
-		score += perFile[path]
+		s.PerFile[path] = score
+		sum += score
 	}
-	return score / float64(len(paths)), perFile, nil
+	s.Mean = sum / float64(len(paths))
+	for path := range got {
+		if _, ok := want[path]; !ok {
+			s.Ignored = append(s.Ignored, path)
+		}
+	}
+	sort.Strings(s.Ignored)
+	return s, nil
 }

@@ -1,29 +1,38 @@
 #!/usr/bin/python3
-"""Generates similarity.json, the expected values of the Go port of difflib.
+"""Generates similarity.json, the expected values of the Go similarity.
 
 Regenerate (from the repository root) with:
 
     /usr/bin/python3 internal/reward/testdata/gen_similarity.py
 
 and review the diff of internal/reward/testdata/similarity.json. The Go tests
-only read the JSON; they never run Python.
+only read the JSON; they never run Python. Only the standard library is used:
+cwm_similarity.py beside this file re-implements unidiff's parsing.
 
-ratio_cases: string pairs with difflib.SequenceMatcher(None, a, b,
+ratio_cases, line_cases: pairs with difflib.SequenceMatcher(None, a, b,
 autojunk=False).ratio() and get_matching_blocks().
 
-patch_cases: pairs of unified diffs, the normalized per-file texts that
-Normalize must produce (written by hand below: they are the specification of
-the normalization), and the similarity computed from those texts the way
-SWE-RL's compute_change_similarities does (union of files, 0 for a file on
-one side only, prediction as a, oracle as b), summed in sorted path order as
-the Go code does.
+patch_cases: pairs of unified diffs with CWM's normalized per-file texts
+(null and an error kind when the patch does not parse) and CWM's similarity
+with ignore_non_oracle_files=True: every oracle file scores the ratio of the
+normalized texts (prediction as a, oracle as b), 0 when either is empty;
+predicted-only files are dropped; the mean is summed in sorted path order.
+
+normalize_cases: random patches (real ones cut, doubled and sprinkled with
+header-like lines) with their normalization or error kind ("parse": CWM
+treats the patch as changing nothing; "other": an exception CWM does not
+catch, after which it records no similarity).
 """
 
 import difflib
+import io
 import json
 import os
 import random
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cwm_similarity as cs  # noqa: E402
 
 
 def matcher(a, b, autojunk=False):
@@ -107,7 +116,10 @@ def ratio_cases():
     return cases
 
 
-# Patches. Each case gives the normalized text of every file, per side.
+# Patches. The expected values come from cwm_similarity.py, the standard
+# library re-implementation of CWM's similarity (unidiff 0.7.5 parsing and
+# CWM's normalization); a few normalized texts are also written out by hand
+# below, to pin down how that module reads unidiff.
 ORACLE_FIX = """\
 diff --git a/src/calc.py b/src/calc.py
 index 3b18e51..a1c2d3f 100644
@@ -124,21 +136,13 @@ index 3b18e51..a1c2d3f 100644
  
 """
 
-PRED_SAME_OTHER_LINES = """\
-diff --git a/src/calc.py b/src/calc.py
-index 1111111..2222222 100644
---- a/src/calc.py
-+++ b/src/calc.py
-@@ -12,7 +12,7 @@ class Calc:
- 
- def div(a, b):
-     if b == 0:
--        return 0
-+        raise ZeroDivisionError("b is zero")
-     return a / b
- 
- 
-"""
+CALC_NORM = (
+    "@@ -10,7 +10,7 @@ def add(a, b):\n \n def div(a, b):\n     if b == 0:\n-        return 0\n"
+    '+        raise ZeroDivisionError("b is zero")\n     return a / b'
+)
+
+PRED_SAME_OTHER_LINES = ORACLE_FIX.replace("index 3b18e51..a1c2d3f", "index 1111111..2222222").replace(
+    "@@ -10,7 +10,7 @@ def add(a, b):", "@@ -12,7 +12,7 @@ class Calc:")
 
 PRED_OTHER_FIX = """\
 diff --git a/src/calc.py b/src/calc.py
@@ -164,15 +168,6 @@ diff --git a/README.md b/README.md
 +# calc, now safer
 """
 
-CALC_NORM = (
-    "@@\n \n def div(a, b):\n     if b == 0:\n-        return 0\n"
-    '+        raise ZeroDivisionError("b is zero")\n     return a / b\n \n '
-)
-CALC_OTHER_NORM = (
-    "@@\n \n def div(a, b):\n     if b == 0:\n-        return 0\n"
-    '+        return float("nan")\n     return a / b\n \n '
-)
-
 ORACLE_TWO_FILES = ORACLE_FIX + """\
 diff --git a/tests/test_calc.py b/tests/test_calc.py
 new file mode 100644
@@ -187,15 +182,9 @@ index 0000000..e69de29
 +    pytest.raises(ZeroDivisionError, div, 1, 0)
 """
 
-TEST_NORM = (
-    "@@\n+import pytest\n+from src.calc import div\n+\n+def test_div_zero():\n"
-    "+    pytest.raises(ZeroDivisionError, div, 1, 0)"
-)
-
-# Lines that look like headers inside a hunk: the removed SQL comment
-# "-- old" shows as "--- old", the added "++ x" as "+++ x"; a multi-hunk
-# file; a missing newline at the end; an empty context line without its
-# space.
+# Lines that look like headers inside a hunk ("-- old" removed shows as
+# "--- old"), two hunks, a missing newline at the end, an empty context
+# line without its space, and a mail around the diff.
 ORACLE_TRICKY = """\
 diff --git a/db/schema.sql b/db/schema.sql
 index 0123456..789abcd 100644
@@ -214,6 +203,12 @@ index 0123456..789abcd 100644
 +CREATE INDEX u_name ON u(name);
 \\ No newline at end of file
 """
+
+TRICKY_NORM = (
+    "@@ -1,4 +1,4 @@\n--- old comment\n+++ new comment\n CREATE TABLE t (\n   id INTEGER\n );\n"
+    "@@ -20,3 +20,4 @@ CREATE TABLE u (\n   name TEXT\n \n );\n+CREATE INDEX u_name ON u(name);\n"
+    "\\ No newline at end of file"
+)
 
 PRED_TRICKY = """\
 From 1234abcd Mon Sep 17 00:00:00 2001
@@ -234,13 +229,9 @@ diff --git a/db/schema.sql b/db/schema.sql
 2.40.0
 """
 
-TRICKY_ORACLE_NORM = (
-    "@@\n--- old comment\n+++ new comment\n CREATE TABLE t (\n   id INTEGER\n );\n"
-    "@@\n   name TEXT\n \n );\n+CREATE INDEX u_name ON u(name);"
-)
-TRICKY_PRED_NORM = "@@\n   name TEXT\n \n );\n+CREATE INDEX u_name ON u (name);"
-
-# Renames, deletions, mode changes, quoted unicode names, plain diff -u.
+# Renames (keyed by the old name, with a rename header), a deletion, a mode
+# change (a file with an empty change), a binary file (skipped), a quoted
+# name and a name with a space.
 ORACLE_RENAME = """\
 diff --git a/lib/old_name.py b/lib/new_name.py
 similarity index 90%
@@ -265,6 +256,15 @@ index 1234567..0000000
 diff --git a/bin/tool b/bin/tool
 old mode 100644
 new mode 100755
+diff --git a/img/logo.png b/img/logo.png
+index 1234567..89abcde 100644
+GIT binary patch
+literal 5
+McmZ?wbaG+
+
+literal 3
+KcmZ?w
+
 diff --git "a/docs/r\\303\\251sum\\303\\251.md" "b/docs/r\\303\\251sum\\303\\251.md"
 index 1234567..89abcde 100644
 --- "a/docs/r\\303\\251sum\\303\\251.md"
@@ -281,6 +281,17 @@ index 1234567..89abcde 100644
 +b
 """
 
+RENAME_NORM = {
+    "lib/old_name.py": "rename from lib/old_name.py to lib/new_name.py\n"
+                       "@@ -1,3 +1,3 @@\n-VERSION = 1\n+VERSION = 2\n \n def run():",
+    "lib/gone.py": "@@ -1,2 +0,0 @@\n-def gone():\n-    pass",
+    "bin/tool": "",
+    '"a/docs/r\\303\\251sum\\303\\251.md"': "@@ -1,1 +1,1 @@\n-Résumé\n+Résumé des changements",
+    "docs/with space.txt": "@@ -1,1 +1,1 @@\n-a\n+b",
+}
+
+# Plain diff -u output: a/ and b/ prefixes missing, timestamps, and names
+# that differ (a backup file), which unidiff takes for a rename.
 PRED_RENAME = """\
 --- lib/new_name.py\t2025-01-01 00:00:00.000000000 +0000
 +++ lib/new_name.py\t2025-01-02 00:00:00.000000000 +0000
@@ -289,73 +300,165 @@ PRED_RENAME = """\
 +VERSION = 3
  
  def run():
+--- lib/old_name.py.orig
++++ lib/old_name.py
+@@ -1 +1 @@
+-VERSION = 1
++VERSION = 3
 diff --git a/bin/tool b/bin/tool
 old mode 100644
 new mode 100755
-diff --git a/docs/résumé.md b/docs/résumé.md
---- a/docs/résumé.md
-+++ b/docs/résumé.md
+diff --git "a/docs/r\\303\\251sum\\303\\251.md" "b/docs/r\\303\\251sum\\303\\251.md"
+--- "a/docs/r\\303\\251sum\\303\\251.md"
++++ "b/docs/r\\303\\251sum\\303\\251.md"
 @@ -1 +1 @@
 -Résumé
 +Résumé des modifications
 """
 
-RENAME_ORACLE_NORM = {
-    "lib/new_name.py": "@@\n-VERSION = 1\n+VERSION = 2\n \n def run():",
-    "lib/gone.py": "@@\n-def gone():\n-    pass",
-    "bin/tool": "old mode 100644\nnew mode 100755",
-    "docs/résumé.md": "@@\n-Résumé\n+Résumé des changements",
-    "docs/with space.txt": "@@\n-a\n+b",
-}
-RENAME_PRED_NORM = {
-    "lib/new_name.py": "@@\n-VERSION = 1\n+VERSION = 3\n \n def run():",
-    "bin/tool": "old mode 100644\nnew mode 100755",
-    "docs/résumé.md": "@@\n-Résumé\n+Résumé des modifications",
-}
+# A quoted git header with a space in the name: unidiff splits it at the
+# wrong space and keeps a bogus hunkless entry besides the real file.
+QUOTED_SPACE = """\
+diff --git "a/my file.txt" "b/my file.txt"
+index 1234567..89abcde 100644
+--- "a/my file.txt"
++++ "b/my file.txt"
+@@ -1 +1 @@
+-old
++new
+"""
+
+# Windows line endings, odd whitespace at the ends (\\x1c is whitespace to
+# Python's strip, not to Go's strings.TrimSpace), a section header with
+# trailing blanks, an empty hunk header count, and a file twice.
+ODD = (
+    "diff --git a/w.txt b/w.txt\r\n"
+    "--- a/w.txt\r\n"
+    "+++ b/w.txt\r\n"
+    "@@ -3,2 +3,2 @@ \tsection  \r\n"
+    "-\x1cold\r\n"
+    "+new\u00a0\r\n"
+    " ctx\x1c\u2003\r\n"
+    "--- a/twice.txt\n"
+    "+++ b/twice.txt\n"
+    "@@ -1 +1 @@\n"
+    "-first\n"
+    "+1st\n"
+    "--- a/twice.txt\n"
+    "+++ b/twice.txt\n"
+    "@@ -9 +9 @@\n"
+    "-second\n"
+    "+2nd\n"
+)
+
+BROKEN_SHORT = "--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n-a\n+b\n"
+BROKEN_LONG = "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n-b\n+c\n"
+TARGET_WITHOUT_SOURCE = "+++ b/x\n@@ -1 +1 @@\n-a\n+b\n"
+BLANK_AFTER_HUNKLESS = "diff --git a/e b/e\nnew file mode 100644\nindex 0000000..e69de29\n\n" + BROKEN_LONG
+BINARY_OUTSIDE_FILE = "GIT binary patch\nliteral 0\n"
+BINARY_DIFFER = (
+    "diff --git a/b.bin b/b.bin\nindex 1..2 100644\nBinary files a/b.bin and b/b.bin differ\n"
+    "Binary files old.bin and new.bin differ\n"
+)
 
 PATCHES = [
-    ("same change, other line numbers and index", PRED_SAME_OTHER_LINES, ORACLE_FIX,
-     {"src/calc.py": CALC_NORM}, {"src/calc.py": CALC_NORM}),
-    ("different fix of the same lines", PRED_OTHER_FIX, ORACLE_FIX,
-     {"src/calc.py": CALC_OTHER_NORM}, {"src/calc.py": CALC_NORM}),
-    ("extra file in the prediction", PRED_EXTRA_FILE, ORACLE_FIX,
-     {"src/calc.py": CALC_OTHER_NORM, "README.md": "@@\n-# calc\n+# calc, now safer"}, {"src/calc.py": CALC_NORM}),
-    ("oracle file missing from the prediction", PRED_SAME_OTHER_LINES, ORACLE_TWO_FILES,
-     {"src/calc.py": CALC_NORM}, {"src/calc.py": CALC_NORM, "tests/test_calc.py": TEST_NORM}),
-    ("empty prediction", "", ORACLE_TWO_FILES,
-     {}, {"src/calc.py": CALC_NORM, "tests/test_calc.py": TEST_NORM}),
-    ("header look-alikes, no-newline marker, mail around the diff", PRED_TRICKY, ORACLE_TRICKY,
-     {"db/schema.sql": TRICKY_PRED_NORM}, {"db/schema.sql": TRICKY_ORACLE_NORM}),
-    ("renames, deletions, modes, quoted and spaced names, plain diff -u", PRED_RENAME, ORACLE_RENAME,
-     RENAME_PRED_NORM, RENAME_ORACLE_NORM),
+    ("same change, other line numbers and index", PRED_SAME_OTHER_LINES, ORACLE_FIX),
+    ("different fix of the same lines", PRED_OTHER_FIX, ORACLE_FIX),
+    ("extra file in the prediction is ignored", PRED_EXTRA_FILE, ORACLE_FIX),
+    ("oracle file missing from the prediction", PRED_SAME_OTHER_LINES, ORACLE_TWO_FILES),
+    ("empty prediction", "", ORACLE_TWO_FILES),
+    ("identical", ORACLE_TWO_FILES, ORACLE_TWO_FILES),
+    ("header look-alikes, no-newline marker, mail around the diff", PRED_TRICKY, ORACLE_TRICKY),
+    ("renames, deletions, modes, binary, quoted and spaced names, plain diff -u", PRED_RENAME, ORACLE_RENAME),
+    ("quoted name with a space", QUOTED_SPACE, QUOTED_SPACE.replace("+new", "+newer")),
+    ("CRLF, odd whitespace, a file twice", ODD, ODD.replace("+2nd", "+second!")),
+    ("prediction with a short hunk", BROKEN_SHORT, ORACLE_FIX),
+    ("prediction with a long hunk", BROKEN_LONG, "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+c\n"),
+    ("prediction with a target line first", TARGET_WITHOUT_SOURCE, "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n"),
+    ("blank line after a hunkless file", BLANK_AFTER_HUNKLESS, ORACLE_FIX),
+    ("binary patch outside a file", BINARY_OUTSIDE_FILE, ORACLE_FIX),
+    ("binary files only in the prediction", BINARY_DIFFER, ORACLE_FIX),
+]
+
+# Hand-written expectations: the normalized texts as read from unidiff's
+# and CWM's code.
+HAND = [
+    (ORACLE_FIX, {"src/calc.py": CALC_NORM}),
+    (ORACLE_TRICKY, {"db/schema.sql": TRICKY_NORM}),
+    (ORACLE_RENAME, RENAME_NORM),
+    (QUOTED_SPACE, {
+        '"a/my file.txt" "b/my': 'rename from "a/my file.txt" "b/my to file.txt"',
+        '"a/my file.txt"': "@@ -1,1 +1,1 @@\n-old\n+new",
+    }),
 ]
 
 
-def similarity(pred, oracle):
-    # SWE-RL compute_change_similarities, summed in sorted order.
-    per_file = {}
-    for path in sorted(set(pred) | set(oracle)):
-        p, o = pred.get(path, ""), oracle.get(path, "")
-        per_file[path] = 0.0 if p == "" or o == "" else matcher(p, o).ratio()
-    total = 0.0
-    for path in sorted(per_file):
-        total += per_file[path]
-    return total / len(per_file), per_file
+def normalized_or_error(text):
+    try:
+        return cs.normalized_file_patch(text), ""
+    except cs.ParseError:
+        return None, "parse"
+    except cs.OtherError:
+        return None, "other"
 
 
 def patch_cases():
+    for text, want in HAND:
+        got = cs.normalized_file_patch(text)
+        assert got == want, "normalization of %r:\n got %r\nwant %r" % (text[:40], got, want)
     cases = []
-    for name, pred, oracle, pred_norm, oracle_norm in PATCHES:
-        score, per_file = similarity(pred_norm, oracle_norm)
+    for name, pred, oracle in PATCHES:
+        score, per_file, pred_error = cs.similarity(pred, oracle)
+        pred_norm, pred_kind = normalized_or_error(pred)
+        assert pred_kind or not pred_error
         cases.append({
             "name": name,
             "predicted": pred,
             "oracle": oracle,
             "predicted_normalized": pred_norm,
-            "oracle_normalized": oracle_norm,
+            "predicted_error": pred_kind,
+            "oracle_normalized": cs.normalized_file_patch(oracle),
             "score": score,
             "per_file": per_file,
         })
+    scores = [c["score"] for c in cases]
+    assert any(0 < s < 0.5 for s in scores) and any(0.5 <= s < 1 for s in scores), scores
+    return cases
+
+
+# Random patches: real ones cut, doubled and sprinkled with lines that
+# look like headers, so that the parser's every branch meets odd input.
+FUZZ_LINES = [
+    "\n", "\r\n", " \n", "-\n", "+\n", "\\ No newline at end of file\n", "--- a/x\n", "+++ b/x\n",
+    "--- a/src/calc.py\n", "+++ b/src/calc.py\n", "@@ -1 +1 @@\n", "@@ -1,2 +1 @@ f\n", "@@ -0,0 +1 @@\n",
+    "diff --git a/y b/y\n", "diff --git a/x b/z\n", "new file mode 100644\n", "deleted file mode 100644\n",
+    "GIT binary patch\n", "Binary files a/x and b/x differ\n", "index 1..2\n", "rename from x\n",
+    "\x1c\n", "+\u00e9\u2028\n", "random words\n", "\rodd\n", "-- \n",
+]
+
+
+def fuzz_cases(n):
+    rng = random.Random(20260301)
+    sources = [ORACLE_FIX, ORACLE_TWO_FILES, ORACLE_TRICKY, PRED_TRICKY, ORACLE_RENAME, PRED_RENAME,
+               QUOTED_SPACE, ODD, BINARY_DIFFER, PRED_EXTRA_FILE]
+    cases, kinds = [], set()
+    for i in range(n):
+        lines = io.StringIO(rng.choice(sources) + rng.choice(sources)).readlines()
+        for _ in range(rng.randint(0, 4)):
+            op, pos = rng.randrange(3), rng.randrange(len(lines) + 1)
+            if op == 0 and pos < len(lines):
+                del lines[pos]
+            elif op == 1:
+                lines.insert(pos, rng.choice(FUZZ_LINES))
+            elif pos < len(lines):
+                lines.insert(pos, lines[pos])
+        text = "".join(lines)
+        if rng.randrange(4) == 0:
+            text = text.rstrip("\n")
+        norm, kind = normalized_or_error(text)
+        kinds.add(kind)
+        cases.append({"name": "fuzz %d" % i, "patch": text, "normalized": norm, "error": kind})
+    assert {"", "parse"} <= kinds, kinds
     return cases
 
 
@@ -377,6 +480,7 @@ def main():
         "ratio_cases": ratio_cases(),
         "line_cases": line_cases(),
         "patch_cases": patch_cases(),
+        "normalize_cases": fuzz_cases(150),
     }
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "similarity.json")
     with open(path, "w", encoding="utf-8") as f:
