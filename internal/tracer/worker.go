@@ -41,8 +41,7 @@ var errWorker = errors.New("trace worker failed")
 // its ready line.
 func (w *worker) start(ctx context.Context) (err error) {
 	if w.sb == nil {
-		env := []string{"PYTHONHASHSEED=0", "PYTHONDONTWRITEBYTECODE=1", "PYTHONIOENCODING=utf-8"}
-		w.sb, err = w.rt.New(ctx, sandbox.Config{Workdir: "/tmp", Env: env, Limits: sandbox.Limits{
+		w.sb, err = w.rt.New(ctx, sandbox.Config{Workdir: "/tmp", Env: workerEnv, Limits: sandbox.Limits{
 			Memory: w.opts.Memory + 512<<20,
 			Pids:   512,
 			// Runners live for many functions; the wall clock per function
@@ -53,16 +52,8 @@ func (w *worker) start(ctx context.Context) (err error) {
 		if err != nil {
 			return fmt.Errorf("start trace worker sandbox: %w", err)
 		}
-		for name, dst := range pyNames {
-			data, _ := pyFiles.ReadFile(name)
-			if err := w.sb.WriteFile(ctx, pyDir+"/"+dst, data, 0o644); err != nil {
-				if err := w.mkdir(ctx); err != nil {
-					return err
-				}
-				if err := w.sb.WriteFile(ctx, pyDir+"/"+dst, data, 0o644); err != nil {
-					return fmt.Errorf("write %s into the trace worker sandbox: %w", dst, err)
-				}
-			}
+		if err := installPy(ctx, w.sb); err != nil {
+			return err
 		}
 	}
 	pr, pw, err := os.Pipe()
@@ -109,10 +100,21 @@ func (w *worker) start(ctx context.Context) (err error) {
 	}
 }
 
-func (w *worker) mkdir(ctx context.Context) error {
-	r, err := w.sb.Exec(ctx, sandbox.Cmd{Args: []string{"mkdir", "-p", pyDir}, Capture: 4096})
+// workerEnv is the environment of the Python processes: a fixed hash seed
+// makes set and dict iteration of strings deterministic.
+var workerEnv = []string{"PYTHONHASHSEED=0", "PYTHONDONTWRITEBYTECODE=1", "PYTHONIOENCODING=utf-8"}
+
+// installPy writes the tracer's Python files into pyDir of sb.
+func installPy(ctx context.Context, sb *sandbox.Sandbox) error {
+	r, err := sb.Exec(ctx, sandbox.Cmd{Args: []string{"mkdir", "-p", pyDir}, Capture: 4096})
 	if err != nil || !r.Success() {
 		return fmt.Errorf("create %s in the trace worker sandbox: %v %s", pyDir, err, r.Stderr)
+	}
+	for name, dst := range pyNames {
+		data, _ := pyFiles.ReadFile(name)
+		if err := sb.WriteFile(ctx, pyDir+"/"+dst, data, 0o644); err != nil {
+			return fmt.Errorf("write %s into the trace worker sandbox: %w", dst, err)
+		}
 	}
 	return nil
 }
