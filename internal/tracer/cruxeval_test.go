@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -99,7 +98,7 @@ func TestCruxEval(t *testing.T) {
 		}
 		pairs = append(pairs, outputPair{ID: c.ID, Got: r.Output, Want: c.Output})
 	}
-	for _, bad := range comparePython(t, testRuntime(t), pairs) {
+	for _, bad := range comparePython(t, pairs) {
 		t.Errorf("output differs from CRUXEval's as a Python value: %s", bad)
 	}
 }
@@ -125,8 +124,16 @@ for line in sys.stdin:
 `
 
 // comparePython compares all pairs in one Python process in a sandbox.
-func comparePython(tb testing.TB, rt *sandbox.Runtime, pairs []outputPair) []string {
+func comparePython(tb testing.TB, pairs []outputPair) []string {
 	tb.Helper()
+	return runPython(tb, compareScript, pairs)
+}
+
+// runPython runs script in a sandbox with the pairs as JSON lines on its
+// stdin and returns the lines it prints.
+func runPython(tb testing.TB, script string, pairs []outputPair) []string {
+	tb.Helper()
+	rt := testRuntime(tb)
 	ctx := context.Background()
 	s, err := rt.New(ctx, sandbox.Config{})
 	if err != nil {
@@ -138,9 +145,9 @@ func comparePython(tb testing.TB, rt *sandbox.Runtime, pairs []outputPair) []str
 	for _, p := range pairs {
 		enc.Encode(p)
 	}
-	r, err := s.Exec(ctx, sandbox.Cmd{Args: []string{"/usr/bin/python3", "-c", compareScript}, Stdin: &in})
+	r, err := s.Exec(ctx, sandbox.Cmd{Args: []string{"/usr/bin/python3", "-c", script}, Stdin: &in})
 	if err != nil || !r.Success() {
-		tb.Fatalf("compare outputs in Python: %v %s %s", err, r.Describe(), r.Stderr)
+		tb.Fatalf("run Python check: %v %s %s", err, r.Describe(), r.Stderr)
 	}
 	out := strings.TrimSpace(string(r.Stdout))
 	if out == "" {
@@ -149,4 +156,3 @@ func comparePython(tb testing.TB, rt *sandbox.Runtime, pairs []outputPair) []str
 	return strings.Split(out, "\n")
 }
 
-var _ = fmt.Sprint

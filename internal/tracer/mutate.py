@@ -1,10 +1,12 @@
 """Type-preserving mutation of call arguments, for coverage-guided fuzzing.
 
-mutate({"call": "f([1, 2], 'ab')", "seed": 7, "n": 4}) returns up to n
-distinct calls f(...) whose arguments are literals of the same types as the
-originals (ints, floats, strings, bytes, lists, tuples, dicts, sets, bools,
-None), with "input" the argument text. Deterministic for a seed (the server
-runs with PYTHONHASHSEED=0, so set iteration order is fixed too).
+mutate({"call": "f([1, 2], 'ab')", "seed": 7, "n": 4, "code": SOURCE})
+returns up to n distinct calls f(...) whose arguments are literals of the
+same types as the originals (ints, floats, strings, bytes, lists, tuples,
+dicts, sets, bools, None), with "input" the argument text. The constants of
+SOURCE (the function's code) are used as a dictionary: a branch such as
+`if 'a' in s` or `if x == 42` is found far sooner. Deterministic for a seed
+(the server runs with PYTHONHASHSEED=0, so set iteration order is fixed).
 """
 
 import ast
@@ -31,6 +33,7 @@ def mutate(req):
         return {"error": "nothing to mutate"}
     func = ast.get_source_segment(call.strip(), tree.func)
     r = random.Random(int(req.get("seed", 0)))
+    r.consts = _constants(req.get("code") or "")
     seen = {_render(args, kws)}
     out = []
     for _ in range(int(req.get("n", 1)) * 8):
@@ -50,6 +53,34 @@ def mutate(req):
         seen.add(text)
         out.append({"call": "%s(%s)" % (func, text), "input": text})
     return {"calls": out}
+
+
+def _constants(code):
+    """Literal strings, bytes and numbers of the code, by type (at most 64)."""
+    out = {}
+    try:
+        nodes = ast.walk(ast.parse(code))
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return out
+    n = 0
+    for node in nodes:
+        if isinstance(node, ast.Constant) and type(node.value) in (int, float, str, bytes):
+            v = node.value
+            if isinstance(v, (str, bytes)) and not 0 < len(v) <= 32:
+                continue
+            lst = out.setdefault(type(v), [])
+            if v not in lst:
+                lst.append(v)
+                n += 1
+                if n >= 64:
+                    break
+    return out
+
+
+def _const(r, t):
+    """A constant of type t from the code, or None (half the time, None)."""
+    lst = r.consts.get(t)
+    return r.choice(lst) if lst and r.random() < 0.5 else None
 
 
 def _render(args, kws):
@@ -72,11 +103,21 @@ def _mut(v, r, depth):
     if t is bool:
         return not v
     if t is int:
+        c = _const(r, int)
+        if c is not None:
+            return r.choice((c, c + 1, c - 1))
         return r.choice((v + 1, v - 1, -v, v * 2, v // 2, v + r.randint(-10, 10), r.choice(_INTS)))
     if t is float:
+        c = _const(r, float)
+        if c is not None:
+            return c
         x = r.choice((v + 1.0, v - 0.5, -v, v * 2, v / 2, 0.0, float(round(v)), round(r.uniform(-10, 10), 2)))
         return x if math.isfinite(x) else 0.0
     if t is str:
+        c = _const(r, str)
+        if c is not None:  # splice a constant of the code in
+            i = r.randrange(len(v) + 1)
+            return r.choice((c, v[:i] + c + v[i:]))
         char = lambda c=None: r.choice(_CHARS + v)
         return "".join(_seq(list(v), r, char, char))
     if t is bytes:

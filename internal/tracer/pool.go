@@ -178,9 +178,10 @@ type Mutation struct {
 var ErrNotMutable = errors.New("call arguments cannot be mutated")
 
 // Mutate returns up to n distinct type-preserving mutations of the
-// arguments of call (see mutate.py), deterministic for a seed.
-func (p *Pool) Mutate(ctx context.Context, call string, seed int64, n int) ([]Mutation, error) {
-	line, err := p.do(ctx, &request{Op: "mutate", Call: call, Seed: seed, N: n, Timeout: p.opts.Timeout.Seconds()})
+// arguments of call (see mutate.py), deterministic for a seed. code, the
+// function's source, lends its constants to the mutations.
+func (p *Pool) Mutate(ctx context.Context, code, call string, seed int64, n int) ([]Mutation, error) {
+	line, err := p.do(ctx, &request{Op: "mutate", Code: code, Call: call, Seed: seed, N: n, Timeout: p.opts.Timeout.Seconds()})
 	if err != nil {
 		return nil, err
 	}

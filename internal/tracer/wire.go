@@ -24,6 +24,7 @@ type request struct {
 	MaxOutput  int      `json:"max_output,omitempty"`
 	MaxCapture int      `json:"max_capture,omitempty"`
 	// mutate
+	Code string `json:"code,omitempty"`
 	Call string `json:"call,omitempty"`
 	Seed int64  `json:"seed,omitempty"`
 	N    int    `json:"n,omitempty"`

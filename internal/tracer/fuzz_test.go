@@ -1,0 +1,118 @@
+package tracer
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const branchy = `def f(x, s):
+    if x > 10:
+        r = 'big'
+    elif x < 0:
+        r = 'neg'
+    else:
+        r = 'small'
+    if 'a' in s:
+        r += s.upper()
+    return r
+`
+
+func fuzzCalls(t *testing.T, p *Pool, f Func, opts FuzzOptions) []Fuzzed {
+	t.Helper()
+	orig := p.Trace(context.Background(), f)
+	if orig.Status != OK {
+		t.Fatalf("Trace(%s) status %s: %s", f.ID, orig.Status, orig.Error)
+	}
+	var kept []Fuzzed
+	err := p.Fuzz(context.Background(), f, orig, opts, func(z Fuzzed) error {
+		kept = append(kept, z)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Fuzz(%s): %v", f.ID, err)
+	}
+	return kept
+}
+
+func TestFuzz(t *testing.T) {
+	p := testPool(t)
+	f := Func{ID: "branchy", Code: branchy, Call: "f(5, 'xyz')"}
+	opts := FuzzOptions{N: 4, Seed: 7}
+	first := fuzzCalls(t, p, f, opts)
+	if len(first) == 0 {
+		t.Fatalf("Fuzz(branchy) kept nothing")
+	}
+	if len(first) > opts.N {
+		t.Errorf("Fuzz(branchy) kept %d inputs, want at most %d", len(first), opts.N)
+	}
+	var calls []string
+	for i, z := range first {
+		calls = append(calls, z.Func.Call)
+		if want := "branchy/fuzz-" + string(rune('1'+i)); z.Func.ID != want || z.Result.ID != want {
+			t.Errorf("kept input %d has id %q/%q, want %q", i, z.Func.ID, z.Result.ID, want)
+		}
+		if !z.Result.Status.Complete() || z.NewArcs == 0 {
+			t.Errorf("kept %s: status %s, %d new arcs", z.Func.Call, z.Result.Status, z.NewArcs)
+		}
+		if !strings.HasPrefix(z.Func.Call, "f(") || "f("+z.Input+")" != z.Func.Call {
+			t.Errorf("kept call %q with input %q", z.Func.Call, z.Input)
+		}
+	}
+	// Deterministic for a seed.
+	var again []string
+	for _, z := range fuzzCalls(t, p, f, opts) {
+		again = append(again, z.Func.Call)
+	}
+	if diff := cmp.Diff(calls, again); diff != "" {
+		t.Errorf("Fuzz with the same seed kept different inputs (-first +second):\n%s", diff)
+	}
+	t.Logf("kept: %q", calls)
+}
+
+func TestFuzzNotMutable(t *testing.T) {
+	p := testPool(t)
+	f := Func{ID: "obj", Code: "class A:\n    pass\n\ndef f(a):\n    return a\n", Call: "f(A())"}
+	orig := p.Trace(context.Background(), f)
+	err := p.Fuzz(context.Background(), f, orig, FuzzOptions{N: 2}, func(Fuzzed) error { return nil })
+	if !errors.Is(err, ErrNotMutable) {
+		t.Errorf("Fuzz(f(A())) = %v, want ErrNotMutable", err)
+	}
+}
+
+func TestMutateTypes(t *testing.T) {
+	p := testPool(t)
+	call := "f(3, 2.5, 'ab', b'xy', [1, 2], (1, 'a'), {'k': 1}, {1, 2}, True, None)"
+	muts, err := p.Mutate(context.Background(), "", call, 42, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(muts) < 4 {
+		t.Fatalf("Mutate(%s) gave %d mutations, want several", call, len(muts))
+	}
+	seen := map[string]bool{}
+	var pairs []outputPair
+	for _, m := range muts {
+		if seen[m.Call] || m.Call == call {
+			t.Errorf("Mutate gave %q twice or unchanged", m.Call)
+		}
+		seen[m.Call] = true
+		pairs = append(pairs, outputPair{ID: m.Call, Got: "(" + m.Input + ",)", Want: call[1:]})
+	}
+	// The top-level types are preserved; checked in Python on the literals.
+	const script = `
+import ast, json, sys
+for line in sys.stdin:
+    p = json.loads(line)
+    got = [type(v) for v in ast.literal_eval(p["got"])]
+    want = [type(v) for v in ast.literal_eval(p["want"])]
+    if got != want:
+        print(p["id"], got, want)
+`
+	if bad := runPython(t, script, pairs); len(bad) > 0 {
+		t.Errorf("mutations changed argument types: %q", bad)
+	}
+}
