@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -147,6 +149,110 @@ func TestEpisodes(t *testing.T) {
 				}
 			},
 		},
+		{
+			name:   "format errors are fed back as CWM does",
+			limits: Limits{MaxFormatErrors: 4},
+			replies: []agenttest.Reply{
+				agenttest.Text("I will first look at the repository."),
+				agenttest.Text("<tool: bash>\nls\n</tool>\n<tool: bash>\npwd\n</tool>"),
+				agenttest.Text("<tool: bash>\nls"),
+				agenttest.Tool("bash", "echo fine"), // resets the count
+				agenttest.Tool("bash", " "),
+				agenttest.Tool("python", "print(1)"),
+				agenttest.Tool("submit", "/repo/missing.patch"),
+				agenttest.Text("## Summary\nDone, without a successful submission."),
+				agenttest.Text("<tool: bash>ls</tool>"),
+				agenttest.Text("still talking"),
+				agenttest.Text("and talking"),
+			},
+			check: func(t *testing.T, h *harness, tr *Trajectory) {
+				want := []Message{
+					{Role: RoleUser, Content: "FormatError: No tool calls found"},
+					{Role: RoleUser, Content: "FormatError: Expected one tool call, but found 2: bash, bash. Ensure only one <tool:...></tool> block is present in the response."},
+					{Role: RoleUser, Content: "FormatError: Mismatch in tool tag counts: found 0 tool calls via regex, but counted 1 opening tags and 0 closing tags."},
+					{Role: RoleTool, Content: "<output>\nfine\n</output>\n\n<budget>\n* Remaining turns: 124\n* Remaining tokens: "},
+					{Role: RoleUser, Content: "FormatError: Tool 'bash' requires non-empty arguments, but received empty or whitespace-only input."},
+					{Role: RoleUser, Content: "NoSuchToolError: Tool 'python' not found."},
+					{Role: RoleTool, Content: "<output>\nFailed to submit /repo/missing.patch. Make sure it exists and is readable.\n</output>"},
+					{Role: RoleUser, Content: "FormatError: No tool calls found"},
+					{Role: RoleUser, Content: "FormatError: Mismatch in tool tag counts: found 0 tool calls via regex, but counted 1 opening tags and 1 closing tags."},
+					{Role: RoleUser, Content: "FormatError: No tool calls found"},
+				}
+				got := feedbackMessages(tr)
+				if len(got) != len(want) {
+					t.Fatalf("%d feedback messages, want %d: %+v", len(got), len(want), got)
+				}
+				for i := range want {
+					if got[i].Role != want[i].Role || !strings.HasPrefix(got[i].Content, want[i].Content) {
+						t.Errorf("feedback %d = %+v, want %+v", i, got[i], want[i])
+					}
+				}
+				if tr.ExitReason != ExitFormatErrors || tr.Turns != 11 {
+					t.Errorf("exit %q after %d turns, want format_errors after 11", tr.ExitReason, tr.Turns)
+				}
+			},
+		},
+		{
+			name:   "strict mode ends at the first format error",
+			limits: Limits{Strict: true},
+			replies: []agenttest.Reply{
+				agenttest.Tool("bash", "true"),
+				agenttest.Text("Thinking out loud."),
+			},
+			check: func(t *testing.T, h *harness, tr *Trajectory) {
+				if tr.ExitReason != ExitFormatErrors || tr.Turns != 2 || !tr.Steps[1].FormatError {
+					t.Errorf("exit %q after %d turns, want format_errors after 2", tr.ExitReason, tr.Turns)
+				}
+			},
+		},
+		{
+			name:   "strict mode wants a markdown summary after submitting",
+			limits: Limits{Strict: true},
+			replies: []agenttest.Reply{
+				agenttest.Tool("bash", "git diff > /tmp/p.patch; echo 'diff --git a/x b/x' > /tmp/p.patch"),
+				agenttest.Tool("submit", "/tmp/p.patch"),
+				agenttest.Text("# Summary without level-two headings"),
+			},
+			check: func(t *testing.T, h *harness, tr *Trajectory) {
+				if tr.ExitReason != ExitFormatErrors || tr.SubmittedPatch == nil {
+					t.Errorf("exit %q (submitted %v), want format_errors after a submission", tr.ExitReason, tr.SubmittedPatch != nil)
+				}
+			},
+		},
+		{
+			name: "the bug's history is not visible",
+			replies: []agenttest.Reply{
+				agenttest.Tool("bash", "git status --short; git log --all --format='%H %an <%ae> %ad | %cn <%ce> %cd | %s' --date=iso-strict"),
+				agenttest.Tool("bash", "git log -p --all | cat; git show | cat; git diff HEAD; git reflog --all; git stash list"),
+				agenttest.Tool("bash", "git branch -a; git tag; git remote -v; git for-each-ref; ls $(git rev-parse --git-dir) | grep -c HEAD"),
+				agenttest.Tool("bash", "git cat-file --batch-all-objects --batch | grep -ac -e 'return a + b' -e SECRET; git fsck --lost-found 2>&1 | grep -c dangling"),
+			},
+			limits: Limits{MaxTurns: 5},
+			check: func(t *testing.T, h *harness, tr *Trajectory) {
+				repo := filepath.Join(h.layer, "repo")
+				orig := strings.TrimSpace(git(t, repo, "log", "-1", "--format=%an <%ae> %ad | %cn <%ce> %cd | %s", "--date=iso-strict"))
+				s := tr.Steps
+				lines := strings.Split(s[0].Observation, "\n")
+				if len(lines) != 1 || !strings.HasSuffix(lines[0], orig) {
+					t.Errorf("status and log = %q, want one commit with the original metadata %q and a clean tree", s[0].Observation, orig)
+				}
+				for _, leak := range []string{"return a + b", "SECRET"} {
+					if strings.Contains(s[1].Observation, leak) {
+						t.Errorf("history shows %q:\n%s", leak, s[1].Observation)
+					}
+				}
+				if !strings.Contains(s[1].Observation, "+    return a - b") {
+					t.Errorf("git show does not show the buggy line as part of the base commit:\n%s", s[1].Observation)
+				}
+				t.Logf("history as the agent sees it:\n%s\n%s\n%s", s[0].Observation, s[1].Observation, s[2].Observation)
+				if got := s[2].Observation; !regexp.MustCompile(`^\* main\n[0-9a-f]{40} commit\trefs/heads/main\n1$`).MatchString(got) {
+					t.Errorf("refs = %q, want branch main alone (no tag, remote or other branch) and HEAD alone in the git dir", got)
+				}
+				if got := s[3].Observation; got != "0\n0" {
+					t.Errorf("objects holding the fix or the future commit, dangling objects = %q, want 0 and 0", got)
+				}
+			},
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -156,5 +262,77 @@ func TestEpisodes(t *testing.T) {
 			tr := h.run(t)
 			c.check(t, h, tr)
 		})
+	}
+}
+
+// A model server that dies mid-episode ends the episode with model_error
+// and a record of what happened before.
+func TestModelServerDies(t *testing.T) {
+	var h *harness
+	script := func(r *agenttest.Request) agenttest.Reply {
+		if r.Turn() == 0 {
+			return agenttest.Tool("bash", "echo alive")
+		}
+		go h.server.Close()
+		return agenttest.Reply{Hangup: true}
+	}
+	h = newHarness(t, script, "cwm", Limits{})
+	tr := h.run(t)
+	if tr.ExitReason != ExitModelError || tr.Turns != 1 || tr.Retries.Network != 3 || !strings.Contains(tr.Error, "after 4 attempts") {
+		t.Errorf("exit %q after %d turns, retries %+v, error %q; want model_error after 1 turn and 3 network retries",
+			tr.ExitReason, tr.Turns, tr.Retries, tr.Error)
+	}
+	if len(tr.Steps) != 1 || tr.Steps[0].Observation != "alive" {
+		t.Errorf("steps = %+v, want the one step before the server died", tr.Steps)
+	}
+}
+
+func TestFunctionCallingEpisode(t *testing.T) {
+	calls := func(name, args string) agenttest.Reply {
+		return agenttest.Reply{ToolCalls: []agenttest.ToolCall{agenttest.Call("call_"+name, name, args)}}
+	}
+	replies := []agenttest.Reply{
+		calls("view", `{"path": "calc.py", "start": 1, "end": 2}`),
+		calls("edit", `{"path": "calc.py", "search": "def add(a, b):\n    return a - b", "replace": "def add(a, b):\n    return a + b"}`),
+		calls("create", `{"path": "test_more.py", "content": "from calc import add\nassert add(1, 1) == 2\n"}`),
+		calls("bash", `{"command": "python3 test_more.py && git diff > /tmp/fix.patch && echo ok"}`),
+		calls("grep", `{"pattern": "x"}`),
+		calls("bash", `{"command": `),
+		calls("submit", `{"path": "/tmp/fix.patch"}`),
+		agenttest.Text("The fix is submitted."),
+	}
+	h := newHarness(t, agenttest.ByIssue(map[string][]agenttest.Reply{"calc-1": replies}, agenttest.Text("?")), "openai", Limits{})
+	tr := h.run(t)
+	if tr.ExitReason != ExitSubmitted || tr.Turns != 8 || tr.Protocol != "openai" {
+		t.Fatalf("exit %q after %d turns, want submitted after 8", tr.ExitReason, tr.Turns)
+	}
+	wantObs := []string{
+		"     1\tdef add(a, b):\n     2\t    return a - b",
+		"File calc.py has been successfully updated at line 1",
+		"File created successfully at: test_more.py (3 lines).",
+		"ok",
+		"NoSuchToolError: Tool 'grep' not found.",
+		"FormatError: The arguments of tool 'bash' are not valid JSON",
+		"diff --git a/calc.py b/calc.py",
+	}
+	for i, w := range wantObs {
+		if !strings.HasPrefix(tr.Steps[i].Observation, w) {
+			t.Errorf("step %d (%s) observed %q, want it to start with %q", i, tr.Steps[i].Tool, tr.Steps[i].Observation, w)
+		}
+	}
+	if !tr.Steps[4].FormatError || !tr.Steps[5].FormatError {
+		t.Errorf("unknown tool and bad JSON are not counted as format errors")
+	}
+	for _, m := range tr.Messages {
+		if m.Role == RoleTool && !strings.HasPrefix(m.ToolCallID, "call_") {
+			t.Errorf("tool message without its call's id: %+v", m)
+		}
+	}
+	reqs := h.server.Requests()
+	if len(reqs[0].Tools) != 5 {
+		t.Errorf("first request offers %d tools, want 5", len(reqs[0].Tools))
+	}
+	if !strings.Contains(tr.Patch, "+    return a + b") || !strings.Contains(tr.Patch, "b/test_more.py") {
+		t.Errorf("patch = %q, want the fix and the new test", tr.Patch)
 	}
 }

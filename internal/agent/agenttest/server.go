@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
 )
 
 // Message is a chat message as the server sees it. The package keeps its
@@ -51,14 +50,14 @@ type Usage struct {
 
 // Request is a chat completion request as the server received it.
 type Request struct {
-	Model       string          `json:"model"`
+	Model       string    `json:"model"`
 	Messages    []Message `json:"messages"`
-	Tools       []any           `json:"tools"`
-	Temperature *float64        `json:"temperature"`
-	TopP        *float64        `json:"top_p"`
-	MaxTokens   *int            `json:"max_tokens"`
-	Seed        *int64          `json:"seed"`
-	Stop        []string        `json:"stop"`
+	Tools       []any     `json:"tools"`
+	Temperature *float64  `json:"temperature"`
+	TopP        *float64  `json:"top_p"`
+	MaxTokens   *int      `json:"max_tokens"`
+	Seed        *int64    `json:"seed"`
+	Stop        []string  `json:"stop"`
 	// Header is the request's HTTP header.
 	Header http.Header `json:"-"`
 }

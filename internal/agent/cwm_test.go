@@ -1,0 +1,127 @@
+package agent
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s differs from the golden file (-want +got):\n%s", name, diff)
+	}
+}
+
+// CWM-SPEC 2.2: "One tool call per assistant turn, parsed with the regex
+// `<tool:\s([a-zA-Z_]+)>\n(.*?)\n</tool>` (DOTALL); more than one call,
+// unbalanced tags, no call, or empty arguments is a format error reported
+// back to the model."
+func TestParseCWM(t *testing.T) {
+	cases := []struct {
+		reply string
+		call  *Call
+		err   string
+	}{
+		{"<tool: bash>\nls -la\n</tool>", &Call{Tool: "bash", Input: "ls -la"}, ""},
+		{"Let me look.\n<tool: bash>\ncd /repo\ngrep -rn x .\n</tool>\n", &Call{Tool: "bash", Input: "cd /repo\ngrep -rn x ."}, ""},
+		// \s is any whitespace, as in Python: a newline or a no-break space.
+		{"<tool:\nbash>\nls\n</tool>", &Call{Tool: "bash", Input: "ls"}, ""},
+		{"<tool:\u00a0bash>\nls\n</tool>", &Call{Tool: "bash", Input: "ls"}, ""},
+		{"<tool: edit>\na.py\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n</tool>",
+			&Call{Tool: "edit", Input: "a.py\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE"}, ""},
+		{"<tool: bash>\nls\n</tool>\n<tool: submit>\np\n</tool>", nil,
+			"FormatError: Expected one tool call, but found 2: bash, submit. Ensure only one <tool:...></tool> block is present in the response."},
+		{"<tool: bash>\nls\n</tool> and </tool>", nil,
+			"FormatError: Mismatch in tool tag counts: found 1 tool calls via regex, but counted 1 opening tags and 2 closing tags."},
+		{"<tool: bash>\nls", nil,
+			"FormatError: Mismatch in tool tag counts: found 0 tool calls via regex, but counted 1 opening tags and 0 closing tags."},
+		{"<tool: bash>ls</tool>", nil,
+			"FormatError: Mismatch in tool tag counts: found 0 tool calls via regex, but counted 1 opening tags and 1 closing tags."},
+		{"I think the bug is in calc.py.", nil, "FormatError: No tool calls found"},
+		{"<tool: bash>\n  \t\n</tool>", nil,
+			"FormatError: Tool 'bash' requires non-empty arguments, but received empty or whitespace-only input."},
+		{"<tool: python>\nprint(1)\n</tool>", nil, "NoSuchToolError: Tool 'python' not found."},
+		{"<tool: view>\na.py\n</tool>", nil, "NoSuchToolError: Tool 'view' not found."},
+	}
+	p := &CWMProtocol{ToolRole: RoleTool}
+	for _, c := range cases {
+		calls, ferr := p.Parse(Message{Role: RoleAssistant, Content: c.reply})
+		var gotErr string
+		if ferr != nil {
+			gotErr = ferr.Error()
+		}
+		var got *Call
+		if len(calls) == 1 {
+			got = &calls[0]
+		}
+		if gotErr != c.err || !cmp.Equal(got, c.call) {
+			t.Errorf("Parse(%q) = %+v, %q; want %+v, %q", c.reply, got, gotErr, c.call, c.err)
+		}
+	}
+}
+
+func TestCWMGolden(t *testing.T) {
+	p := &CWMProtocol{ToolRole: RoleTool}
+	msgs := p.Prompt(Prompt{Issue: "add(2, 3) returns -1.\n\nIt should return 5.", RepoRoot: "/repo", Limits: DefaultLimits})
+	if len(msgs) != 2 || msgs[0].Role != RoleSystem || msgs[1].Role != RoleUser {
+		t.Fatalf("Prompt = %+v, want a system and a user message", msgs)
+	}
+	golden(t, "cwm_system.golden", msgs[0].Content)
+	golden(t, "cwm_user.golden", msgs[1].Content)
+
+	b := Budget{RemainingTurns: 120, UsedTokens: 5000, ContextTokens: 131072}
+	bash := p.Result(Call{Tool: "bash"}, Observation{Text: "total 8\n-rw-r--r-- 1 root root 42 calc.py", OK: true}, b)
+	submit := p.Result(Call{Tool: "submit"}, Observation{Text: "diff --git a/x b/x", OK: true, Patch: "diff --git a/x b/x\n"}, b)
+	failed := p.Result(Call{Tool: "submit"}, Observation{Text: "Failed to submit x. It is an empty file."}, b)
+	golden(t, "cwm_results.golden", bash.Content+"\n---\n"+submit.Content+"\n---\n"+failed.Content)
+	if bash.Role != RoleTool {
+		t.Errorf("result role = %q, want tool", bash.Role)
+	}
+	user := (&CWMProtocol{ToolRole: RoleUser}).Result(Call{Tool: "bash"}, Observation{Text: "x"}, b)
+	if user.Role != RoleUser {
+		t.Errorf("result role with ToolRole user = %q", user.Role)
+	}
+	if got := p.Reject(formatErrorf("No tool calls found")); !cmp.Equal(got, Message{Role: RoleUser, Content: "FormatError: No tool calls found"}) {
+		t.Errorf("Reject = %+v, want a user message", got)
+	}
+}
+
+// The system prompt states the limits the episode runs under.
+func TestCWMSystemPromptLimits(t *testing.T) {
+	cases := []struct {
+		l    Limits
+		want []string
+	}{
+		{DefaultLimits, []string{"after a 120-second session timeout", "a 131072 total context window", "for at most 128 turns"}},
+		{Limits{CommandTimeout: 90500 * time.Millisecond, ContextTokens: 32768, MaxTurns: 50},
+			[]string{"after a 90-second session timeout", "a 32768 total context window", "for at most 50 turns"}},
+	}
+	for _, c := range cases {
+		got := (&CWMProtocol{}).SystemPrompt(c.l)
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("SystemPrompt(%+v) lacks %q", c.l, w)
+			}
+		}
+	}
+}
