@@ -55,6 +55,9 @@ var commands = []func() command{
 	func() command { return &envShellCmd{} },
 	func() command { return &envTestCmd{} },
 	func() command { return &envCoverageCmd{} },
+	func() command { return &traceFuncCmd{} },
+	func() command { return &traceCheckCmd{} },
+	func() command { return &traceShowCmd{} },
 }
 
 // usageError is a problem with how cwm was invoked: Run prints it with the

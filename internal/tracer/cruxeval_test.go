@@ -155,4 +155,3 @@ func runPython(tb testing.TB, script string, pairs []outputPair) []string {
 	}
 	return strings.Split(out, "\n")
 }
-
