@@ -230,7 +230,7 @@ func TestEpisodes(t *testing.T) {
 			limits: Limits{MaxTurns: 5},
 			check: func(t *testing.T, h *harness, tr *Trajectory) {
 				repo := filepath.Join(h.layer, "repo")
-				orig := strings.TrimSpace(git(t, repo, "log", "-1", "--format=%an <%ae> %ad | %cn <%ce> %cd | %s", "--date=iso-strict"))
+				orig := strings.TrimSpace(agenttest.Git(t, repo, "log", "-1", "--format=%an <%ae> %ad | %cn <%ce> %cd | %s", "--date=iso-strict"))
 				s := tr.Steps
 				lines := strings.Split(s[0].Observation, "\n")
 				if len(lines) != 1 || !strings.HasSuffix(lines[0], orig) {

@@ -1,0 +1,497 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"cwm/internal/agent"
+	"cwm/internal/envbuild"
+	"cwm/internal/jsonl"
+	"cwm/internal/progress"
+	"cwm/internal/sandbox"
+	"cwm/internal/task"
+)
+
+type forageCmd struct {
+	tasks, out, model, baseURL string
+	protocol, toolRole         string
+	apiKeyEnv                  string
+	samples, concurrency       int
+	shard                      string
+	limits                     agent.Limits
+	temperature, topP          optFloat
+	maxTokens                  int
+	seed                       optInt
+	stop                       stringList
+	retries                    int
+	requestTimeout             time.Duration
+	priceIn, priceOut          float64
+	json, quiet                bool
+
+	// grader, when set, scores each episode before its line is written.
+	// The reward stage plugs in here; until then reward fields stay null
+	// and `cwm reward` grades the trajectories afterwards.
+	grader agent.Grader
+}
+
+func (*forageCmd) name() string { return "forage" }
+func (*forageCmd) synopsis() string {
+	return "run an agent on tasks against a model endpoint and record trajectories"
+}
+func (*forageCmd) usage() string {
+	return `--tasks TASKS.jsonl --model NAME --base-url URL --out TRAJ.jsonl [flags]
+Runs --samples episodes per task, --concurrency at a time. Each episode
+starts a sandbox on the task's environment, plants the task's bug so that
+git cannot show it, and lets the model work through the tools of
+--protocol (cwm: CWM's <tool: ...> text protocol; openai: native function
+calling) until it submits a patch or a limit ends it. Each episode becomes
+one line of --out: the messages (OpenAI chat format), the steps, the exit
+reason, the final diff, the submitted patch, tokens, cost and timings.
+
+--out is appended to and crash safe: a re-run skips the (task, sample)
+pairs already in it. --shard i/n runs the pairs whose hash falls in shard
+i of n (default: Kubernetes' JOB_COMPLETION_INDEX of JOB_COMPLETIONS).
+The API key is read from the variable --api-key-env names. Prints a
+summary at the end (--json: as JSON). Exits 1 when an episode could not
+run (a re-run retries it). See docs/forage.md.
+
+Examples:
+  cwm forage --tasks tasks.jsonl --model Qwen/Qwen3-32B --base-url http://localhost:8000/v1 --out traj.jsonl
+  cwm forage --tasks tasks.jsonl --model qwen3:32b --base-url http://localhost:11434/v1 \
+      --protocol openai --samples 4 --temperature 0.7 --out traj.jsonl`
+}
+
+func (c *forageCmd) flags(fs *flag.FlagSet) {
+	d := agent.DefaultLimits
+	fs.StringVar(&c.tasks, "tasks", "", "tasks `file` (JSONL, cwm's task schema)")
+	fs.StringVar(&c.out, "out", "", "trajectories `file` (JSONL; appended to, resumed)")
+	fs.StringVar(&c.model, "model", "", "model `name` as the server knows it")
+	fs.StringVar(&c.baseURL, "base-url", "", "OpenAI-compatible endpoint `URL`, e.g. http://localhost:8000/v1")
+	fs.StringVar(&c.protocol, "protocol", "cwm", "tool protocol: cwm (text tool blocks) or openai (function calling)")
+	fs.StringVar(&c.toolRole, "tool-role", "tool", "`role` of tool results in the cwm protocol: tool, or user for servers that refuse tool messages without a tool_call_id")
+	fs.StringVar(&c.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment `variable` holding the API key")
+	fs.IntVar(&c.samples, "samples", 1, "episodes per task (best@k, GRPO groups)")
+	fs.IntVar(&c.concurrency, "concurrency", 8, "episodes at once")
+	fs.StringVar(&c.shard, "shard", "", "`i/n`: run only shard i (0-based) of n")
+	fs.IntVar(&c.limits.MaxTurns, "max-turns", d.MaxTurns, "model replies per episode")
+	fs.IntVar(&c.limits.ContextTokens, "context", d.ContextTokens, "context window in `tokens`")
+	fs.DurationVar(&c.limits.CommandTimeout, "command-timeout", d.CommandTimeout, "limit of one bash command")
+	fs.DurationVar(&c.limits.WallTime, "episode-timeout", d.WallTime, "wall-clock limit of one episode")
+	fs.Float64Var(&c.limits.MaxCost, "max-cost", 0, "`USD` an episode may spend (0: no limit; needs --price-in/--price-out)")
+	fs.IntVar(&c.limits.MaxFormatErrors, "format-errors", d.MaxFormatErrors, "consecutive replies without a tool call that end an episode")
+	fs.BoolVar(&c.limits.Strict, "strict", false, "CWM's strict format: the first format error ends the episode and the final response needs a markdown summary")
+	fs.Var(&c.temperature, "temperature", "sampling temperature (default: the server's)")
+	fs.Var(&c.topP, "top-p", "nucleus sampling top_p (default: the server's)")
+	fs.IntVar(&c.maxTokens, "max-tokens", 0, "completion `tokens` per reply (0: the server's default)")
+	fs.Var(&c.seed, "seed", "sampling seed; sample k of a task uses seed+k")
+	fs.Var(&c.stop, "stop", "stop `sequence` (repeatable)")
+	fs.IntVar(&c.retries, "retries", 6, "retries of a failed model request (429, 5xx, network, timeout)")
+	fs.DurationVar(&c.requestTimeout, "request-timeout", 10*time.Minute, "limit of one model request")
+	fs.Float64Var(&c.priceIn, "price-in", 0, "`USD` per million prompt tokens, for costs")
+	fs.Float64Var(&c.priceOut, "price-out", 0, "`USD` per million completion tokens, for costs")
+	fs.BoolVar(&c.json, "json", false, "print the summary as JSON")
+	fs.BoolVar(&c.quiet, "quiet", false, "print no progress")
+}
+
+// pair is one episode to run: a task and a sample index.
+type pair struct {
+	task   *task.Task
+	sample int
+}
+
+func pairKey(id string, sample int) string { return id + "\x00" + strconv.Itoa(sample) }
+
+func (c *forageCmd) run(ctx context.Context, e *Env, args []string) error {
+	if len(args) > 0 {
+		return usagef("unexpected arguments %q", args)
+	}
+	switch {
+	case c.tasks == "" || c.out == "" || c.model == "" || c.baseURL == "":
+		return usagef("--tasks, --out, --model and --base-url are required")
+	case c.samples < 1 || c.concurrency < 1:
+		return usagef("--samples and --concurrency must be at least 1")
+	case c.limits.MaxTurns < 1 || c.limits.ContextTokens < 1 || c.limits.CommandTimeout < time.Second || c.limits.WallTime <= 0 || c.limits.MaxFormatErrors < 1:
+		return usagef("--max-turns, --context and --format-errors must be positive, --command-timeout at least 1s")
+	}
+	shard, nshards, err := parseShard(c.shard)
+	if err != nil {
+		return err
+	}
+	proto, err := agent.NewProtocol(c.protocol, c.toolRole)
+	if err != nil {
+		return usageError(err.Error())
+	}
+	retries := c.retries
+	if retries == 0 {
+		retries = -1 // the client's 0 means its default
+	}
+	client, err := agent.NewClient(agent.ClientConfig{
+		BaseURL: c.baseURL, APIKey: os.Getenv(c.apiKeyEnv), Model: c.model,
+		Sampling: agent.Sampling{Temperature: c.temperature.ptr(), TopP: c.topP.ptr(), MaxTokens: c.maxTokens, Stop: c.stop},
+		MaxRetries: retries, RequestTimeout: c.requestTimeout, PriceInput: c.priceIn, PriceOutput: c.priceOut,
+	})
+	if err != nil {
+		return usageError(err.Error())
+	}
+	// task.Load treats a missing file as empty, like any resumable input;
+	// here it is a mistake.
+	if _, err := os.Stat(c.tasks); err != nil {
+		return fmt.Errorf("load tasks: %w", err)
+	}
+	tasks, err := task.Load(c.tasks)
+	if err != nil {
+		return fmt.Errorf("load tasks: %w", err)
+	}
+	if len(tasks) == 0 {
+		return fmt.Errorf("no tasks in %s", c.tasks)
+	}
+
+	// The pairs of this shard, and which of them an earlier run finished.
+	var mine []pair
+	for i := range tasks {
+		for s := 0; s < c.samples; s++ {
+			if inShard(tasks[i].InstanceID, s, shard, nshards) {
+				mine = append(mine, pair{&tasks[i], s})
+			}
+		}
+	}
+	done, err := jsonl.Keys(c.out, trajectoryKey)
+	if err != nil {
+		return fmt.Errorf("read finished episodes: %w", err)
+	}
+	var todo []pair
+	for _, p := range mine {
+		if !done[pairKey(p.task.InstanceID, p.sample)] {
+			todo = append(todo, p)
+		}
+	}
+	envs, err := resolveEnvs(e.Home, todo)
+	if err != nil {
+		return err
+	}
+	w, err := jsonl.Append(c.out)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	rt, err := sandbox.NewRuntime(sandbox.Options{Home: e.Home, Log: e.Log})
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+
+	runner := &agent.Runner{Runtime: rt, Client: client, Protocol: proto, Limits: c.limits, Log: e.Log}
+	var bar *progress.Bar
+	if !c.quiet {
+		if len(mine) > len(todo) {
+			fmt.Fprintf(e.Stderr, "cwm forage: %d of %d episodes already in %s\n", len(mine)-len(todo), len(mine), c.out)
+		}
+		bar = progress.New(e.Stderr, "forage", len(todo))
+	}
+	start := time.Now()
+	failed := c.runAll(ctx, e, runner, w, bar, envs, todo)
+	bar.Done()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	sum, err := summarize(c.out, mine)
+	if err != nil {
+		return err
+	}
+	sum.Ran, sum.Failed, sum.Seconds = len(todo)-failed, failed, time.Since(start).Seconds()
+	if c.json {
+		enc := json.NewEncoder(e.Stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(sum)
+	} else {
+		sum.print(e.Stdout)
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d episodes could not run (see the log above); run again to retry them", failed)
+	}
+	return nil
+}
+
+// runAll runs the pairs on c.concurrency workers and returns how many
+// could not run. Each finished episode is written at once, so a crash
+// loses only the episodes in flight.
+func (c *forageCmd) runAll(ctx context.Context, e *Env, runner *agent.Runner, w *jsonl.Writer, bar *progress.Bar,
+	envs map[string]*envbuild.Env, todo []pair) int {
+	work := make(chan pair)
+	var mu sync.Mutex
+	failed := 0
+	fail := func(p pair, err error) {
+		mu.Lock()
+		failed++
+		mu.Unlock()
+		fmt.Fprintf(e.Stderr, "cwm forage: %s sample %d: %v\n", p.task.InstanceID, p.sample, err)
+		bar.Count("failed")
+		bar.Add(1)
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < min(c.concurrency, len(todo)); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Ends when the work channel closes (all sent, or cancelled).
+			for p := range work {
+				env := envs[p.task.EnvID]
+				ep := agent.Episode{Task: p.task, Sample: p.sample, Sandbox: env.SandboxConfig(), RepoRoot: "/repo"}
+				if c.seed.set {
+					s := c.seed.v + int64(p.sample)
+					ep.Seed = &s
+				}
+				tr, err := runner.Run(ctx, ep)
+				if ctx.Err() != nil {
+					continue // interrupted: leave it for the next run
+				}
+				if err == nil && c.grader != nil {
+					var g agent.Grade
+					if g, err = c.grader.Grade(ctx, p.task, tr); err == nil {
+						tr.SetGrade(g)
+					}
+				}
+				if err == nil {
+					err = w.Write(tr)
+				}
+				if err != nil {
+					fail(p, err)
+					continue
+				}
+				bar.Count(string(tr.ExitReason))
+				bar.Add(1)
+			}
+		}()
+	}
+send:
+	for _, p := range todo {
+		select {
+		case work <- p:
+		case <-ctx.Done():
+			break send
+		}
+	}
+	close(work)
+	wg.Wait()
+	return failed
+}
+
+// trajectoryKey is the resume key of a trajectory line.
+func trajectoryKey(line []byte) (string, error) {
+	var k struct {
+		TaskID *string `json:"task_id"`
+		Sample *int    `json:"sample"`
+	}
+	if err := json.Unmarshal(line, &k); err != nil {
+		return "", fmt.Errorf("decode trajectory: %w", err)
+	}
+	if k.TaskID == nil || k.Sample == nil {
+		return "", errors.New("line without task_id and sample: not a trajectory")
+	}
+	return pairKey(*k.TaskID, *k.Sample), nil
+}
+
+// resolveEnvs finds the environment of every task to run, so that a
+// missing one stops the run before any episode starts.
+func resolveEnvs(home string, todo []pair) (map[string]*envbuild.Env, error) {
+	st := envbuild.NewStore(home)
+	envs := map[string]*envbuild.Env{}
+	for _, p := range todo {
+		id := p.task.EnvID
+		if _, ok := envs[id]; ok {
+			continue
+		}
+		if id == "" {
+			return nil, fmt.Errorf("task %s has no env_id", p.task.InstanceID)
+		}
+		env, err := st.Resolve(id)
+		if err != nil {
+			return nil, fmt.Errorf("task %s: %w", p.task.InstanceID, err)
+		}
+		envs[id] = env
+	}
+	return envs, nil
+}
+
+// parseShard reads --shard i/n, defaulting to the Kubernetes Indexed Job's
+// JOB_COMPLETION_INDEX and the job's completions, which the pod template
+// passes as JOB_COMPLETIONS (the downward API does not expose them).
+func parseShard(s string) (int, int, error) {
+	if s == "" {
+		idx, n := os.Getenv("JOB_COMPLETION_INDEX"), os.Getenv("JOB_COMPLETIONS")
+		if idx == "" || n == "" {
+			return 0, 1, nil
+		}
+		s = idx + "/" + n
+	}
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
+		return 0, 0, usagef("shard %q: want i/n with 0 <= i < n", s)
+	}
+	return i, n, nil
+}
+
+// inShard assigns a pair to a shard by a hash of its key, so the split
+// does not depend on the order of the tasks file and survives additions.
+func inShard(id string, sample, shard, n int) bool {
+	h := fnv.New64a()
+	io.WriteString(h, pairKey(id, sample))
+	return h.Sum64()%uint64(n) == uint64(shard)
+}
+
+// optFloat and optInt are flags that remember whether they were given, so
+// that the server's defaults apply otherwise.
+type optFloat struct {
+	v   float64
+	set bool
+}
+
+func (o *optFloat) String() string {
+	if !o.set {
+		return ""
+	}
+	return strconv.FormatFloat(o.v, 'g', -1, 64)
+}
+
+func (o *optFloat) Set(s string) (err error) {
+	o.v, err = strconv.ParseFloat(s, 64)
+	o.set = err == nil
+	return err
+}
+
+func (o *optFloat) ptr() *float64 {
+	if !o.set {
+		return nil
+	}
+	return &o.v
+}
+
+type optInt struct {
+	v   int64
+	set bool
+}
+
+func (o *optInt) String() string {
+	if !o.set {
+		return ""
+	}
+	return strconv.FormatInt(o.v, 10)
+}
+
+func (o *optInt) Set(s string) (err error) {
+	o.v, err = strconv.ParseInt(s, 10, 64)
+	o.set = err == nil
+	return err
+}
+
+// forageSummary describes the episodes of a run's shard found in --out.
+type forageSummary struct {
+	Episodes         int            `json:"episodes"`
+	Ran              int            `json:"ran"`
+	Failed           int            `json:"failed"`
+	ExitReasons      map[string]int `json:"exit_reasons"`
+	Submitted        int            `json:"submitted_patches"`
+	MeanTurns        float64        `json:"mean_turns"`
+	PromptTokens     int64          `json:"prompt_tokens"`
+	CompletionTokens int64          `json:"completion_tokens"`
+	Cost             float64        `json:"cost"`
+	Retries          agent.Retries  `json:"retries"`
+	Graded           int            `json:"graded"`
+	ResolvedRate     *float64       `json:"resolved_rate"`
+	Seconds          float64        `json:"seconds"`
+}
+
+func summarize(path string, mine []pair) (*forageSummary, error) {
+	want := make(map[string]bool, len(mine))
+	for _, p := range mine {
+		want[pairKey(p.task.InstanceID, p.sample)] = true
+	}
+	sum := &forageSummary{ExitReasons: map[string]int{}}
+	resolved, turns := 0, 0
+	err := jsonl.Decode(path, func(_ int, t struct {
+		TaskID         string        `json:"task_id"`
+		Sample         int           `json:"sample"`
+		ExitReason     string        `json:"exit_reason"`
+		SubmittedPatch *string       `json:"submitted_patch"`
+		Turns          int           `json:"turns"`
+		Tokens         agent.Tokens  `json:"tokens"`
+		Cost           float64       `json:"cost"`
+		Retries        agent.Retries `json:"retries"`
+		Resolved       *bool         `json:"resolved"`
+	}) error {
+		if !want[pairKey(t.TaskID, t.Sample)] {
+			return nil
+		}
+		sum.Episodes++
+		sum.ExitReasons[t.ExitReason]++
+		if t.SubmittedPatch != nil {
+			sum.Submitted++
+		}
+		turns += t.Turns
+		sum.PromptTokens += t.Tokens.Prompt
+		sum.CompletionTokens += t.Tokens.Completion
+		sum.Cost += t.Cost
+		sum.Retries.RateLimited += t.Retries.RateLimited
+		sum.Retries.ServerError += t.Retries.ServerError
+		sum.Retries.Network += t.Retries.Network
+		sum.Retries.Timeout += t.Retries.Timeout
+		if t.Resolved != nil {
+			sum.Graded++
+			if *t.Resolved {
+				resolved++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("summarize %s: %w", path, err)
+	}
+	if sum.Episodes > 0 {
+		sum.MeanTurns = float64(turns) / float64(sum.Episodes)
+	}
+	if sum.Graded > 0 {
+		r := float64(resolved) / float64(sum.Graded)
+		sum.ResolvedRate = &r
+	}
+	return sum, nil
+}
+
+func (s *forageSummary) print(w io.Writer) {
+	fmt.Fprintf(w, "episodes     %d (%d run now, %d could not run)\n", s.Episodes, s.Ran, s.Failed)
+	reasons := make([]string, 0, len(s.ExitReasons))
+	for r := range s.ExitReasons {
+		reasons = append(reasons, r)
+	}
+	sort.Strings(reasons)
+	for i, r := range reasons {
+		reasons[i] = fmt.Sprintf("%s %d", r, s.ExitReasons[r])
+	}
+	fmt.Fprintf(w, "exit reasons %s\n", strings.Join(reasons, ", "))
+	fmt.Fprintf(w, "submitted    %d\n", s.Submitted)
+	if s.ResolvedRate != nil {
+		fmt.Fprintf(w, "resolved     %.1f%% of %d graded\n", 100**s.ResolvedRate, s.Graded)
+	}
+	fmt.Fprintf(w, "mean turns   %.1f\n", s.MeanTurns)
+	fmt.Fprintf(w, "tokens       %d prompt, %d completion\n", s.PromptTokens, s.CompletionTokens)
+	if s.Cost > 0 {
+		fmt.Fprintf(w, "cost         $%.4f\n", s.Cost)
+	}
+	if n := s.Retries.Total(); n > 0 {
+		fmt.Fprintf(w, "retries      %d (429: %d, 5xx: %d, network: %d, timeout: %d)\n", n,
+			s.Retries.RateLimited, s.Retries.ServerError, s.Retries.Network, s.Retries.Timeout)
+	}
+	fmt.Fprintf(w, "time         %.1fs\n", s.Seconds)
+}
