@@ -138,7 +138,7 @@ func (c *forageCmd) run(ctx context.Context, e *Env, args []string) error {
 	}
 	client, err := agent.NewClient(agent.ClientConfig{
 		BaseURL: c.baseURL, APIKey: os.Getenv(c.apiKeyEnv), Model: c.model,
-		Sampling: agent.Sampling{Temperature: c.temperature.ptr(), TopP: c.topP.ptr(), MaxTokens: c.maxTokens, Stop: c.stop},
+		Sampling:   agent.Sampling{Temperature: c.temperature.ptr(), TopP: c.topP.ptr(), MaxTokens: c.maxTokens, Stop: c.stop},
 		MaxRetries: retries, RequestTimeout: c.requestTimeout, PriceInput: c.priceIn, PriceOutput: c.priceOut,
 	})
 	if err != nil {
