@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -100,6 +101,24 @@ func TestTraceFuncResumeFuzzCheckShow(t *testing.T) {
 	if fuzzed == 0 {
 		t.Errorf("--fuzz 2 kept no input (g has an untaken branch)")
 	}
+	// Every line has the same top-level keys, whatever its status, so that
+	// schema-inferring loaders (Hugging Face datasets) see one schema.
+	data, _ := os.ReadFile(out)
+	var keys0 string
+	for i, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		var m map[string]json.RawMessage
+		json.Unmarshal(line, &m)
+		var keys []string
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		if k := strings.Join(keys, ","); i == 0 {
+			keys0 = k
+		} else if k != keys0 {
+			t.Errorf("line %d has keys %s, line 1 has %s", i+1, k, keys0)
+		}
+	}
 
 	// A second run resumes: nothing is traced again.
 	code, _, errs := runCLI(t, "", args...)
@@ -118,7 +137,7 @@ func TestTraceFuncResumeFuzzCheckShow(t *testing.T) {
 	}
 
 	// A corrupted text is found and its line named.
-	data, _ := os.ReadFile(out)
+	data, _ = os.ReadFile(out)
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 	for i, l := range lines {
 		if strings.Contains(l, `"id":"paper"`) {

@@ -117,8 +117,8 @@ func (f *funcLine) input() string {
 type traceRecord struct {
 	tracer.Result
 	Call   string `json:"call"`
-	Input  string `json:"input,omitempty"`
-	FuzzOf string `json:"fuzz_of,omitempty"`
+	Input  string `json:"input"`
+	FuzzOf string `json:"fuzz_of"`
 }
 
 func (c *traceFuncCmd) run(ctx context.Context, e *Env, args []string) error {

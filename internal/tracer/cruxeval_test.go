@@ -155,3 +155,23 @@ func runPython(tb testing.TB, script string, pairs []outputPair) []string {
 	}
 	return strings.Split(out, "\n")
 }
+
+// TestFreshMatchesReuse checks that a runner reused across functions gives
+// the traces a fresh fork per function (Options.Recycle 1, cwm trace func
+// --fresh) gives.
+func TestFreshMatchesReuse(t *testing.T) {
+	fs := cruxFuncs(loadCrux(t))[:40]
+	fresh, err := NewPool(context.Background(), testRuntime(t), Options{Workers: 2, Timeout: 10e9, Recycle: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	ctx := context.Background()
+	want := traceAll(ctx, fresh, fs)
+	got := traceAll(ctx, testPool(t), fs)
+	for i := range fs {
+		if want[i].Status != OK || got[i].Text != want[i].Text || got[i].Output != want[i].Output {
+			t.Errorf("%s: reused runner gave %s %q, a fresh fork %s %q", fs[i].ID, got[i].Status, got[i].Output, want[i].Status, want[i].Output)
+		}
+	}
+}

@@ -26,6 +26,7 @@ import warnings
 
 import _cwm_mutate as mutate
 import _cwm_tracer as tracer
+import _cwm_values as values
 
 # What the runner calls after programs have run, bound before: a program may
 # replace builtins or module functions (see _fingerprint).
@@ -163,7 +164,7 @@ def _user_exit(code=0):
     if _wfd < 0:
         _real_exit(code)
     tracer._settrace(None)
-    _send(b"X", tracer.result("error", "the program called os._exit(%s)" % tracer._text(code)))
+    _send(b"X", tracer.result("error", "the program called os._exit(%s)" % values.text(code)))
     _real_exit(0)
 
 
@@ -173,7 +174,7 @@ def _handle(req):
         try:
             return mutate.mutate(req)
         except BaseException as e:
-            return {"id": req.get("id", ""), "error": "mutate: %s" % tracer._text(e)}
+            return {"id": req.get("id", ""), "error": "mutate: %s" % values.text(e)}
     timeout = float(req.get("timeout") or 5.0)
     _armed = timeout
     _setitimer(signal.ITIMER_PROF, 0.05, 0.05)
@@ -212,7 +213,7 @@ def _runner(rfd, wfd, recycle, memory):
     if memory > 0:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     signal.signal(signal.SIGALRM, _on_alarm)
-    signal.signal(signal.SIGPROF, tracer.on_prof)
+    signal.signal(signal.SIGPROF, values.on_prof)
     os.register_at_fork(after_in_child=_forked)
     os.makedirs(WORKDIR, mode=0o777, exist_ok=True)
     os.chmod(WORKDIR, 0o777)

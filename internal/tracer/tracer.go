@@ -23,7 +23,7 @@ import (
 // names no traced program would import by accident, because the script
 // directory is on sys.path.
 //
-//go:embed tracer.py server.py mutate.py
+//go:embed tracer.py values.py server.py mutate.py
 var pyFiles embed.FS
 
 // pyDir is where the Python files live inside a sandbox.
@@ -31,6 +31,7 @@ const pyDir = "/opt/cwm-tracer"
 
 var pyNames = map[string]string{
 	"tracer.py": "_cwm_tracer.py",
+	"values.py": "_cwm_values.py",
 	"server.py": "_cwm_server.py",
 	"mutate.py": "_cwm_mutate.py",
 }
@@ -113,8 +114,8 @@ type Stats struct {
 	Seconds float64 `json:"seconds"`
 	// StdoutChars and StderrChars count what the program printed (only the
 	// first Options.MaxCapture characters are kept in Result).
-	StdoutChars int `json:"stdout_chars,omitempty"`
-	StderrChars int `json:"stderr_chars,omitempty"`
+	StdoutChars int `json:"stdout_chars"`
+	StderrChars int `json:"stderr_chars"`
 }
 
 // Result is the outcome of tracing one function.
@@ -126,18 +127,22 @@ type Result struct {
 	Frames  []Frame `json:"frames"`
 	// Text is the complete CWM text, from <|begin_of_text|> to
 	// <|end_of_text|>, for complete traces only.
-	Text string `json:"text,omitempty"`
+	Text string `json:"text"`
 	// Output is the value text of what main returned, or of the exception
-	// it raised.
-	Output string `json:"output,omitempty"`
-	Error  string `json:"error,omitempty"`
+	// it raised ("" when unknown).
+	Output string `json:"output"`
+	Error  string `json:"error"`
 	// Leak names the process state the function changed (threads left
 	// running, a module imported, ...), for which its runner was replaced.
-	Leak   string `json:"leak,omitempty"`
-	Stdout string `json:"stdout,omitempty"`
-	Stderr string `json:"stderr,omitempty"`
+	Leak   string `json:"leak"`
+	Stdout string `json:"stdout"`
+	Stderr string `json:"stderr"`
 	Stats  Stats  `json:"stats"`
 }
+
+// Every field of Result is always written, empty or not: loaders that infer
+// a schema per block of lines (pyarrow's JSON reader under Hugging Face
+// datasets) then see the same columns in every block.
 
 // Trace returns the frames as a trace.Trace.
 func (r *Result) Trace() trace.Trace {

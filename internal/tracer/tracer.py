@@ -16,7 +16,7 @@ result to the server through a pipe; the server enforces the wall clock
 descriptors are private: fds 0 and 1 point at /dev/null, so nothing the
 traced program writes can reach the protocol.
 
-Frames follow CWM-SPEC 1.2; values follow docs/traces.md ("Value text").
+Frames follow CWM-SPEC 1.2; values follow values.py and docs/traces.md.
 Python 3.11 standard library only.
 """
 
@@ -27,145 +27,22 @@ import json
 import linecache
 import os
 import random
-import re
 import sys
 import time
 import types
 # The program may replace builtins (builtins.len = ...) or module functions;
 # the tracer binds what it calls before any program runs.
-from builtins import (BaseException, RecursionError, TypeError, ValueError, bytearray,
-                      bytes, complex, dict, float, frozenset, getattr, id, int, isinstance,
-                      len, list, max, object, range, repr, round, set, str, tuple, type)
+from builtins import (BaseException, RecursionError, TypeError, bytes, dict, int, isinstance,
+                      len, max, object, repr, round, str, tuple, type)
+
+import _cwm_values as values
+from _cwm_values import ILIM as _ILIM, STABLE as _STABLE
+from _cwm_values import exc_text as _exc_text, text as _text
 _perf = time.perf_counter
 _dumps = json.dumps
 _b64 = base64.b64encode
 _linecache = linecache.cache
 _seed = random.seed
-
-# ---------------------------------------------------------------- value text
-
-_MAXR = 4096          # longest value text before truncation (max_repr)
-_BIGLEN = _MAXR // 3  # containers longer than this cannot fit: render a prefix
-_ILIM = 10 ** 18      # ints inside (-_ILIM, _ILIM) take the plain repr path
-_ADDR = re.compile(r" at 0x[0-9a-fA-F]+")
-_TID = re.compile(r"((?:started|stopped)(?: daemon)?) \d+")
-_SEQS = {list: "[]", tuple: "()", set: "{}", frozenset: "frozenset({})", dict: "{}"}
-# Types whose text cannot change while the object stays the same: an
-# unchanged local of such a type is written ".." without calling repr.
-# Other types are classified once, when first seen (_classify_type).
-_STABLE = {int, float, str, bytes, bool, type(None), complex, range,
-           type(...), type(NotImplemented)}
-_SEEN = set(_STABLE)
-_active = set()       # ids of containers being rendered by _bounded (cycles)
-_ticks = 0            # SIGPROF ticks (50 ms of CPU each) during a run
-_repr_since = -1      # tick at which a repr of untrusted code began, or -1
-
-
-class _ReprTimeout(BaseException):
-    """Raised by the SIGPROF handler inside a __repr__ that runs too long."""
-
-
-def _cut(r, more, unit="chars"):
-    return r[:_MAXR] + "<... %d more %s>" % (more, unit)
-
-
-def _text(v):
-    """The value text of v: its repr, without addresses, bounded, never raising."""
-    tv = type(v)
-    if tv is int:
-        if -_ILIM < v < _ILIM:
-            return repr(v)
-        return _int_text(v)
-    if tv is str:
-        if len(v) <= _MAXR:
-            r = repr(v)
-            return r if len(r) <= _MAXR else _cut(r, len(r) - _MAXR)
-        return _cut(repr(v[:_MAXR]), len(v) - _MAXR)
-    if tv is float or tv is bool or v is None:
-        return repr(v)
-    return _slow(v)
-
-
-def _int_text(v):
-    try:
-        r = repr(v)
-    except ValueError:  # beyond sys.get_int_max_str_digits()
-        return "<int: %d bits>" % v.bit_length()
-    return r if len(r) <= _MAXR else _cut(r, len(r) - _MAXR)
-
-
-def _slow(v):
-    global _repr_since
-    tv = type(v)
-    if tv not in _SEEN:
-        _classify_type(tv)
-    if tv in _SEQS and len(v) > _BIGLEN:
-        return _bounded(v, tv)
-    if (tv is bytes or tv is bytearray) and len(v) > _MAXR:
-        return _cut(repr(v[:_MAXR]), len(v) - _MAXR)
-    # User code may run from here on (a __repr__, also inside containers);
-    # SIGPROF interrupts it after 50-100 ms of CPU (see _on_prof).
-    _repr_since = _ticks
-    try:
-        r = repr(v)
-        _repr_since = -1
-        if type(r) is not str:  # a str subclass could run code in == or len
-            r = "".join([r])
-    except BaseException:
-        _repr_since = -1
-        r = _fallback(v)
-    if " at 0x" in r:
-        r = _ADDR.sub("", r)
-    if "started " in r or "stopped " in r:
-        r = _TID.sub(r"\1", r)
-    return r if len(r) <= _MAXR else _cut(r, len(r) - _MAXR)
-
-
-def _fallback(v):
-    """Text for a value whose repr failed or timed out: object.__repr__'s."""
-    try:
-        return _ADDR.sub("", object.__repr__(v))
-    except BaseException:
-        return "<object>"
-
-
-def _classify_type(tv):
-    _SEEN.add(tv)
-    try:
-        if getattr(tv, "__repr__", None) is object.__repr__:
-            _STABLE.add(tv)
-    except BaseException:
-        pass
-
-
-def _bounded(v, tv):
-    """A prefix of a long built-in container's repr, then a count of the rest."""
-    if id(v) in _active:
-        return _SEQS[tv].replace("{}", "{...}").replace("[]", "[...]").replace("()", "(...)")
-    _active.add(id(v))
-    try:
-        parts, n = [], 0
-        items = v.items() if tv is dict else v
-        for x in items:
-            t = _text(x[0]) + ": " + _text(x[1]) if tv is dict else _text(x)
-            parts.append(t)
-            n += len(t) + 2
-            if n > _MAXR:
-                break
-        body = ", ".join(parts) + ", <... %d more items>" % (len(v) - len(parts))
-        if tv is frozenset:
-            return "frozenset({" + body + "})"
-        return _SEQS[tv][0] + body + _SEQS[tv][1]
-    except BaseException:  # a __repr__ of an element changed the container
-        return _fallback(v)
-    finally:
-        _active.discard(id(v))
-
-
-def _exc_text(arg):
-    # The settrace tuple (type, value, traceback), as CWM shows it.
-    return "(" + _text(arg[0]) + ", " + _text(arg[1]) + ", " + _text(arg[2]) + ")"
-
 
 # ------------------------------------------------------------------ tracing
 #
@@ -436,34 +313,23 @@ class _Capture:
 # ------------------------------------------------------------ one function
 
 def _configure(req):
-    global _file, _roots, _MAXR, _BIGLEN, _max_lines, _max_bytes
+    global _file, _roots, _max_lines, _max_bytes
     _file = req.get("filename") or "<cwm-trace>"
     roots = req.get("roots") or ()
     _roots = tuple(r.rstrip("/") + "/" for r in roots)
-    _MAXR = max(64, int(req.get("max_repr") or 4096))
-    _BIGLEN = _MAXR // 3
+    values.configure(max(64, int(req.get("max_repr") or 4096)))
     _max_lines = int(req.get("max_events") or 10000)
     _max_bytes = int(req.get("max_bytes") or (1 << 20))
 
 
 def _reset():
     global _entry, _main, _state, _status, _reason, _nlines, _nbytes, _depth
-    global _base, _bt, _bo, _replaced, _codes, _code_table, _seq, _recs, _ticks
+    global _base, _bt, _bo, _replaced, _codes, _code_table, _seq, _recs
     _entry = _main = _base = None
     _state, _status, _reason, _replaced = 0, "", "", ""
-    _nlines = _nbytes = _depth = _ticks = 0
+    _nlines = _nbytes = _depth = 0
+    values.reset()
     _bt, _bo, _codes, _code_table, _seq, _recs = {}, {}, {}, [], array.array("i"), {}
-
-
-def _output_text(v, cap):
-    """The text of the entry's result, with its own (larger) length cap."""
-    global _MAXR, _BIGLEN
-    saved = _MAXR
-    _MAXR, _BIGLEN = cap, cap // 3
-    try:
-        return _text(v)
-    finally:
-        _MAXR, _BIGLEN = saved, saved // 3
 
 
 class _Run:
@@ -570,7 +436,7 @@ def trace_one(req):
             _settrace(None)
             r.phase = "output"
             r.raised = raised is not None
-            r.output = _output_text(raised if raised is not None else value,
+            r.output = values.output_text(raised if raised is not None else value,
                                     int(req.get("max_output") or 65536))
     finally:
         _settrace(None)
@@ -590,12 +456,3 @@ def trace_one(req):
         return result()
     return result("error", "tracing stopped before the entry function returned "
                   "(sys.settrace was switched off inside the program)")
-
-
-def on_prof(signum, frame):
-    """SIGPROF handler (every 50 ms of CPU): stops a __repr__ that has run
-    for more than one full tick."""
-    global _ticks
-    _ticks += 1
-    if _repr_since >= 0 and _ticks - _repr_since >= 2:
-        raise _ReprTimeout
