@@ -76,6 +76,22 @@ type trajectoryText struct {
 	} `json:"messages"`
 }
 
+// decodeTrajectoryText decodes the members dedup reads.
+func decodeTrajectoryText(fields map[string]json.RawMessage) (trajectoryText, error) {
+	var t trajectoryText
+	for key, dst := range map[string]any{
+		"task_id": &t.TaskID, "instance_id": &t.InstanceID, "sample": &t.Sample,
+		"steps": &t.Steps, "messages": &t.Messages,
+	} {
+		if raw, ok := fields[key]; ok {
+			if err := json.Unmarshal(raw, dst); err != nil {
+				return t, fmt.Errorf("field %s: %w", key, err)
+			}
+		}
+	}
+	return t, nil
+}
+
 // text is the concatenated actions: the steps' actions, or the assistant
 // messages (with their native tool calls' arguments) when there are no
 // steps.
@@ -147,12 +163,14 @@ func (c *dedupCmd) run(ctx context.Context, e *Env, args []string) error {
 	var items []dedup.Item
 	rep := dedupReport{Threshold: c.threshold, GroupedBy: c.groupBy, Dropped: []droppedLine{}}
 	err := jsonl.Scan(c.in, func(n int, line []byte) error {
-		var t trajectoryText
-		if err := json.Unmarshal(line, &t); err != nil {
-			return fmt.Errorf("decode trajectory: %w", err)
-		}
+		// One pass over the line: its members raw, then only those that
+		// matter decoded.
 		var fields map[string]json.RawMessage
 		if err := json.Unmarshal(line, &fields); err != nil {
+			return fmt.Errorf("decode trajectory: %w", err)
+		}
+		t, err := decodeTrajectoryText(fields)
+		if err != nil {
 			return fmt.Errorf("decode trajectory: %w", err)
 		}
 		id := t.TaskID
@@ -228,8 +246,8 @@ func groupValue(raw json.RawMessage) string {
 	return string(raw)
 }
 
-// dedupShown is how many dropped lines the text report lists when they
-// are not written to a file.
+// dedupShown is how many groups, and dropped lines when they are not
+// written to a file, the text report lists.
 const dedupShown = 20
 
 func (c *dedupCmd) printReport(e *Env, rep dedupReport) error {
@@ -247,8 +265,19 @@ func (c *dedupCmd) printReport(e *Env, rep dedupReport) error {
 	for g := range perGroup {
 		names = append(names, g)
 	}
-	sort.Strings(names)
-	for _, g := range names {
+	// Most dropped first: with thousands of repositories, the top ones
+	// are what a reader wants to see.
+	sort.Slice(names, func(i, j int) bool {
+		if perGroup[names[i]] != perGroup[names[j]] {
+			return perGroup[names[i]] > perGroup[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	for i, g := range names {
+		if i == dedupShown {
+			fmt.Fprintf(&b, "  ... %d more groups\n", len(names)-dedupShown)
+			break
+		}
 		fmt.Fprintf(&b, "  %s: %d dropped\n", g, perGroup[g])
 	}
 	if c.dropped != "" {
