@@ -91,9 +91,16 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		// The library's own retries would hide how often the server failed.
 		option.WithMaxRetries(0),
 	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	hc := cfg.HTTPClient
+	if hc == nil {
+		// Go's default keeps two idle connections per host; dozens of
+		// episodes talking to one server would open a connection per
+		// request instead of reusing them.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 1024
+		hc = &http.Client{Transport: tr}
 	}
+	opts = append(opts, option.WithHTTPClient(hc))
 	return &Client{cfg: cfg, oa: openai.NewClient(opts...)}, nil
 }
 
