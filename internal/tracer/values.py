@@ -22,9 +22,10 @@ _SEQS = {list: "[]", tuple: "()", set: "{}", frozenset: "frozenset({})", dict: "
 # Types whose text cannot change while the object stays the same: an
 # unchanged local of such a type is written ".." without calling repr.
 # Other types are classified once, when first seen (_classify_type).
-STABLE = {int, float, str, bytes, bool, type(None), complex, range,
-          type(...), type(NotImplemented)}
-_SEEN = set(STABLE)
+_BASE = frozenset({int, float, str, bytes, bool, type(None), complex, range,
+                   type(...), type(NotImplemented)})
+STABLE = set(_BASE)
+_SEEN = set(_BASE)
 _active = set()       # ids of containers being rendered by _bounded (cycles)
 _ticks = 0            # SIGPROF ticks (50 ms of CPU each) during a run
 _repr_since = -1      # tick at which a repr of untrusted code began, or -1
@@ -40,8 +41,13 @@ def configure(max_repr):
 
 
 def reset():
+    """Forgets the previous function: its types (a runner serves many
+    functions, and would keep their classes alive) and its CPU ticks."""
     global _ticks
     _ticks = 0
+    STABLE.intersection_update(_BASE)  # the same set object: tracer.py holds it
+    _SEEN.clear()
+    _SEEN.update(_BASE)
 
 
 def _cut(r, more, unit="chars"):
