@@ -38,10 +38,13 @@ type exitState struct {
 var errWorker = errors.New("trace worker failed")
 
 // start creates the sandbox (if needed), starts the server and waits for
-// its ready line.
+// its ready line. ctx bounds the start only: the sandbox kills a process
+// when the context it was started with ends, and the server must outlive
+// the call that happened to (re)start it; Pool.Close ends it.
 func (w *worker) start(ctx context.Context) (err error) {
+	life := context.WithoutCancel(ctx)
 	if w.sb == nil {
-		w.sb, err = w.rt.New(ctx, sandbox.Config{Workdir: "/tmp", Env: workerEnv, Limits: sandbox.Limits{
+		w.sb, err = w.rt.New(life, sandbox.Config{Workdir: "/tmp", Env: workerEnv, Limits: sandbox.Limits{
 			Memory: w.opts.Memory + 512<<20,
 			Pids:   512,
 			// Runners live for many functions; the wall clock per function
@@ -64,7 +67,7 @@ func (w *worker) start(ctx context.Context) (err error) {
 	outR, outW := io.Pipe()
 	args := []string{w.opts.Python, "-s", pyDir + "/_cwm_server.py", "serve",
 		strconv.Itoa(w.opts.Recycle), strconv.FormatInt(w.opts.Memory, 10)}
-	p, err := w.sb.Start(ctx, sandbox.Cmd{Args: args, Stdin: pr, Stdout: outW,
+	p, err := w.sb.Start(life, sandbox.Cmd{Args: args, Stdin: pr, Stdout: outW,
 		Capture: 8 << 10, OutputLimit: -1, Timeout: 1000 * time.Hour})
 	if err != nil {
 		pw.Close()
@@ -149,6 +152,8 @@ func (w *worker) do(ctx context.Context, req *request, wait time.Duration) (line
 	if err != nil {
 		return nil, false, err
 	}
+	// A server that stopped reading would block the write forever.
+	w.stdin.SetWriteDeadline(time.Now().Add(wait))
 	if _, err := w.stdin.Write(append(b, '\n')); err != nil {
 		return nil, false, fmt.Errorf("%w: send request: %s", errWorker, w.stop())
 	}
