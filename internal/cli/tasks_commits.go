@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"cwm/internal/tasks"
+)
+
+type tasksCommitsCmd struct {
+	env           string
+	out           string
+	commits       string
+	auto          bool
+	max           int
+	issueText     string
+	runs          int
+	excludeRepos  string
+	timeoutFactor float64
+	json          bool
+	quiet         bool
+}
+
+func (*tasksCommitsCmd) name() string { return "tasks commits" }
+func (*tasksCommitsCmd) synopsis() string {
+	return "make verified issue-fix tasks from fix commits"
+}
+func (*tasksCommitsCmd) usage() string {
+	return `--env ID (--commits REV,... | --auto) --out TASKS.jsonl [flags]
+Makes one task per fix commit of the environment's history (the
+environment must come from a git repository). The task's environment is
+built at the commit's parent; the commit is split into test changes
+(test_patch: files under tests/ or test/, test_*.py, *_test.py,
+conftest.py) and the rest (patch). A commit becomes a task when the test
+changes alone make tests fail and the fix makes them pass, twice each;
+otherwise it is rejected with the reason. --auto proposes every commit
+that changes both tests and Python source. The problem statement is the
+commit message, or the content of --issue-text (one commit only).`
+}
+
+func (c *tasksCommitsCmd) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.env, "env", "", "environment `ID` (id, prefix or name)")
+	fs.StringVar(&c.out, "out", "", "tasks `FILE` (JSONL, appended)")
+	fs.StringVar(&c.commits, "commits", "", "comma-separated fix `commits`")
+	fs.BoolVar(&c.auto, "auto", false, "propose every commit that changes tests and source")
+	fs.IntVar(&c.max, "max", 0, "stop after `N` tasks in the output (0: no limit)")
+	fs.StringVar(&c.issueText, "issue-text", "", "problem statement `FILE` (default: the commit message)")
+	fs.IntVar(&c.runs, "runs", 2, "baseline runs of each parent's environment")
+	fs.StringVar(&c.excludeRepos, "exclude-repos", "", "decontamination list `FILE` (default: the SWE-bench repositories; none: no check)")
+	fs.Float64Var(&c.timeoutFactor, "timeout-factor", 3, "test-run timeout as a multiple of the baseline's time (plus 5s)")
+	fs.BoolVar(&c.json, "json", false, "print every commit's decision as JSON")
+	fs.BoolVar(&c.quiet, "quiet", false, "no progress lines")
+}
+
+func (c *tasksCommitsCmd) run(ctx context.Context, e *Env, args []string) error {
+	if len(args) > 0 {
+		return usagef("unexpected arguments %q", args)
+	}
+	if c.env == "" || c.out == "" {
+		return usagef("--env and --out are required")
+	}
+	commits := splitList(c.commits)
+	if (len(commits) == 0) == !c.auto {
+		return usagef("give either --commits or --auto")
+	}
+	issue := ""
+	if c.issueText != "" {
+		b, err := os.ReadFile(c.issueText)
+		if err != nil {
+			return fmt.Errorf("read issue text: %w", err)
+		}
+		issue = string(b)
+	}
+	excl, err := exclusions(c.excludeRepos)
+	if err != nil {
+		return err
+	}
+	env, err := resolveEnv(e, c.env)
+	if err != nil {
+		return err
+	}
+	rt, err := newRuntime(e)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	var progress io.Writer = e.Stderr
+	if c.quiet {
+		progress = nil
+	}
+	ds, err := tasks.Commits(ctx, rt, env, tasks.CommitOptions{Out: c.out, Commits: commits, Auto: c.auto,
+		Max: c.max, IssueText: issue, Home: e.Home, Runs: c.runs, TimeoutFactor: c.timeoutFactor,
+		Exclude: excl, Progress: progress, Log: e.Log})
+	if c.json && ds != nil {
+		if werr := writeJSON(e.Stdout, ds); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, d := range ds {
+		if d.InstanceID != "" {
+			n++
+		}
+	}
+	if !c.json {
+		fmt.Fprintf(e.Stderr, "%d commits decided, %d tasks written\n", len(ds), n)
+	}
+	return nil
+}

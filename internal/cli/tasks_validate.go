@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+
+	"cwm/internal/task"
+	"cwm/internal/tasks"
+)
+
+type tasksValidateCmd struct {
+	fs            *flag.FlagSet // for flags after the arguments
+	json          bool
+	workers       int
+	runs          int
+	timeoutFactor float64
+	quiet         bool
+}
+
+func (*tasksValidateCmd) name() string     { return "tasks validate" }
+func (*tasksValidateCmd) synopsis() string { return "re-verify every task of a tasks file" }
+func (*tasksValidateCmd) usage() string {
+	return `[flags] TASKS.jsonl
+Re-verifies every task on its environment (which must be in $CWM_HOME):
+the buggy tree (bug_patch and test_patch applied) fails every
+FAIL_TO_PASS test, so a no-op patch does not resolve it, and the gold patch
+makes every FAIL_TO_PASS and PASS_TO_PASS test pass. Prints the tasks that
+do not hold, with why, and exits 1 if there is any.`
+}
+
+func (c *tasksValidateCmd) flags(fs *flag.FlagSet) {
+	c.fs = fs
+	fs.BoolVar(&c.json, "json", false, "print every verdict as JSON")
+	fs.IntVar(&c.workers, "workers", 1, "check `N` tasks at once")
+	fs.IntVar(&c.runs, "runs", 1, "run each check `N` times")
+	fs.Float64Var(&c.timeoutFactor, "timeout-factor", 3, "test-run timeout as a multiple of the baseline's time (plus 5s)")
+	fs.BoolVar(&c.quiet, "quiet", false, "no progress bar")
+}
+
+func (c *tasksValidateCmd) run(ctx context.Context, e *Env, args []string) error {
+	args, err := interspersed(c.fs, args)
+	if err != nil {
+		return err
+	}
+	if len(args) != 1 {
+		return usagef("want one tasks file")
+	}
+	if c.workers < 1 || c.runs < 1 {
+		return usagef("--workers and --runs must be >= 1")
+	}
+	ts, err := task.Load(args[0])
+	if err != nil {
+		return err
+	}
+	if len(ts) == 0 {
+		return fmt.Errorf("%s holds no task", args[0])
+	}
+	rt, err := newRuntime(e)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	var progress io.Writer = e.Stderr
+	if c.quiet || c.json {
+		progress = nil
+	}
+	verdicts, err := tasks.Validate(ctx, rt, ts, tasks.ValidateOptions{Home: e.Home, Workers: c.workers,
+		Runs: c.runs, TimeoutFactor: c.timeoutFactor, Progress: progress})
+	if err != nil {
+		return err
+	}
+	bad := 0
+	for _, v := range verdicts {
+		if !v.OK {
+			bad++
+		}
+	}
+	if c.json {
+		if err := writeJSON(e.Stdout, verdicts); err != nil {
+			return err
+		}
+	} else {
+		for _, v := range verdicts {
+			if !v.OK {
+				fmt.Fprintf(e.Stdout, "FAIL %s: %s\n", v.InstanceID, v.Problem)
+			}
+		}
+		fmt.Fprintf(e.Stdout, "%d tasks: %d hold, %d do not\n", len(verdicts), len(verdicts)-bad, bad)
+	}
+	if bad > 0 {
+		return exitStatus(1)
+	}
+	return nil
+}

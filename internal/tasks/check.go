@@ -1,0 +1,308 @@
+package tasks
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"cwm/internal/mutate"
+	"cwm/internal/sandbox"
+	"cwm/internal/task"
+	"cwm/internal/testrun"
+)
+
+// candidate is a mutant ready for validation.
+type candidate struct {
+	m       mutate.Mutant
+	key     string // content hash of the mutated file: one bug, one key
+	mutated []byte
+	tests   []string // the passing tests that execute the mutated function(s)
+	fn      string   // file::function, for the per-function cap
+	id      string   // instance id the task would get
+}
+
+// Decision kinds: why a candidate was rejected, or that it was verified.
+const (
+	kindVerified   = "verified"
+	kindSurvived   = "survived"          // no covering test fails
+	kindImport     = "crashes at import" // the module or a test module no longer imports
+	kindHang       = "hangs"             // a run outlived its budget
+	kindLimit      = "limit"             // a run hit another sandbox limit
+	kindNoF2P      = "no FAIL_TO_PASS"   // failures did not survive the whole suite
+	kindUnverified = "not verified"      // a verification check did not hold
+)
+
+// decision is one line of the decisions file: a candidate decided, with
+// the reason, so that a re-run skips it.
+type decision struct {
+	Key        string  `json:"key"`
+	InstanceID string  `json:"instance_id,omitempty"`
+	Kind       string  `json:"kind"`
+	Stage      string  `json:"stage,omitempty"`
+	Reason     string  `json:"reason,omitempty"`
+	Family     string  `json:"family"`
+	Operator   string  `json:"operator"`
+	File       string  `json:"file"`
+	Function   string  `json:"function"`
+	Desc       string  `json:"desc"`
+	TestsRun   int     `json:"tests_run"`
+	Seconds    float64 `json:"seconds"`
+}
+
+// worker validates candidates in its own sandbox.
+type worker struct {
+	r  *mutateRun
+	sb *sandbox.Sandbox
+}
+
+const importCheck = "import importlib, sys; sys.path.insert(0, sys.argv[1]); importlib.import_module(sys.argv[2])"
+
+// validate decides one candidate: run the covering tests on the mutant,
+// then the whole suite, then verify the task. Every step starts from a
+// reset sandbox. The error is for failures of cwm, never of the mutant.
+func (w *worker) validate(ctx context.Context, c *candidate) (decision, *task.Task, error) {
+	start := time.Now()
+	r, sb := w.r, w.sb
+	env := r.env
+	d := decision{Key: c.key, Family: c.m.Family, Operator: c.m.Operator, File: c.m.File,
+		Function: c.m.Function, Desc: c.m.Desc}
+	done := func(kind, stage, reason string) (decision, *task.Task, error) {
+		d.Kind, d.Stage, d.Reason = kind, stage, reason
+		d.Seconds = roundSecs(time.Since(start))
+		return d, nil, nil
+	}
+	var checks []string
+
+	if !r.opts.FullSuite {
+		if err := sb.Reset(ctx); err != nil {
+			return d, nil, fmt.Errorf("reset sandbox: %w", err)
+		}
+		probe, err := r.importable(ctx, sb, c.m.File)
+		if err != nil {
+			return d, nil, err
+		}
+		if err := writeMutant(ctx, sb, c.m.File, c.mutated); err != nil {
+			return d, nil, err
+		}
+		if probe.ok {
+			limit := r.budget.timeout([]string{})
+			res, err := sb.Exec(ctx, sandbox.Cmd{Args: []string{"python", "-c", importCheck, probe.root, probe.module}, Dir: "/repo", Timeout: limit})
+			if err != nil {
+				return d, nil, fmt.Errorf("import %s: %w", probe.module, err)
+			}
+			switch {
+			case res.Reason == sandbox.ReasonTimeout:
+				return done(kindHang, "import", fmt.Sprintf("importing %s hangs: still running after %s", probe.module, limit.Round(100*time.Millisecond)))
+			case !res.Success():
+				return done(kindImport, "import", fmt.Sprintf("importing %s fails: %s", probe.module, scrub(lastLine(res.Stderr))))
+			}
+		}
+		limit := r.budget.timeout(c.tests)
+		rep, err := runTests(ctx, sb, env, c.tests, limit)
+		if err != nil {
+			return d, nil, err
+		}
+		d.TestsRun += len(rep.Tests)
+		if k, why := r.broken(rep, limit); k != "" {
+			return done(k, "covering tests", why)
+		}
+		got := outcomes(rep)
+		var broke []string
+		for _, id := range c.tests {
+			if failed(got[id].Outcome) {
+				broke = append(broke, id)
+			}
+		}
+		if len(broke) == 0 {
+			return done(kindSurvived, "covering tests", fmt.Sprintf("the %d passing tests that execute %s still pass", len(c.tests), c.m.Function))
+		}
+		r.countBroke(c.m.Family)
+		checks = append(checks, fmt.Sprintf("mutant fails %d of the %d covering tests", len(broke), len(c.tests)))
+	}
+
+	if err := sb.Reset(ctx); err != nil {
+		return d, nil, fmt.Errorf("reset sandbox: %w", err)
+	}
+	if err := writeMutant(ctx, sb, c.m.File, c.mutated); err != nil {
+		return d, nil, err
+	}
+	limit := r.budget.timeout(nil)
+	rep, err := runTests(ctx, sb, env, nil, limit)
+	if err != nil {
+		return d, nil, err
+	}
+	d.TestsRun += len(rep.Tests)
+	if k, why := r.broken(rep, limit); k != "" {
+		return done(k, "whole suite", why)
+	}
+	got := outcomes(rep)
+	var f2p, p2p []string
+	for _, id := range r.stable {
+		switch o := got[id].Outcome; {
+		case failed(o):
+			f2p = append(f2p, id)
+		case o == testrun.Pass:
+			p2p = append(p2p, id)
+		}
+	}
+	if len(f2p) == 0 {
+		if r.opts.FullSuite {
+			return done(kindSurvived, "whole suite", "every test that passed at baseline still passes")
+		}
+		return done(kindNoF2P, "whole suite", "the covering tests failed alone but every test passes in the whole suite")
+	}
+	if r.opts.FullSuite {
+		r.countBroke(c.m.Family)
+	}
+	checks = append(checks, fmt.Sprintf("whole suite on the mutant: %d FAIL_TO_PASS, %d PASS_TO_PASS, %d flaky or unstable tests left out",
+		len(f2p), len(p2p), r.leftOut))
+	bug, err := diff(ctx, sb, c.m.File, false)
+	if err != nil {
+		return d, nil, err
+	}
+	gold, err := diff(ctx, sb, c.m.File, true)
+	if err != nil {
+		return d, nil, err
+	}
+	t := &task.Task{
+		InstanceID: c.id, Repo: r.repo, BaseCommit: env.Commit, Patch: gold, TestPatch: "",
+		ProblemStatement: problemStatement(f2p, got), FailToPass: f2p, PassToPass: p2p,
+		Version: env.ID, CreatedAt: time.Now().UTC().Format(time.RFC3339), EnvironmentSetupCommit: env.Commit,
+		EnvID: env.ID, BugPatch: bug, Kind: "mutate", Family: c.m.Family, Operator: c.m.Operator,
+		File: c.m.File, Function: c.m.Function,
+	}
+
+	v := verdict{checks: checks}
+	for run := 1; run <= 2 && v.problem == ""; run++ {
+		if err := r.verifier.checkBug(ctx, sb, t, run, r.opts.FullSuite, &v); err != nil {
+			return d, nil, err
+		}
+	}
+	if v.problem == "" {
+		if err := r.verifier.checkGold(ctx, sb, t, 2, r.opts.FullSuite, &v); err != nil {
+			return d, nil, err
+		}
+	}
+	d.TestsRun += v.testsRun
+	if v.problem != "" {
+		return done(kindUnverified, "verification", v.problem)
+	}
+	d.Kind, d.InstanceID = kindVerified, t.InstanceID
+	d.Seconds = roundSecs(time.Since(start))
+	t.Validation = &task.Validation{TestsRun: d.TestsRun, Seconds: d.Seconds, Checks: v.checks}
+	return d, t, nil
+}
+
+// broken classifies a run that says nothing about the mutant's tests: it
+// was stopped, or a module (the mutated one, or a test module importing
+// it) failed to import, which pytest reports as an error of an id the
+// baseline never had.
+func (r *mutateRun) broken(rep *testrun.Report, limit time.Duration) (string, string) {
+	switch rep.Result.Reason {
+	case sandbox.ReasonNone:
+	case sandbox.ReasonTimeout:
+		return kindHang, stopped(rep, limit)
+	default:
+		return kindLimit, stopped(rep, limit)
+	}
+	for _, t := range rep.Tests {
+		if _, known := r.baseline[t.ID]; !known && failed(t.Outcome) {
+			return kindImport, fmt.Sprintf("%s does not import: %s", t.ID, scrub(t.Message))
+		}
+	}
+	if len(rep.Tests) == 0 {
+		return kindImport, "no test ran: " + scrub(rep.Note)
+	}
+	return "", ""
+}
+
+// importProbe says whether a file's module imports on the environment's
+// tree; only then does a mutant that breaks its import count as a crash at
+// import rather than something the tests will show.
+type importProbe struct {
+	once   sync.Once
+	ok     bool
+	module string
+	root   string
+	err    error
+}
+
+// importable probes file's module once per run, in sb, which must hold
+// the environment's tree.
+func (r *mutateRun) importable(ctx context.Context, sb *sandbox.Sandbox, file string) (*importProbe, error) {
+	r.mu.Lock()
+	p := r.probes[file]
+	if p == nil {
+		p = &importProbe{}
+		r.probes[file] = p
+	}
+	r.mu.Unlock()
+	p.once.Do(func() {
+		p.module, p.root = moduleName(r.env.Layer(), file)
+		if p.module == "" {
+			return
+		}
+		res, err := sb.Exec(ctx, sandbox.Cmd{Args: []string{"python", "-c", importCheck, p.root, p.module}, Dir: "/repo", Timeout: r.budget.timeout([]string{})})
+		if err != nil {
+			p.err = fmt.Errorf("import %s: %w", p.module, err)
+			return
+		}
+		p.ok = res.Success()
+	})
+	return p, p.err
+}
+
+// moduleName is the dotted module of a repository file and the directory
+// to put on sys.path for it: the packages are the directories holding an
+// __init__.py, from the file's up.
+func moduleName(layer, file string) (module, root string) {
+	if !strings.HasSuffix(file, ".py") {
+		return "", ""
+	}
+	dir, base := path.Split(file)
+	dir = strings.TrimSuffix(dir, "/")
+	var parts []string
+	if base != "__init__.py" {
+		parts = []string{strings.TrimSuffix(base, ".py")}
+	}
+	for dir != "" && dir != "." {
+		if _, err := os.Stat(filepath.Join(layer, "repo", dir, "__init__.py")); err != nil {
+			break
+		}
+		parts = append([]string{path.Base(dir)}, parts...)
+		dir = path.Dir(dir)
+		if dir == "." {
+			dir = ""
+		}
+	}
+	if len(parts) == 0 {
+		return "", ""
+	}
+	return strings.Join(parts, "."), path.Join("/repo", dir)
+}
+
+func roundSecs(d time.Duration) float64 {
+	return float64(d.Round(time.Millisecond)) / float64(time.Second)
+}
+
+// unionTests merges sorted test lists.
+func unionTests(lists ...[]string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, l := range lists {
+		for _, id := range l {
+			if !seen[id] {
+				seen[id] = true
+				out = append(out, id)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,362 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"cwm/internal/envbuild"
+	"cwm/internal/jsonl"
+	"cwm/internal/sandbox"
+	"cwm/internal/task"
+	"cwm/internal/testrun"
+)
+
+// CommitOptions configure an issue-fix run over a repository's history.
+type CommitOptions struct {
+	// Out is the tasks file; decisions go to Out.decisions.jsonl.
+	Out string
+	// Commits are the fix commits (any revision git understands); Auto
+	// proposes every commit that changes both tests and source instead.
+	Commits []string
+	Auto    bool
+	// Max is how many tasks to write, counting those already in Out (0:
+	// no limit).
+	Max int
+	// IssueText, when set, is the problem statement (one commit only);
+	// otherwise the commit message is.
+	IssueText string
+	// Home is $CWM_HOME, where the environments at the parents are built.
+	Home string
+	// Runs is the number of baseline runs of each parent's environment
+	// (default 2).
+	Runs          int
+	TimeoutFactor float64
+	Exclude       *Exclusions
+	Progress      io.Writer
+	Log           *slog.Logger
+}
+
+// CommitDecision is what became of one commit.
+type CommitDecision struct {
+	Key        string  `json:"key"` // the commit
+	Parent     string  `json:"parent,omitempty"`
+	ParentEnv  string  `json:"parent_env,omitempty"`
+	InstanceID string  `json:"instance_id,omitempty"`
+	Kind       string  `json:"kind"` // verified, or why not
+	Reason     string  `json:"reason,omitempty"`
+	Seconds    float64 `json:"seconds"`
+}
+
+// Commits makes issue-fix tasks from fix commits of env's history. Each
+// task's environment is built with envbuild at the commit's parent, from
+// env's source repository: its layer then holds no later history (the
+// fix is not in git log), and graders and agents use it as they use any
+// environment, by applying test_patch and a candidate patch, with no
+// checkout. The commit is split into test changes (test_patch) and the
+// rest (patch); the task holds when the test changes alone make some
+// tests fail (FAIL_TO_PASS) and both together make every FAIL_TO_PASS
+// and PASS_TO_PASS test pass, each checked twice.
+func Commits(ctx context.Context, rt *sandbox.Runtime, env *envbuild.Env, opts CommitOptions) ([]CommitDecision, error) {
+	if env.Repository.Kind != "git" {
+		return nil, fmt.Errorf("environment %s was built from a plain directory: commit tasks need one built from a git repository", env.ID)
+	}
+	if opts.IssueText != "" && (opts.Auto || len(opts.Commits) != 1) {
+		return nil, errors.New("an issue text describes one commit: give exactly one with --commits")
+	}
+	if opts.Runs <= 0 {
+		opts.Runs = 2
+	}
+	sb, err := rt.New(ctx, env.SandboxConfig())
+	if err != nil {
+		return nil, fmt.Errorf("start sandbox on %s: %w", env.ID, err)
+	}
+	defer sb.Close()
+	if opts.Exclude != nil {
+		if err := opts.Exclude.Check(ctx, sb, env); err != nil {
+			return nil, err
+		}
+	}
+	commits, err := listCommits(ctx, sb, opts)
+	if err != nil {
+		return nil, err
+	}
+	decided, err := jsonl.Keys(decisionsPath(opts.Out), jsonl.Field("key"))
+	if err != nil {
+		return nil, fmt.Errorf("read earlier decisions: %w", err)
+	}
+	have, err := task.Load(opts.Out)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("read earlier tasks: %w", err)
+	}
+	out, err := jsonl.Append(opts.Out)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", opts.Out, err)
+	}
+	defer out.Close()
+	dec, err := jsonl.Append(decisionsPath(opts.Out))
+	if err != nil {
+		return nil, fmt.Errorf("open decisions: %w", err)
+	}
+	defer dec.Close()
+
+	written := len(have)
+	var results []CommitDecision
+	for _, c := range commits {
+		if opts.Max > 0 && written >= opts.Max {
+			break
+		}
+		if decided[c] {
+			continue
+		}
+		d, t, err := commitTask(ctx, rt, sb, env, c, opts)
+		if err != nil {
+			return results, fmt.Errorf("commit %.12s: %w", c, err)
+		}
+		if t != nil {
+			if err := out.Write(t); err != nil {
+				return results, fmt.Errorf("write task: %w", err)
+			}
+			written++
+		}
+		if err := dec.Write(d); err != nil {
+			return results, fmt.Errorf("write decision: %w", err)
+		}
+		if opts.Progress != nil {
+			line := fmt.Sprintf("commit %.12s: %s", c, d.Kind)
+			if d.Reason != "" {
+				line += ": " + d.Reason
+			}
+			fmt.Fprintln(opts.Progress, line)
+		}
+		results = append(results, d)
+	}
+	return results, nil
+}
+
+// listCommits resolves the requested commits, or with Auto lists every
+// non-merge commit that changes a test file and a source file, newest
+// first.
+func listCommits(ctx context.Context, sb *sandbox.Sandbox, opts CommitOptions) ([]string, error) {
+	if !opts.Auto {
+		var out []string
+		for _, rev := range opts.Commits {
+			sha, err := exec(ctx, sb, sandbox.Cmd{Args: gitArgs("rev-parse", "--verify", "--end-of-options", rev+"^{commit}"), Dir: "/repo"})
+			if err != nil {
+				return nil, fmt.Errorf("commit %q is not in the environment's history: %w", rev, err)
+			}
+			out = append(out, strings.TrimSpace(sha))
+		}
+		return out, nil
+	}
+	log, err := exec(ctx, sb, sandbox.Cmd{Args: gitArgs("log", "--no-merges", "--no-renames", "--name-only", "--format=%x01%H %P", "HEAD"), Dir: "/repo"})
+	if err != nil {
+		return nil, fmt.Errorf("read history: %w", err)
+	}
+	var out []string
+	for _, block := range strings.Split(log, "\x01")[1:] {
+		lines := strings.Split(strings.TrimSpace(block), "\n")
+		head := strings.Fields(lines[0])
+		if len(head) < 2 {
+			continue // a root commit: no parent to build
+		}
+		tests, source := false, false
+		for _, f := range lines[1:] {
+			f = strings.TrimSpace(f)
+			switch {
+			case f == "":
+			case isTestFile(f):
+				tests = true
+			case strings.HasSuffix(f, ".py"):
+				source = true
+			}
+		}
+		if tests && source {
+			out = append(out, head[0])
+		}
+	}
+	return out, nil
+}
+
+// commitTask decides one commit. sb is a sandbox on env (the history).
+func commitTask(ctx context.Context, rt *sandbox.Runtime, sb *sandbox.Sandbox, env *envbuild.Env, c string, opts CommitOptions) (CommitDecision, *task.Task, error) {
+	start := time.Now()
+	d := CommitDecision{Key: c}
+	reject := func(kind, reason string) (CommitDecision, *task.Task, error) {
+		d.Kind, d.Reason, d.Seconds = kind, reason, roundSecs(time.Since(start))
+		return d, nil, nil
+	}
+	git := func(args ...string) (string, error) {
+		return exec(ctx, sb, sandbox.Cmd{Args: gitArgs(args...), Dir: "/repo"})
+	}
+	parent, err := git("rev-parse", "--verify", c+"^1")
+	if err != nil {
+		return reject("no parent", "a root commit has no parent to check out")
+	}
+	d.Parent = strings.TrimSpace(parent)
+	names, err := git("diff", "--name-only", "--no-renames", d.Parent, c)
+	if err != nil {
+		return d, nil, err
+	}
+	var testFiles, srcFiles []string
+	for _, f := range strings.Fields(names) {
+		if isTestFile(f) {
+			testFiles = append(testFiles, f)
+		} else {
+			srcFiles = append(srcFiles, f)
+		}
+	}
+	switch {
+	case len(testFiles) == 0:
+		return reject("no test changes", "the commit changes no test file, so nothing shows the bug")
+	case len(srcFiles) == 0:
+		return reject("no source changes", "the commit changes only tests")
+	}
+	patchOf := func(files []string) (string, error) {
+		args := append([]string{"diff", "--binary", "--no-renames", "--no-ext-diff", "--no-textconv",
+			"--src-prefix=a/", "--dst-prefix=b/", d.Parent, c, "--"}, files...)
+		return git(args...)
+	}
+	testPatch, err := patchOf(testFiles)
+	if err != nil {
+		return d, nil, err
+	}
+	fix, err := patchOf(srcFiles)
+	if err != nil {
+		return d, nil, err
+	}
+	statement := opts.IssueText
+	if statement == "" {
+		if statement, err = git("log", "-1", "--format=%B", c); err != nil {
+			return d, nil, err
+		}
+	}
+	date, err := git("log", "-1", "--format=%cI", c)
+	if err != nil {
+		return d, nil, err
+	}
+
+	penv, err := envbuild.Build(ctx, rt, envbuild.Options{Home: opts.Home, Source: env.Repository.Location,
+		Rev: d.Parent, Name: env.Name, Test: env.Test.Command, Runs: opts.Runs, NoCoverage: true,
+		Limits: env.Limits, Log: opts.Log})
+	if err != nil {
+		var ie *envbuild.InputError
+		if errors.As(err, &ie) {
+			return reject("parent environment", ie.Error())
+		}
+		return d, nil, fmt.Errorf("build the environment at %.12s: %w", d.Parent, err)
+	}
+	d.ParentEnv = penv.ID
+	if !penv.Usable {
+		return reject("parent environment", "the environment at the parent is not usable: "+penv.Reason)
+	}
+	repo := RepoName(env)
+	t := &task.Task{
+		InstanceID: instanceID(repo, "commit", c[:12]), Repo: repo, BaseCommit: penv.Commit,
+		Patch: fix, TestPatch: testPatch, ProblemStatement: strings.TrimSpace(statement) + "\n",
+		Version: penv.ID, CreatedAt: strings.TrimSpace(date), EnvironmentSetupCommit: penv.Commit,
+		EnvID: penv.ID, Kind: "commit",
+	}
+	psb, err := rt.New(ctx, penv.SandboxConfig())
+	if err != nil {
+		return d, nil, fmt.Errorf("start sandbox on %s: %w", penv.ID, err)
+	}
+	defer psb.Close()
+	v := newVerifier(penv, newBudget(penv, opts.TimeoutFactor), false)
+	flaky := map[string]bool{}
+	for _, b := range penv.Baseline {
+		if b.Status == envbuild.Flaky {
+			flaky[b.ID] = true
+		}
+	}
+	// Whole-suite runs with the test changes alone, then with the fix.
+	var before, after []map[string]testrun.Test
+	tests := 0
+	for i := 0; i < 4; i++ {
+		materialize := v.buggy
+		if i >= 2 {
+			materialize = v.goldTree
+		}
+		if err := materialize(ctx, psb, t); err != nil {
+			var pe *patchError
+			if errors.As(err, &pe) {
+				return reject("patch", pe.Error())
+			}
+			return d, nil, err
+		}
+		limit := v.budget.timeout(nil)
+		rep, err := runTests(ctx, psb, penv, nil, limit)
+		if err != nil {
+			return d, nil, err
+		}
+		tests += len(rep.Tests)
+		if why := stopped(rep, limit); why != "" {
+			kind := kindLimit
+			if rep.Result.Reason == sandbox.ReasonTimeout {
+				kind = kindHang
+			}
+			return reject(kind, why)
+		}
+		if i < 2 {
+			before = append(before, outcomes(rep))
+		} else {
+			after = append(after, outcomes(rep))
+		}
+	}
+	var changed, passBefore, failAfter []string
+	for id := range after[0] {
+		if flaky[id] {
+			continue
+		}
+		inChanged := false
+		for _, f := range testFiles {
+			if strings.HasPrefix(id, f+"::") || id == f {
+				inChanged = true
+			}
+		}
+		allFail := failed(before[0][id].Outcome) && failed(before[1][id].Outcome)
+		allPass := before[0][id].Outcome == testrun.Pass && before[1][id].Outcome == testrun.Pass
+		fixed := after[0][id].Outcome == testrun.Pass && after[1][id].Outcome == testrun.Pass
+		switch {
+		case allFail && fixed:
+			t.FailToPass = append(t.FailToPass, id)
+		case allPass && fixed:
+			t.PassToPass = append(t.PassToPass, id)
+		}
+		if inChanged {
+			changed = append(changed, id)
+			if allPass {
+				passBefore = append(passBefore, id)
+			}
+			if !fixed {
+				failAfter = append(failAfter, id)
+			}
+		}
+	}
+	sort.Strings(t.FailToPass)
+	sort.Strings(t.PassToPass)
+	if len(t.FailToPass) == 0 {
+		switch {
+		case len(changed) > 0 && len(passBefore) == len(changed):
+			return reject("tests pass without the fix", fmt.Sprintf("the commit's tests already pass without the fix (%d tests of %s pass with the test changes alone)", len(changed), strings.Join(testFiles, ", ")))
+		case len(failAfter) > 0:
+			return reject("tests fail with the fix", fmt.Sprintf("%d of the commit's tests still fail with the fix, e.g. %s", len(failAfter), failAfter[0]))
+		default:
+			return reject("no FAIL_TO_PASS", "no test fails with the test changes alone and passes with the fix")
+		}
+	}
+	d.Kind, d.InstanceID = kindVerified, t.InstanceID
+	d.Seconds = roundSecs(time.Since(start))
+	t.Validation = &task.Validation{TestsRun: tests, Seconds: d.Seconds, Checks: []string{
+		fmt.Sprintf("environment built at the parent %.12s (%s)", d.Parent, penv.ID),
+		fmt.Sprintf("test_patch alone: all %d FAIL_TO_PASS tests fail (whole suite, runs 1 and 2)", len(t.FailToPass)),
+		fmt.Sprintf("test_patch and patch: all %d FAIL_TO_PASS and %d PASS_TO_PASS tests pass (whole suite, runs 1 and 2)", len(t.FailToPass), len(t.PassToPass)),
+	}}
+	return d, t, nil
+}

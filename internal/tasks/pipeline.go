@@ -1,0 +1,539 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"cwm/internal/envbuild"
+	"cwm/internal/jsonl"
+	"cwm/internal/mutate"
+	"cwm/internal/progress"
+	"cwm/internal/sandbox"
+	"cwm/internal/task"
+)
+
+// MutateOptions configure a mutate-fix run.
+type MutateOptions struct {
+	// Out is the tasks file (JSONL); decisions go to Out.decisions.jsonl.
+	Out string
+	// Families to use (default all five).
+	Families []string
+	// Max is how many verified tasks to write, counting those already in
+	// Out (0: no limit).
+	Max int
+	// PerFunction caps the tasks of one function (0: no cap).
+	PerFunction int
+	// Seed orders the candidates and samples the sites.
+	Seed int64
+	// Shard takes a deterministic part of the functions.
+	Shard Shard
+	// Workers validate candidates at once, each in its own sandbox
+	// (default 1).
+	Workers int
+	// Functions, when set, restricts the run to the covered functions
+	// these queries name (see envbuild.Coverage.FindFunctions).
+	Functions []string
+	// PerOperator caps the sites of one operator in one function (default 8).
+	PerOperator int
+	// FullSuite validates every candidate with the whole suite at every
+	// step: no test-to-code map, no shared gold runs. It exists as the
+	// baseline the benchmark compares against.
+	FullSuite bool
+	// TimeoutFactor scales the baseline's durations into run timeouts
+	// (default 3, plus 5 seconds).
+	TimeoutFactor float64
+	// Exclude, when set, refuses environments whose repository it lists.
+	Exclude *Exclusions
+	// Progress receives a progress bar; nil for none.
+	Progress io.Writer
+	Log      *slog.Logger
+}
+
+// Shard is part Index of Count (0 <= Index < Count).
+type Shard struct{ Index, Count int }
+
+// ParseShard reads "i/n".
+func ParseShard(s string) (Shard, error) {
+	if s == "" {
+		return Shard{0, 1}, nil
+	}
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
+		return Shard{}, fmt.Errorf("shard %q: want i/n with 0 <= i < n", s)
+	}
+	return Shard{i, n}, nil
+}
+
+// has reports whether key belongs to the shard.
+func (s Shard) has(key string) bool {
+	if s.Count <= 1 {
+		return true
+	}
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	return int(h.Sum64()%uint64(s.Count)) == s.Index
+}
+
+// FamilyCounts is the funnel of one family.
+type FamilyCounts struct {
+	Candidates int `json:"candidates"` // sites the operators found
+	Applicable int `json:"applicable"` // sites whose edit changes the program
+	Compiled   int `json:"compiled"`   // mutants that compile
+	Duplicates int `json:"duplicates"` // same bug as an earlier mutant
+	Unexecuted int `json:"unexecuted"` // no passing test executes the mutated lines
+	Tried      int `json:"tried"`      // validated in this run
+	BrokeTests int `json:"broke_tests"`
+	Verified   int `json:"verified"` // written in this run
+}
+
+// Summary is what a mutate run did.
+type Summary struct {
+	Families map[string]*FamilyCounts `json:"families"`
+	// Rejected counts the rejected candidates by kind.
+	Rejected map[string]int `json:"rejected"`
+	// Resumed counts the candidates skipped because an earlier run
+	// decided them; Existing the tasks already in the output.
+	Resumed  int     `json:"resumed"`
+	Existing int     `json:"existing"`
+	Written  int     `json:"written"`
+	Seconds  float64 `json:"seconds"`
+	// GoldSeconds is the time of the shared whole-suite runs of the
+	// environment's tree.
+	GoldSeconds float64 `json:"gold_seconds"`
+}
+
+// mutateRun is the state one Mutate call shares between its workers.
+type mutateRun struct {
+	env      *envbuild.Env
+	opts     MutateOptions
+	repo     string
+	budget   budget
+	verifier *verifier
+	baseline map[string]string // every baseline test's status
+	stable   []string          // passing at baseline and in the session's gold runs
+	leftOut  int               // passing at baseline but flaky or unstable
+
+	mu      sync.Mutex
+	probes  map[string]*importProbe
+	summary *Summary
+}
+
+func (r *mutateRun) countBroke(family string) {
+	r.mu.Lock()
+	r.summary.Families[family].BrokeTests++
+	r.mu.Unlock()
+}
+
+// Mutate makes mutate-fix tasks from env and appends them to opts.Out.
+func Mutate(ctx context.Context, rt *sandbox.Runtime, env *envbuild.Env, opts MutateOptions) (*Summary, error) {
+	start := time.Now()
+	if opts.Workers < 1 {
+		opts.Workers = 1
+	}
+	if len(opts.Families) == 0 {
+		opts.Families = mutate.Families
+	}
+	if !env.Usable {
+		return nil, fmt.Errorf("environment %s is not usable: %s", env.ID, env.Reason)
+	}
+	cov, err := envbuild.EnsureCoverage(ctx, rt, env)
+	if err != nil {
+		return nil, fmt.Errorf("test-to-code map of %s: %w", env.ID, err)
+	}
+	r := &mutateRun{env: env, opts: opts, repo: RepoName(env), budget: newBudget(env, opts.TimeoutFactor),
+		baseline: map[string]string{}, probes: map[string]*importProbe{},
+		summary: &Summary{Families: map[string]*FamilyCounts{}, Rejected: map[string]int{}}}
+	for _, f := range mutate.Families {
+		r.summary.Families[f] = &FamilyCounts{}
+	}
+	for _, t := range env.Baseline {
+		r.baseline[t.ID] = t.Status
+	}
+	r.verifier = newVerifier(env, r.budget, !opts.FullSuite)
+
+	sbs := make([]*sandbox.Sandbox, opts.Workers)
+	defer func() {
+		for _, sb := range sbs {
+			if sb != nil {
+				sb.Close()
+			}
+		}
+	}()
+	for i := range sbs {
+		if sbs[i], err = rt.New(ctx, env.SandboxConfig()); err != nil {
+			return nil, fmt.Errorf("start sandbox on %s: %w", env.ID, err)
+		}
+	}
+	if opts.Exclude != nil {
+		if err := opts.Exclude.Check(ctx, sbs[0], env); err != nil {
+			return nil, err
+		}
+	}
+
+	cands, err := r.candidates(ctx, sbs[0], cov)
+	if err != nil {
+		return nil, err
+	}
+	queue, existing, err := r.resume(cands)
+	if err != nil {
+		return nil, err
+	}
+	if len(queue) > 0 && (opts.Max == 0 || r.summary.Existing < opts.Max) {
+		if err := r.sessionGold(ctx, sbs[0]); err != nil {
+			return nil, err
+		}
+	} else {
+		r.stable = env.Passing()
+	}
+	if err := r.dispatch(ctx, sbs, queue, existing); err != nil {
+		return r.summary, err
+	}
+	r.summary.Seconds = roundSecs(time.Since(start))
+	return r.summary, nil
+}
+
+// sessionGold runs the whole suite twice on the environment's tree: the
+// gold tree of every mutate-fix task. Passing tests that do not pass in
+// both runs join the flaky ones in neither list.
+func (r *mutateRun) sessionGold(ctx context.Context, sb *sandbox.Sandbox) error {
+	passing := r.env.Passing()
+	r.leftOut = len(r.env.Baseline) - len(passing)
+	if r.opts.FullSuite {
+		r.stable = passing
+		return nil
+	}
+	t0 := time.Now()
+	if err := sb.Reset(ctx); err != nil {
+		return fmt.Errorf("reset sandbox: %w", err)
+	}
+	tree, err := treeHash(ctx, sb)
+	if err != nil {
+		return err
+	}
+	if err := sb.Reset(ctx); err != nil {
+		return fmt.Errorf("reset sandbox: %w", err)
+	}
+	reps, _, err := r.verifier.goldReports(ctx, sb, tree, 2, nil)
+	if err != nil {
+		return fmt.Errorf("whole-suite runs of the environment's tree: %w", err)
+	}
+	bad := unstable(passing, reps)
+	for _, id := range passing {
+		if !bad[id] {
+			r.stable = append(r.stable, id)
+		}
+	}
+	r.leftOut = len(r.env.Baseline) - len(r.stable)
+	r.summary.GoldSeconds = roundSecs(time.Since(t0))
+	if len(bad) > 0 && r.opts.Log != nil {
+		r.opts.Log.Warn("tests passing at baseline did not pass in the session's runs; left out of every task", "tests", sortedKeys(bad))
+	}
+	return nil
+}
+
+// candidates asks mutate.py for the mutants of the covered functions of
+// this shard and turns them into candidates, in the seed's order.
+func (r *mutateRun) candidates(ctx context.Context, sb *sandbox.Sandbox, cov *envbuild.Coverage) ([]*candidate, error) {
+	testsOf := map[envbuild.FuncRef][]string{}
+	for _, fc := range cov.Functions() {
+		testsOf[fc.Func] = fc.Tests
+	}
+	wanted := map[envbuild.FuncRef]bool{}
+	if len(r.opts.Functions) > 0 {
+		for _, q := range r.opts.Functions {
+			refs := cov.FindFunctions(q)
+			if len(refs) == 0 {
+				return nil, fmt.Errorf("no covered function of %s matches %q", r.env.ID, q)
+			}
+			for _, f := range refs {
+				wanted[f] = true
+			}
+		}
+	}
+	req := mutate.Request{Seed: r.opts.Seed, Families: r.opts.Families, PerOperator: r.opts.PerOperator,
+		Files: map[string]mutate.FileSpec{}, Python: "python"}
+	for f := range testsOf {
+		if (len(wanted) > 0 && !wanted[f]) || !r.opts.Shard.has(f.File+"\x00"+f.Name) {
+			continue
+		}
+		spec := req.Files[f.File]
+		spec.Functions = append(spec.Functions, mutate.Func{Name: f.Name, Line: f.Line})
+		req.Files[f.File] = spec
+	}
+	for file, spec := range req.Files {
+		lines := map[int]bool{}
+		for _, tc := range cov.Tests {
+			for _, l := range tc.Lines[file] {
+				lines[l] = true
+			}
+		}
+		for l := range lines {
+			spec.Executed = append(spec.Executed, l)
+		}
+		sort.Ints(spec.Executed)
+		sort.Slice(spec.Functions, func(i, j int) bool { return spec.Functions[i].Line < spec.Functions[j].Line })
+		req.Files[file] = spec
+	}
+	res, err := mutate.Generate(ctx, sb, req)
+	if err != nil {
+		return nil, fmt.Errorf("mutants of %s: %w", r.env.ID, err)
+	}
+	for _, e := range res.Errors {
+		r.logf("cannot analyse %s", e)
+	}
+	for _, u := range res.Unmatched {
+		r.logf("covered function not found in the source: %s", u)
+	}
+	for fam, st := range res.Stats {
+		if fc := r.summary.Families[fam]; fc != nil {
+			fc.Candidates += st.Sites
+			fc.Applicable += st.Sites - st.Identical
+			fc.Compiled += st.Sites - st.Identical - st.Syntax
+		}
+	}
+	sources := map[string][]byte{}
+	seen := map[string]bool{}
+	var out []*candidate
+	for _, m := range res.Mutants {
+		src, ok := sources[m.File]
+		if !ok {
+			if src, err = os.ReadFile(filepath.Join(r.env.Layer(), "repo", filepath.FromSlash(m.File))); err != nil {
+				return nil, fmt.Errorf("read %s of %s: %w", m.File, r.env.ID, err)
+			}
+			sources[m.File] = src
+		}
+		mutated, err := m.Apply(src)
+		if err != nil {
+			return nil, err
+		}
+		fc := r.summary.Families[m.Family]
+		key := mutate.Key(m.File, mutated)
+		if seen[key] {
+			fc.Duplicates++
+			continue
+		}
+		seen[key] = true
+		var lists [][]string
+		for _, a := range m.Affects {
+			lists = append(lists, testsOf[envbuild.FuncRef{File: m.File, Name: a.Name, Line: a.Line}])
+		}
+		tests := unionTests(lists...)
+		if (!m.Executed && !r.opts.FullSuite) || len(tests) == 0 {
+			fc.Unexecuted++
+			continue
+		}
+		out = append(out, &candidate{m: m, key: key, mutated: mutated, tests: tests,
+			fn: m.File + "::" + m.Function, id: instanceID(r.repo, m.Family, key[:12])})
+	}
+	return order(out, r.opts.Seed), nil
+}
+
+// order shuffles each family's candidates with the seed and interleaves
+// the families, so that a run stopped by --max still covers all of them.
+func order(cands []*candidate, seed int64) []*candidate {
+	by := map[string][]*candidate{}
+	for _, c := range cands {
+		by[c.m.Family] = append(by[c.m.Family], c)
+	}
+	var lists [][]*candidate
+	for _, fam := range mutate.Families {
+		l := by[fam]
+		h := fnv.New64a()
+		h.Write([]byte(fam))
+		rng := rand.New(rand.NewPCG(uint64(seed), h.Sum64()))
+		rng.Shuffle(len(l), func(i, j int) { l[i], l[j] = l[j], l[i] })
+		lists = append(lists, l)
+	}
+	var out []*candidate
+	for i := 0; len(out) < len(cands); i++ {
+		for _, l := range lists {
+			if i < len(l) {
+				out = append(out, l[i])
+			}
+		}
+	}
+	return out
+}
+
+// resume drops the candidates an earlier run decided (or wrote) and
+// counts the tasks already written, per function.
+func (r *mutateRun) resume(cands []*candidate) ([]*candidate, map[string]int, error) {
+	decided, err := jsonl.Keys(decisionsPath(r.opts.Out), jsonl.Field("key"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("read earlier decisions: %w", err)
+	}
+	tasks, err := task.Load(r.opts.Out)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, nil, fmt.Errorf("read earlier tasks: %w", err)
+	}
+	written := map[string]bool{}
+	perFn := map[string]int{}
+	for _, t := range tasks {
+		written[t.InstanceID] = true
+		if t.EnvID == r.env.ID {
+			perFn[t.File+"::"+t.Function]++
+		}
+	}
+	r.summary.Existing = len(tasks)
+	var queue []*candidate
+	for _, c := range cands {
+		if decided[c.key] || written[c.id] {
+			r.summary.Resumed++
+			continue
+		}
+		queue = append(queue, c)
+	}
+	return queue, perFn, nil
+}
+
+func decisionsPath(out string) string { return out + ".decisions.jsonl" }
+
+func (r *mutateRun) logf(format string, args ...any) {
+	if r.opts.Log != nil {
+		r.opts.Log.Warn(fmt.Sprintf(format, args...))
+	}
+}
+
+type result struct {
+	c   *candidate
+	d   decision
+	t   *task.Task
+	err error
+}
+
+// dispatch validates the queue with one worker per sandbox until Max
+// tasks exist. A candidate whose function already has PerFunction tasks
+// (written or in flight) waits or is skipped, so the cap holds exactly.
+func (r *mutateRun) dispatch(ctx context.Context, sbs []*sandbox.Sandbox, queue []*candidate, perFn map[string]int) error {
+	out, err := jsonl.Append(r.opts.Out)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", r.opts.Out, err)
+	}
+	defer out.Close()
+	dec, err := jsonl.Append(decisionsPath(r.opts.Out))
+	if err != nil {
+		return fmt.Errorf("open decisions: %w", err)
+	}
+	defer dec.Close()
+
+	total := len(queue)
+	if r.opts.Max > 0 {
+		total = max(0, r.opts.Max-r.summary.Existing)
+	}
+	bar := progress.New(r.opts.Progress, "tasks mutate", total)
+	defer bar.Done()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make(chan *candidate)
+	results := make(chan result)
+	var wg sync.WaitGroup
+	for _, sb := range sbs {
+		w := &worker{r: r, sb: sb}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range jobs {
+				d, t, err := w.validate(ctx, c)
+				results <- result{c, d, t, err}
+			}
+		}()
+	}
+	defer func() {
+		close(jobs)
+		cancel()
+		go func() {
+			for range results {
+			}
+		}()
+		wg.Wait()
+		close(results)
+	}()
+
+	have := r.summary.Existing
+	inflight := map[string]int{}
+	busy := 0
+	var firstErr error
+	next := 0
+	for {
+		// Skip what can no longer become a task.
+		for next < len(queue) && r.opts.PerFunction > 0 && perFn[queue[next].fn] >= r.opts.PerFunction {
+			next++
+		}
+		need := r.opts.Max == 0 || have+busy < r.opts.Max
+		var send chan *candidate
+		var c *candidate
+		if firstErr == nil && need && next < len(queue) && busy < len(sbs) {
+			c = queue[next]
+			if r.opts.PerFunction == 0 || perFn[c.fn]+inflight[c.fn] < r.opts.PerFunction {
+				send = jobs
+			}
+		}
+		if send == nil && busy == 0 {
+			break
+		}
+		select {
+		case send <- c:
+			next++
+			busy++
+			inflight[c.fn]++
+		case res := <-results:
+			busy--
+			inflight[res.c.fn]--
+			if res.err != nil {
+				if firstErr == nil {
+					firstErr = fmt.Errorf("validate %s (%s): %w", res.c.m.Desc, res.c.m.File, res.err)
+				}
+				continue
+			}
+			if err := r.record(res, out, dec, bar); err != nil && firstErr == nil {
+				firstErr = err
+			}
+			if res.t != nil {
+				have++
+				perFn[res.c.fn]++
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return firstErr
+}
+
+// record writes a decision (and the task first, so that a crash between
+// the two leaves a task the resume logic still sees).
+func (r *mutateRun) record(res result, out, dec *jsonl.Writer, bar *progress.Bar) error {
+	fc := r.summary.Families[res.c.m.Family]
+	fc.Tried++
+	if res.t != nil {
+		if err := out.Write(res.t); err != nil {
+			return fmt.Errorf("write task: %w", err)
+		}
+		fc.Verified++
+		r.summary.Written++
+	} else {
+		r.summary.Rejected[res.d.Kind]++
+	}
+	if err := dec.Write(res.d); err != nil {
+		return fmt.Errorf("write decision: %w", err)
+	}
+	bar.Count(res.d.Kind)
+	if r.opts.Max == 0 || res.t != nil {
+		bar.Add(1)
+	}
+	return nil
+}

@@ -1,0 +1,287 @@
+// Package tasks makes verified bug-fix tasks, in the SWE-bench instance
+// schema, from environments: mutate-fix tasks from mutants of the
+// functions the passing tests execute (CWM-SPEC section 3), issue-fix tasks
+// from fix commits of a repository's history, and the re-verification of
+// any task file.
+//
+// Every test run happens in a sandbox on the task's environment, reset
+// between steps. A mutant that survives, crashes at import or makes the
+// tests hang is a decision with a reason, recorded next to the output so a
+// re-run resumes where the last one stopped; only failures of cwm itself
+// are Go errors. See docs/tasks.md.
+package tasks
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+
+	"cwm/internal/envbuild"
+	"cwm/internal/sandbox"
+	"cwm/internal/testrun"
+)
+
+// gitArgs runs git with the settings that make its diffs applicable
+// whatever the repository's own configuration says.
+func gitArgs(args ...string) []string {
+	return append([]string{"git", "-c", "core.quotepath=false", "-c", "diff.noprefix=false",
+		"-c", "diff.mnemonicPrefix=false", "-c", "color.ui=false", "-c", "core.pager=cat"}, args...)
+}
+
+// exec runs a command in sb and returns its stdout; a command that does
+// not succeed is an error carrying the end of its stderr.
+func exec(ctx context.Context, sb *sandbox.Sandbox, cmd sandbox.Cmd) (string, error) {
+	if cmd.Timeout == 0 {
+		cmd.Timeout = 5 * time.Minute
+	}
+	if cmd.Capture == 0 {
+		cmd.Capture = 64 << 20
+	}
+	res, err := sb.Exec(ctx, cmd)
+	if err != nil {
+		return "", err
+	}
+	if !res.Success() {
+		what := cmd.Shell
+		if what == "" {
+			what = strings.Join(cmd.Args, " ")
+		}
+		return string(res.Stdout), fmt.Errorf("%s: %s: %s", clip(what, 120), res.Describe(), lastLine(res.Stderr))
+	}
+	return string(res.Stdout), nil
+}
+
+// patchError is a patch that does not apply: a result about a task, not a
+// failure of cwm.
+type patchError struct {
+	name string
+	msg  string
+}
+
+func (e *patchError) Error() string { return e.name + " does not apply: " + e.msg }
+
+// applyPatch applies a patch to /repo with git apply and drops the
+// bytecode of the files it touched.
+func applyPatch(ctx context.Context, sb *sandbox.Sandbox, name, patch string) error {
+	if patch == "" {
+		return nil
+	}
+	p := "/tmp/cwm-" + name + ".patch"
+	if err := sb.WriteFile(ctx, p, []byte(patch), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	res, err := sb.Exec(ctx, sandbox.Cmd{Args: gitArgs("apply", "--whitespace=nowarn", p), Dir: "/repo", Timeout: time.Minute})
+	if err != nil {
+		return fmt.Errorf("apply %s: %w", name, err)
+	}
+	if !res.Success() {
+		return &patchError{name: name, msg: lastLine(res.Stderr)}
+	}
+	return nil
+}
+
+// dropBytecode removes the compiled files of every Python file that
+// differs from commit. The layer's bytecode was compiled for the
+// environment's tree; Python trusts a .pyc whose recorded source size and
+// mtime (in whole seconds) match, which a same-size edit made within the
+// same second as the checkout could.
+func dropBytecode(ctx context.Context, sb *sandbox.Sandbox, commit string) error {
+	script := `git -c core.quotepath=false diff --name-only -z "$1" -- '*.py' | while IFS= read -r -d '' f; do
+  rm -f -- "$(dirname -- "$f")/__pycache__/$(basename -- "$f" .py)".*.pyc
+done`
+	_, err := exec(ctx, sb, sandbox.Cmd{Args: []string{"bash", "-c", script, "drop", commit}, Dir: "/repo"})
+	if err != nil {
+		return fmt.Errorf("drop stale bytecode: %w", err)
+	}
+	return nil
+}
+
+// writeMutant writes a mutated file into /repo and drops its bytecode
+// (see dropBytecode).
+func writeMutant(ctx context.Context, sb *sandbox.Sandbox, file string, data []byte) error {
+	if err := sb.WriteFile(ctx, "/repo/"+file, data, 0o644); err != nil {
+		return fmt.Errorf("write mutant of %s: %w", file, err)
+	}
+	dir, base := path.Split("/repo/" + file)
+	stem := strings.TrimSuffix(base, ".py")
+	_, err := exec(ctx, sb, sandbox.Cmd{Args: []string{"find", dir + "__pycache__", "-maxdepth", "1",
+		"-name", stem + ".*.pyc", "-delete"}})
+	if err != nil && !strings.Contains(err.Error(), "No such file") {
+		return fmt.Errorf("drop bytecode of %s: %w", file, err)
+	}
+	return nil
+}
+
+// diff returns the work tree's changes to file as a patch (reversed: the
+// patch that undoes them).
+func diff(ctx context.Context, sb *sandbox.Sandbox, file string, reverse bool) (string, error) {
+	args := []string{"diff", "--no-ext-diff", "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/"}
+	if reverse {
+		// -R swaps the sides and their prefixes with them: swap the
+		// prefixes too so the patch reads a/ then b/ like any other.
+		args = []string{"diff", "--no-ext-diff", "--no-textconv", "-R", "--src-prefix=b/", "--dst-prefix=a/"}
+	}
+	out, err := exec(ctx, sb, sandbox.Cmd{Args: gitArgs(append(args, "--", file)...), Dir: "/repo"})
+	if err != nil {
+		return "", fmt.Errorf("diff %s: %w", file, err)
+	}
+	return out, nil
+}
+
+// treeHash is the git tree of the work tree as it is (ignored files
+// aside): equal hashes, equal trees.
+func treeHash(ctx context.Context, sb *sandbox.Sandbox) (string, error) {
+	out, err := exec(ctx, sb, sandbox.Cmd{Shell: "git add -A . && git write-tree", Dir: "/repo"})
+	if err != nil {
+		return "", fmt.Errorf("hash the work tree: %w", err)
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// budget derives test-run timeouts from the environment's baseline, so a
+// mutant that makes a test loop forever is stopped after a few times the
+// time the same tests took when they passed.
+type budget struct {
+	perTest  map[string]float64 // slowest baseline time of each test
+	overhead float64            // time of a run spent outside tests: start-up, collection
+	total    float64            // slowest whole run
+	factor   float64
+	floor    time.Duration
+}
+
+func newBudget(env *envbuild.Env, factor float64) budget {
+	if factor <= 0 {
+		factor = 3
+	}
+	b := budget{perTest: map[string]float64{}, factor: factor, floor: 5 * time.Second}
+	var inTests float64
+	for _, t := range env.Baseline {
+		m := 0.0
+		for _, s := range t.Seconds {
+			m = max(m, s)
+		}
+		b.perTest[t.ID] = m
+		inTests += m
+	}
+	for _, r := range env.Runs {
+		b.total = max(b.total, r.Seconds)
+	}
+	b.overhead = max(0, b.total-inTests)
+	b.total = max(b.total, inTests)
+	return b
+}
+
+// timeout is the limit of a run of ids (nil: the whole suite).
+func (b budget) timeout(ids []string) time.Duration {
+	secs := b.total
+	if ids != nil {
+		secs = b.overhead
+		for _, id := range ids {
+			secs += b.perTest[id]
+		}
+	}
+	return b.floor + time.Duration(b.factor*secs*float64(time.Second))
+}
+
+// runTests runs ids (nil: the whole suite) in sb.
+func runTests(ctx context.Context, sb *sandbox.Sandbox, env *envbuild.Env, ids []string, timeout time.Duration) (*testrun.Report, error) {
+	rep, err := testrun.Run(ctx, sb, env.TestCommand, testrun.Options{IDs: ids, Timeout: timeout,
+		PythonVersion: env.Python, OutputLimit: env.Limits.Output})
+	if err != nil {
+		return nil, fmt.Errorf("run tests: %w", err)
+	}
+	return rep, nil
+}
+
+// stopped says why a run was cut short, or "" when it ended by itself.
+func stopped(rep *testrun.Report, timeout time.Duration) string {
+	switch rep.Result.Reason {
+	case sandbox.ReasonNone:
+		return ""
+	case sandbox.ReasonTimeout:
+		return fmt.Sprintf("the tests hang: still running after %s, several times what they took at baseline", timeout.Round(100*time.Millisecond))
+	default:
+		return "the tests were stopped by the " + string(rep.Result.Reason) + " limit"
+	}
+}
+
+// outcomes indexes a report by test id.
+func outcomes(rep *testrun.Report) map[string]testrun.Test {
+	m := make(map[string]testrun.Test, len(rep.Tests))
+	for _, t := range rep.Tests {
+		m[t.ID] = t
+	}
+	return m
+}
+
+func failed(o testrun.Outcome) bool { return o == testrun.Fail || o == testrun.Error }
+
+// RepoName is the SWE-bench "repo" of an environment: owner/name when its
+// source is a URL with both, else the environment's name.
+func RepoName(env *envbuild.Env) string {
+	if owner, name := ownerName(env.Repository.Location); owner != "" {
+		return owner + "/" + name
+	}
+	return env.Name
+}
+
+// ownerName takes "owner" and "name" from a repository URL (https, ssh,
+// scp-like git@host:owner/name) or an "owner/name" string.
+func ownerName(s string) (string, string) {
+	s = strings.TrimSpace(strings.ToLower(s))
+	if strings.HasPrefix(s, "/") || strings.HasPrefix(s, ".") {
+		return "", "" // a local path says nothing about who owns it
+	}
+	if u, err := url.Parse(s); err == nil && u.Scheme != "" && u.Host != "" {
+		s = u.Path
+	} else if at := strings.Index(s, "@"); at >= 0 && strings.Contains(s[at:], ":") {
+		s = s[strings.Index(s[at:], ":")+at+1:]
+	} else if i := strings.Index(s, "/"); i > 0 && strings.Contains(s[:i], ".") {
+		s = s[i:] // github.com/owner/name
+	}
+	s = strings.TrimSuffix(strings.Trim(s, "/"), ".git")
+	parts := strings.Split(s, "/")
+	if len(parts) < 2 || parts[len(parts)-2] == "" || parts[len(parts)-1] == "" {
+		return "", ""
+	}
+	return parts[len(parts)-2], parts[len(parts)-1]
+}
+
+// instanceID makes SWE-bench-style ids: owner__name__kind-hash.
+func instanceID(repo, kind, hash string) string {
+	return strings.ReplaceAll(repo, "/", "__") + "__" + kind + "-" + hash
+}
+
+func lastLine(b []byte) string {
+	s := strings.TrimRight(string(b), "\n ")
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return clip(s, 300)
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// isTestFile is the split of a commit into test changes and source
+// changes: files under a tests/ or test/ directory, test_*.py, *_test.py
+// and conftest.py.
+func isTestFile(p string) bool {
+	base := path.Base(p)
+	if strings.HasSuffix(base, ".py") && (strings.HasPrefix(base, "test_") || strings.HasSuffix(base, "_test.py") || base == "conftest.py") {
+		return true
+	}
+	for _, d := range strings.Split(path.Dir(p), "/") {
+		if d == "tests" || d == "test" || d == "testing" {
+			return true
+		}
+	}
+	return false
+}

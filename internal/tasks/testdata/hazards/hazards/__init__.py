@@ -1,0 +1,1 @@
+"""Functions whose mutants hang or break the import of their module."""
