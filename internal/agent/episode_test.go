@@ -253,6 +253,48 @@ func TestEpisodes(t *testing.T) {
 				}
 			},
 		},
+		{
+			name:    "the wall time runs out",
+			limits:  Limits{WallTime: 3 * time.Second},
+			replies: []agenttest.Reply{agenttest.Tool("bash", "sleep 30")},
+			check: func(t *testing.T, h *harness, tr *Trajectory) {
+				if tr.ExitReason != ExitTimeout || tr.Seconds > 20 {
+					t.Errorf("exit %q after %.1fs, want timeout after ~3s", tr.ExitReason, tr.Seconds)
+				}
+			},
+		},
+		{
+			name:   "the cost limit is reached",
+			limits: Limits{MaxCost: 0.001}, // the harness prices tokens at $1 and $2 per million
+			replies: []agenttest.Reply{
+				{Content: "<tool: bash>\ntrue\n</tool>", Usage: &agenttest.Usage{PromptTokens: 400, CompletionTokens: 10}},
+				{Content: "<tool: bash>\ntrue\n</tool>", Usage: &agenttest.Usage{PromptTokens: 600, CompletionTokens: 10}},
+			},
+			check: func(t *testing.T, h *harness, tr *Trajectory) {
+				if tr.ExitReason != ExitCost || tr.Turns != 2 || tr.Cost < 0.001 {
+					t.Errorf("exit %q after %d turns at $%v, want cost after 2 turns", tr.ExitReason, tr.Turns, tr.Cost)
+				}
+			},
+		},
+		{
+			name:   "the context window fills",
+			limits: Limits{ContextTokens: 20000},
+			replies: []agenttest.Reply{
+				{Content: "<tool: bash>\ntrue\n</tool>", Usage: &agenttest.Usage{PromptTokens: 15000, CompletionTokens: 10}},
+				{Content: "<tool: bash>\nseq 1 30000\n</tool>", Usage: &agenttest.Usage{PromptTokens: 15100, CompletionTokens: 10}},
+				agenttest.Tool("bash", "never asked"),
+			},
+			check: func(t *testing.T, h *harness, tr *Trajectory) {
+				// 30,000 lines of output (~170 KB, ~43k tokens) cannot fit:
+				// the episode ends before a prompt the server would refuse.
+				if tr.ExitReason != ExitContext || tr.Turns != 2 || len(h.server.Requests()) != 2 {
+					t.Errorf("exit %q after %d turns and %d requests, want context after 2", tr.ExitReason, tr.Turns, len(h.server.Requests()))
+				}
+				if !strings.Contains(tr.Messages[3].Content, "* Remaining tokens: 4") {
+					t.Errorf("first result = %q, want about 5k tokens remaining", tr.Messages[3].Content)
+				}
+			},
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

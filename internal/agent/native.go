@@ -34,7 +34,7 @@ func (*FunctionProtocol) Prompt(pr Prompt) []Message {
 		"{max_turns}", fmt.Sprint(pr.Limits.MaxTurns),
 	).Replace(functionSystem)
 	msgs[0].Content = cwmDescription + "\n\n# Environment\n\n" + env
-	msgs[1].Content = strings.ReplaceAll(msgs[1].Content, "<tool: submit>", "the submit tool")
+	msgs[1].Content = strings.Replace(msgs[1].Content, "The [result] argument of <tool: submit>", "The path argument of the submit tool", 1)
 	return msgs
 }
 
