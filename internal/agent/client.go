@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -168,6 +169,18 @@ func (e *ModelError) Error() string {
 }
 
 func (e *ModelError) Unwrap() error { return e.Err }
+
+// ContextOverflow reports whether err is the server refusing a prompt
+// longer than the model's context (a 400 that says so, as vLLM and OpenAI
+// word it): the episode ran out of context rather than the server failing.
+func ContextOverflow(err error) bool {
+	var apierr *openai.Error
+	if !errors.As(err, &apierr) || apierr.StatusCode != http.StatusBadRequest {
+		return false
+	}
+	m := strings.ToLower(apierr.Message + " " + apierr.Code)
+	return strings.Contains(m, "context length") || strings.Contains(m, "context_length") || strings.Contains(m, "context window")
+}
 
 // Complete sends req and returns the first choice. Retryable failures are
 // retried with exponential backoff; when they run out, or on a failure that

@@ -174,6 +174,9 @@ func (r *Runner) converse(ctx context.Context, tb *Toolbox, tr *Trajectory, l Li
 			var me *ModelError
 			if ctx.Err() == nil && errors.As(err, &me) {
 				tr.Retries.add(me.Retries)
+				if ContextOverflow(err) {
+					return ExitContext, nil
+				}
 				tr.Error = me.Error()
 				return ExitModelError, nil
 			}

@@ -295,6 +295,18 @@ func TestEpisodes(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "the server refuses a prompt longer than its context",
+			replies: []agenttest.Reply{
+				agenttest.Tool("bash", "true"),
+				{Status: 400, Error: "This model's maximum context length is 32768 tokens. However, you requested 40000 tokens."},
+			},
+			check: func(t *testing.T, h *harness, tr *Trajectory) {
+				if tr.ExitReason != ExitContext || tr.Turns != 1 {
+					t.Errorf("exit %q after %d turns, want context after 1", tr.ExitReason, tr.Turns)
+				}
+			},
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -90,6 +90,8 @@ type Reply struct {
 	Status int
 	// RetryAfter is sent as the Retry-After header (seconds) with Status.
 	RetryAfter int
+	// Error is the error message sent with Status.
+	Error string
 	// Content and ToolCalls make the assistant message.
 	Content   string
 	ToolCalls []ToolCall
@@ -185,7 +187,11 @@ func (s *Server) complete(w http.ResponseWriter, hr *http.Request) {
 		if rep.RetryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(rep.RetryAfter))
 		}
-		writeError(w, rep.Status, "scripted failure")
+		msg := rep.Error
+		if msg == "" {
+			msg = "scripted failure"
+		}
+		writeError(w, rep.Status, msg)
 		return
 	}
 	msg := map[string]any{"role": "assistant", "content": rep.Content}
