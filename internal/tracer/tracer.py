@@ -60,7 +60,6 @@ _seed = random.seed
 # first-seen order) and the trace is the sequence of their indices (_seq, 4
 # bytes per frame, sent as base64).
 
-_MISSING = object()
 _UNCH = '".."'           # the JSON text of ".."
 _jstr = json.encoder.encode_basestring_ascii  # json.dumps of a str, in C
 _HEADROOM = 200       # recursion levels kept free for the tracer itself
@@ -197,7 +196,12 @@ def _on_event(frame, event, arg):
                 return None
             loc = frame.f_locals
             ln = frame.f_lineno
-            parts = [_lheads.get(ln) or _lhead(ln)]
+            # Dict subscripts in try blocks: cheaper than .get calls (a try
+            # costs nothing in 3.11 until it raises, here for new names only).
+            try:
+                parts = [_lheads[ln]]
+            except KeyError:
+                parts = [_lhead(ln)]
             if frame is _base:
                 # The hot path: a line after a line of the same frame.
                 app = parts.append
@@ -205,15 +209,21 @@ def _on_event(frame, event, arg):
                 n = 0
                 for k, v in loc.items():
                     tv = type(v)
-                    if v is bo.get(k, _MISSING) and tv in stable:
-                        app(un[k])
-                        continue
+                    try:
+                        if v is bo[k] and tv in stable:
+                            app(un[k])
+                            continue
+                    except KeyError:  # bound since the previous frame
+                        pass
                     t = repr(v) if tv is int and -_ILIM < v < _ILIM else _text(v)
                     if t == bt.get(k):
                         app(un[k])
                     else:
                         bt[k] = t
-                        app((_jnames.get(k) or _jname(k)) + "," + _jstr(t))
+                        try:
+                            app(_jnames[k] + "," + _jstr(t))
+                        except KeyError:
+                            app(_jname(k) + "," + _jstr(t))
                         n += len(t)
                 if len(bt) != len(loc):  # a local was deleted
                     _bt = {k: bt[k] for k in loc}
@@ -222,7 +232,10 @@ def _on_event(frame, event, arg):
                 _base = frame
             _bo = loc.copy()
             frag = ",".join(parts)
-            _seq.append(_recs.setdefault(frag, len(_recs)))
+            i = _recs.get(frag)
+            if i is None:
+                i = _recs[frag] = len(_recs)
+            _seq.append(i)
             _nbytes += 49 + n
             if _nbytes > _max_bytes:
                 _stop("too_long", "trace text over %d bytes" % _max_bytes)
