@@ -96,7 +96,8 @@ const candidatePath = "/tmp/cwm-candidate.diff"
 // environment): it applies t's bug patch and test patch (both must apply
 // with git apply), then the candidate, with git apply or else
 // patch --fuzz, and runs only the FAIL_TO_PASS and PASS_TO_PASS tests. The
-// similarity to t's gold patch is computed whatever happens. The error is
+// similarity to t's gold patch is computed whatever happens. An empty patch
+// is not resolved, and needs no sandbox to say so. The error is
 // for failures of the machinery and for tasks that cannot be graded
 // (wrapping ErrTask).
 func Grade(ctx context.Context, rt *sandbox.Runtime, env *envbuild.Env, t *task.Task, patch string) (Result, error) {
@@ -112,6 +113,13 @@ func Grade(ctx context.Context, rt *sandbox.Runtime, env *envbuild.Env, t *task.
 		return r, fmt.Errorf("grade %s: %w: no FAIL_TO_PASS or PASS_TO_PASS tests", t.InstanceID, ErrTask)
 	}
 
+	if strings.TrimSpace(patch) == "" {
+		// Nothing to apply: the buggy tree fails FAIL_TO_PASS by the
+		// task's construction, so no sandbox is needed to say so.
+		r.Apply, r.Reason = ApplyEmpty, "empty patch"
+		r.Seconds.Total = time.Since(start).Seconds()
+		return r, nil
+	}
 	s, err := rt.New(ctx, env.SandboxConfig())
 	if err != nil {
 		return r, fmt.Errorf("grade %s: start sandbox on %s: %w", t.InstanceID, env.ID, err)
@@ -137,12 +145,9 @@ func Grade(ctx context.Context, rt *sandbox.Runtime, env *envbuild.Env, t *task.
 		return r, fmt.Errorf("grade %s: apply the candidate patch: %w", t.InstanceID, err)
 	}
 	r.Seconds.Apply = time.Since(applyStart).Seconds()
-	switch r.Apply {
-	case ApplyEmpty:
-		r.Reason = "empty patch"
-	case ApplyFailed:
+	if r.Apply == ApplyFailed {
 		r.Reason = "the patch does not apply"
-	default:
+	} else {
 		testStart := time.Now()
 		rep, err := testrun.Run(ctx, s, env.TestCommand, testrun.Options{IDs: ids, PythonVersion: env.Python, OutputLimit: env.Limits.Output})
 		if err != nil {
@@ -169,14 +174,11 @@ func hiddenTests(t *task.Task) []string {
 	return ids
 }
 
-// applyCandidate applies patch in the sandbox's workdir. patch runs a dry
-// run first, so that a patch whose hunks only partly apply leaves the tree
-// untouched rather than half patched; --forward keeps it from reversing a
-// patch that looks reversed.
+// applyCandidate applies a non-empty patch in the sandbox's workdir. patch
+// runs a dry run first, so that a patch whose hunks only partly apply
+// leaves the tree untouched rather than half patched; --forward keeps it
+// from reversing a patch that looks reversed.
 func applyCandidate(ctx context.Context, s *sandbox.Sandbox, patch string) (ApplyMethod, string, error) {
-	if strings.TrimSpace(patch) == "" {
-		return ApplyEmpty, "", nil
-	}
 	if err := s.WriteFile(ctx, candidatePath, []byte(patch), 0o644); err != nil {
 		return "", "", err
 	}
