@@ -154,6 +154,10 @@ func (r *Runner) Run(ctx context.Context, ep Episode) (*Trajectory, error) {
 		return nil, fmt.Errorf("task %s sample %d: %w", tr.TaskID, tr.Sample, err)
 	}
 	tr.Seconds = time.Since(start).Seconds()
+	if r.Log != nil {
+		r.Log.Debug("episode done", "task", tr.TaskID, "sample", tr.Sample, "exit", tr.ExitReason,
+			"turns", tr.Turns, "seconds", tr.Seconds, "setup_seconds", tr.SetupSeconds)
+	}
 	return tr, nil
 }
 
