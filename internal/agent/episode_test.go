@@ -307,6 +307,65 @@ func TestEpisodes(t *testing.T) {
 				}
 			},
 		},
+		{
+			name:   "the session exits or floods its output",
+			limits: Limits{MaxTurns: 4},
+			replies: []agenttest.Reply{
+				agenttest.Tool("bash", "cd /tmp; exit 3"),
+				agenttest.Tool("bash", "pwd; head -c 2000000 /dev/zero | tr '\\0' x"),
+				agenttest.Tool("bash", "pwd"),
+			},
+			check: func(t *testing.T, h *harness, tr *Trajectory) {
+				want := []string{
+					"The current session has terminated unexpectedly. A fresh session has started with the current working directory reset to default.",
+					"The current session has terminated because your previous command produced too much output. A fresh session has started with the current working directory reset to default.",
+					"/repo",
+				}
+				for i, w := range want {
+					if tr.Steps[i].Observation != w {
+						t.Errorf("step %d observed %.200q, want %q", i, tr.Steps[i].Observation, w)
+					}
+				}
+			},
+		},
+		{
+			name:   "file tools resolve paths in the session's directory",
+			limits: Limits{MaxTurns: 11},
+			replies: []agenttest.Reply{
+				agenttest.Tool("create", "calc.py\nx = 1"),
+				agenttest.Tool("create", "/nope/x.py\nx = 1"),
+				agenttest.Tool("bash", "mkdir -p /tmp/work && cd /tmp/work && : > empty.patch && echo hello > not.patch"),
+				agenttest.Tool("create", "notes.txt\nfirst\nsecond"),
+				agenttest.Tool("edit", "notes.txt\n<<<<<<< SEARCH\nsecond\n=======\n2nd\n>>>>>>> REPLACE"),
+				agenttest.Tool("bash", "cat /tmp/work/notes.txt"),
+				agenttest.Tool("submit", "empty.patch"),
+				agenttest.Tool("submit", "not.patch"),
+				agenttest.Tool("edit", "missing.py\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE"),
+				agenttest.Tool("edit", "just some text"),
+			},
+			check: func(t *testing.T, h *harness, tr *Trajectory) {
+				want := []string{
+					"calc.py already exists. Cannot create a new file at an existing path.",
+					"File creation failed. The parent directory /nope does not exist.",
+					"",
+					"File created successfully at: notes.txt (2 lines).",
+					"File notes.txt has been successfully updated at line 2 and now contains 2 lines.",
+					"first\n2nd",
+					"Failed to submit empty.patch. It is an empty file.",
+					"Failed to submit not.patch. It is not a valid diff file.",
+					"The path missing.py does not exist. Please provide a valid path.",
+					editParseError,
+				}
+				for i, w := range want {
+					if !strings.HasPrefix(tr.Steps[i].Observation, w) {
+						t.Errorf("step %d (%s) observed %q, want %q", i, tr.Steps[i].Tool, tr.Steps[i].Observation, w)
+					}
+				}
+				if tr.SubmittedPatch != nil || tr.Patch != "" {
+					t.Errorf("submitted %v, patch %q: want nothing submitted and the repository untouched", tr.SubmittedPatch, tr.Patch)
+				}
+			},
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
