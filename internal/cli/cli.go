@@ -55,9 +55,15 @@ var commands = []func() command{
 	func() command { return &envShellCmd{} },
 	func() command { return &envTestCmd{} },
 	func() command { return &envCoverageCmd{} },
+	func() command { return &tasksMutateCmd{} },
+	func() command { return &tasksCommitsCmd{} },
+	func() command { return &tasksValidateCmd{} },
+	func() command { return &rewardCmd{} },
+	func() command { return &dedupCmd{} },
 	func() command { return &traceFuncCmd{} },
 	func() command { return &traceCheckCmd{} },
 	func() command { return &traceShowCmd{} },
+	func() command { return &forageCmd{} },
 }
 
 // usageError is a problem with how cwm was invoked: Run prints it with the
