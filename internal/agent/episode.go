@@ -112,7 +112,7 @@ func (r *Runner) Run(ctx context.Context, ep Episode) (*Trajectory, error) {
 	l := r.Limits.WithDefaults()
 	start := time.Now()
 	tr := &Trajectory{TaskID: ep.Task.InstanceID, Sample: ep.Sample, Model: r.Client.Model(),
-		Protocol: r.Protocol.Name(), EnvID: ep.Task.EnvID, StartedAt: start.UTC(), Steps: []Step{}}
+		Protocol: r.Protocol.Name(), EnvID: ep.Task.EnvID, StartedAt: start.UTC(), Steps: []Step{}, ModelCalls: []ModelCall{}}
 	if ep.RepoRoot == "" {
 		return nil, errors.New("episode without a repository root")
 	}
@@ -188,6 +188,9 @@ func (r *Runner) converse(ctx context.Context, tb *Toolbox, tr *Trajectory, l Li
 		}
 		tr.Turns = turn
 		tr.Messages = append(tr.Messages, rep.Message)
+		tr.ModelCalls = append(tr.ModelCalls, ModelCall{Turn: turn, PromptTokens: rep.Usage.PromptTokens,
+			CompletionTokens: rep.Usage.CompletionTokens, Estimated: rep.Usage.Estimated, Cost: rep.Cost,
+			FinishReason: rep.FinishReason, Retries: rep.Retries.Total(), Seconds: rep.Duration.Seconds()})
 		tr.Retries.add(rep.Retries)
 		tr.ModelSeconds += rep.Duration.Seconds()
 		tr.Cost += rep.Cost

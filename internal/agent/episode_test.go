@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"math"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -77,6 +78,18 @@ func TestEpisodes(t *testing.T) {
 				}
 				if tr.Tokens.Prompt == 0 || tr.Tokens.Completion == 0 || tr.Cost == 0 {
 					t.Errorf("tokens %+v, cost %v: want usage and cost counted", tr.Tokens, tr.Cost)
+				}
+				var sum ModelCall
+				for i, c := range tr.ModelCalls {
+					if c.Turn != i+1 || c.FinishReason != "stop" {
+						t.Errorf("model call %d = %+v", i, c)
+					}
+					sum.PromptTokens += c.PromptTokens
+					sum.CompletionTokens += c.CompletionTokens
+					sum.Cost += c.Cost
+				}
+				if len(tr.ModelCalls) != 6 || sum.PromptTokens != tr.Tokens.Prompt || sum.CompletionTokens != tr.Tokens.Completion || math.Abs(sum.Cost-tr.Cost) > 1e-12 {
+					t.Errorf("%d model calls summing to %+v; want 6 summing to the totals %+v, $%v", len(tr.ModelCalls), sum, tr.Tokens, tr.Cost)
 				}
 				if tr.Reward != nil || tr.Resolved != nil {
 					t.Errorf("reward fields set without a grader: %v %v", tr.Reward, tr.Resolved)

@@ -41,6 +41,8 @@ type Trajectory struct {
 	// to the model plus its last reply.
 	Messages []Message `json:"messages"`
 	Steps    []Step    `json:"steps"`
+	// ModelCalls has one entry per model call, in order.
+	ModelCalls []ModelCall `json:"model_calls"`
 	// ExitReason says why the episode ended; Error gives detail for
 	// model_error.
 	ExitReason ExitReason `json:"exit_reason"`
@@ -84,6 +86,20 @@ type Tokens struct {
 	// Estimated is set when some call's usage was estimated (bytes/4)
 	// because the server reported none.
 	Estimated bool `json:"estimated,omitempty"`
+}
+
+// ModelCall is the accounting of one model call.
+type ModelCall struct {
+	Turn             int     `json:"turn"`
+	PromptTokens     int64   `json:"prompt_tokens"`
+	CompletionTokens int64   `json:"completion_tokens"`
+	Estimated        bool    `json:"estimated,omitempty"`
+	Cost             float64 `json:"cost"`
+	// FinishReason is the server's: "stop", "length" (cut at max tokens),
+	// "tool_calls".
+	FinishReason string  `json:"finish_reason"`
+	Retries      int     `json:"retries"`
+	Seconds      float64 `json:"seconds"`
 }
 
 // Step is one tool call (or one reply without a runnable call) and what
