@@ -51,14 +51,15 @@ func TestAdversarial(t *testing.T) {
 		t.Fatalf("%d adversarial cases, want at least 30", len(cases))
 	}
 	// A pool of its own with a short timeout: several cases never end.
-	p, err := NewPool(context.Background(), testRuntime(t), Options{Workers: 2, Timeout: 2 * time.Second})
+	// Three workers: those cases mostly wait, so they overlap.
+	p, err := NewPool(context.Background(), testRuntime(t), Options{Workers: 3, Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
 	results := make([]Result, len(cases))
 	var wg sync.WaitGroup
-	sem := make(chan bool, 2)
+	sem := make(chan bool, 3)
 	for i, c := range cases {
 		wg.Add(1)
 		sem <- true
