@@ -80,6 +80,8 @@ func TestParseCWM(t *testing.T) {
 	}
 }
 
+// CWM-SPEC 2.2: "Tool results come back as `<output>\n...\n</output>` plus
+// remaining turns/tokens."
 func TestCWMGolden(t *testing.T) {
 	p := &CWMProtocol{ToolRole: RoleTool}
 	msgs := p.Prompt(Prompt{Issue: "add(2, 3) returns -1.\n\nIt should return 5.", RepoRoot: "/repo", Limits: DefaultLimits})

@@ -27,6 +27,11 @@ func TestParseEdit(t *testing.T) {
 	}
 }
 
+// CWM-SPEC 2.2: "the search lines must match consecutive whole lines
+// exactly and uniquely; zero matches and multiple matches are errors that
+// say which (multiple: with line numbers); success shows the edited region
+// with 8 lines of context, numbered `%6d\t`."
+//
 // The expected messages and contents were checked against a line-by-line
 // transliteration of CWM's plugins/edit.py run on the same inputs.
 func TestApplyEdit(t *testing.T) {

@@ -33,6 +33,8 @@ func feedbackMessages(tr *Trajectory) []Message {
 	return out
 }
 
+// CWM-SPEC 2.2 is the authority for these episodes; each case quotes the
+// rule it checks.
 func TestEpisodes(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -97,6 +99,8 @@ func TestEpisodes(t *testing.T) {
 			},
 		},
 		{
+			// "`<tool: submit>\n[path to a patch file]\n</tool>`: the file must
+			// start with `diff`." A wrong fix is still a submission.
 			name: "submits a wrong patch",
 			replies: []agenttest.Reply{
 				agenttest.Tool("edit", wrongEdit),
@@ -122,6 +126,8 @@ func TestEpisodes(t *testing.T) {
 			},
 		},
 		{
+			// "Limits: 128 turns, 131,072-token context, 120 s per command,
+			// 2,400 s per sandbox."
 			name:   "reaches max turns",
 			limits: Limits{MaxTurns: 3},
 			replies: []agenttest.Reply{
@@ -141,6 +147,11 @@ func TestEpisodes(t *testing.T) {
 			},
 		},
 		{
+			// "On timeout, session exit or output over ~480 KB the session is
+			// restarted and the model is told "The current session has
+			// terminated [due to timeout|unexpectedly|because your previous
+			// command produced too much output]. A fresh session has started
+			// with the current working directory reset to default.""
 			name:   "a command hangs and the session restarts",
 			limits: Limits{CommandTimeout: time.Second, MaxTurns: 4},
 			replies: []agenttest.Reply{
@@ -163,6 +174,8 @@ func TestEpisodes(t *testing.T) {
 			},
 		},
 		{
+			// "more than one call, unbalanced tags, no call, or empty
+			// arguments is a format error reported back to the model."
 			name:   "format errors are fed back as CWM does",
 			limits: Limits{MaxFormatErrors: 4},
 			replies: []agenttest.Reply{
@@ -233,6 +246,9 @@ func TestEpisodes(t *testing.T) {
 			},
 		},
 		{
+			// "Before the episode the repository's future history is removed
+			// (remotes, other refs, reflog) so the agent cannot read the fix
+			// from git."
 			name: "the bug's history is not visible",
 			replies: []agenttest.Reply{
 				agenttest.Tool("bash", "git status --short; git log --all --format='%H %an <%ae> %ad | %cn <%ce> %cd | %s' --date=iso-strict"),
@@ -342,6 +358,8 @@ func TestEpisodes(t *testing.T) {
 			},
 		},
 		{
+			// "`<tool: create>\n[path]\n[content]\n</tool>`: path must not
+			// exist, its parent must."
 			name:   "file tools resolve paths in the session's directory",
 			limits: Limits{MaxTurns: 11},
 			replies: []agenttest.Reply{
