@@ -81,7 +81,9 @@ type Runner struct {
 	Client   *Client
 	Protocol Protocol
 	Limits   Limits
-	Log      *slog.Logger
+	// History is how the bug is folded into git (default HistorySquash).
+	History History
+	Log     *slog.Logger
 }
 
 // Episode is one attempt at a task.
@@ -124,7 +126,7 @@ func (r *Runner) Run(ctx context.Context, ep Episode) (*Trajectory, error) {
 		return nil, fmt.Errorf("start sandbox for %s: %w", tr.TaskID, err)
 	}
 	defer sb.Close()
-	base, err := prepareRepo(ectx, sb, ep.RepoRoot, ep.Task.BugPatch, setupTimeout)
+	base, err := prepareRepo(ectx, sb, ep.RepoRoot, ep.Task.BugPatch, r.History, setupTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", tr.TaskID, err)
 	}

@@ -40,6 +40,7 @@ func TestEpisodes(t *testing.T) {
 		name    string
 		replies []agenttest.Reply
 		limits  Limits
+		history History
 		check   func(t *testing.T, h *harness, tr *Trajectory)
 	}{
 		{
@@ -397,12 +398,26 @@ func TestEpisodes(t *testing.T) {
 				}
 			},
 		},
+		{
+			// Amending keeps the ancestors, and with them the fix: HEAD's
+			// parent has the right code, so HEAD's change shows the bug.
+			name:    "amend keeps the ancestors",
+			history: HistoryAmend,
+			limits:  Limits{MaxTurns: 2},
+			replies: []agenttest.Reply{agenttest.Tool("bash", "git log --format=%s | cat; git show HEAD -- calc.py | grep '^[-+] '")},
+			check: func(t *testing.T, h *harness, tr *Trajectory) {
+				if got, want := tr.Steps[0].Observation, "Add tests\nAdd calc\n-    return a + b\n+    return a - b"; got != want {
+					t.Errorf("history with amend = %q, want %q", got, want)
+				}
+			},
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			script := agenttest.ByIssue(map[string][]agenttest.Reply{"calc-1": c.replies}, agenttest.Text("no more replies"))
 			h := newHarness(t, script, "cwm", c.limits)
+			h.runner.History = c.history
 			tr := h.run(t)
 			c.check(t, h, tr)
 		})

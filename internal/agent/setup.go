@@ -9,34 +9,57 @@ import (
 	"cwm/internal/sandbox"
 )
 
+// History says how the task's bug is folded into the repository's history
+// so that git cannot show it being introduced.
+type History string
+
+const (
+	// HistorySquash makes HEAD a root commit holding the buggy tree, with
+	// HEAD's author, dates and message; its ancestors are dropped. Nothing
+	// in git shows the bug as a change: `git show` and `git log -p` present
+	// it as part of the first and only commit.
+	HistorySquash History = "squash"
+	// HistoryAmend re-makes HEAD with the buggy tree and keeps its
+	// ancestors. When HEAD has a parent whose version of the mutated lines
+	// differs, `git show` and `git log -p` display the mutation as part of
+	// HEAD's change, fix included: use it only for tasks where that is
+	// acceptable.
+	HistoryAmend History = "amend"
+)
+
 // setupScript plants the task's bug and removes what git could tell about
-// the fix (CWM-SPEC 2.2). The bug patch is applied and folded into HEAD:
-// HEAD is re-made with the buggy tree, its author, dates and message, so
-// neither `git diff`, `git show` nor `git log -p` shows the bug being
-// introduced. Then, as CWM's retain_only_current_branch_ancestor_commits:
-// remotes go, every ref but the current branch goes, its upstream is
-// unset, the reflog is emptied, and what became unreachable (the original
-// HEAD among it) is deleted. CWM runs `git gc --prune=now` for the last
-// step; its object work is `repack -a -d` (a new pack of what is reachable,
-// old packs deleted) and `prune --expire=now` (unreachable loose objects),
-// which is what runs here, without gc's other five subprocesses: every git
-// process costs start-up time on a loaded machine. Arguments: $1 the
-// repository, $2 "1" when the bug patch comes on stdin. It prints the new
-// HEAD.
+// the fix (CWM-SPEC 2.2). The bug patch is applied and folded into HEAD
+// (see History), keeping HEAD's author, dates and message. Then, as CWM's
+// retain_only_current_branch_ancestor_commits: remotes go, every ref but
+// the current branch goes, its upstream is unset, the reflog is emptied,
+// and what became unreachable (the original HEAD among it) is deleted. CWM
+// runs `git gc --prune=now` for the last step; its object work is `repack
+// -a -d` (a new pack of what is reachable, old packs deleted) and `prune
+// --expire=now` (unreachable loose objects), which is what runs here,
+// without gc's other five subprocesses: every git process costs start-up
+// time on a loaded machine. Arguments: $1 the repository, $2 "1" when the
+// bug patch comes on stdin, $3 the History. It prints the new HEAD.
 const setupScript = `set -eo pipefail
 cd "$1"
-committer=$(git log -1 --format='%cn%n%ce%n%cI') || { echo "no commit at HEAD" >&2; exit 3; }
+meta=$(git log -1 --format='%an%n%ae%n%aI%n%cn%n%ce%n%cI') || { echo "no commit at HEAD" >&2; exit 3; }
+gitdir=$(git rev-parse --git-dir)
 if [ "$2" = 1 ]; then
 	git apply --index --whitespace=nowarn - || { echo "the bug patch does not apply" >&2; exit 4; }
-	{ read -r GIT_COMMITTER_NAME; read -r GIT_COMMITTER_EMAIL; read -r GIT_COMMITTER_DATE; } <<<"$committer"
-	export GIT_COMMITTER_NAME GIT_COMMITTER_EMAIL GIT_COMMITTER_DATE
-	git -c commit.gpgSign=false commit -q --amend --no-edit --no-verify --allow-empty
+	{ read -r GIT_AUTHOR_NAME; read -r GIT_AUTHOR_EMAIL; read -r GIT_AUTHOR_DATE
+	  read -r GIT_COMMITTER_NAME; read -r GIT_COMMITTER_EMAIL; read -r GIT_COMMITTER_DATE; } <<<"$meta"
+	export GIT_AUTHOR_NAME GIT_AUTHOR_EMAIL GIT_AUTHOR_DATE GIT_COMMITTER_NAME GIT_COMMITTER_EMAIL GIT_COMMITTER_DATE
+	if [ "$3" = squash ]; then
+		commit=$(git log -1 --format=%B | git -c commit.gpgSign=false commit-tree "$(git write-tree)")
+		git update-ref HEAD "$commit"
+		rm -f "$gitdir/shallow"
+	else
+		git -c commit.gpgSign=false commit -q --amend --no-edit --no-verify --allow-empty
+	fi
 fi
 for r in $(git remote); do git remote remove "$r"; done
 cur=$(git symbolic-ref --quiet --short HEAD || true)
 git for-each-ref --format='%(refname)' refs | awk -v cur="$cur" '$0 != "refs/heads/" cur { print "delete " $0 }' | git update-ref --stdin
 git branch --unset-upstream >/dev/null 2>&1 || true
-gitdir=$(git rev-parse --git-dir)
 rm -f "$gitdir/ORIG_HEAD" "$gitdir/FETCH_HEAD" "$gitdir/MERGE_HEAD"
 git reflog expire --expire=now --all
 git repack -a -d -q
@@ -46,8 +69,11 @@ git rev-parse HEAD
 
 // prepareRepo runs setupScript in the sandbox and returns the commit the
 // episode starts from.
-func prepareRepo(ctx context.Context, sb *sandbox.Sandbox, repo, bugPatch string, timeout time.Duration) (string, error) {
-	cmd := sandbox.Cmd{Args: []string{"/bin/bash", "-c", setupScript, "setup", repo, "0"}, Timeout: timeout}
+func prepareRepo(ctx context.Context, sb *sandbox.Sandbox, repo, bugPatch string, h History, timeout time.Duration) (string, error) {
+	if h == "" {
+		h = HistorySquash
+	}
+	cmd := sandbox.Cmd{Args: []string{"/bin/bash", "-c", setupScript, "setup", repo, "0", string(h)}, Timeout: timeout}
 	if bugPatch != "" {
 		cmd.Args[5] = "1"
 		cmd.Stdin = strings.NewReader(bugPatch)

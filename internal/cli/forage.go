@@ -26,6 +26,7 @@ import (
 type forageCmd struct {
 	tasks, out, model, baseURL string
 	protocol, toolRole         string
+	history                    string
 	apiKeyEnv                  string
 	samples, concurrency       int
 	shard                      string
@@ -80,6 +81,7 @@ func (c *forageCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.baseURL, "base-url", "", "OpenAI-compatible endpoint `URL`, e.g. http://localhost:8000/v1")
 	fs.StringVar(&c.protocol, "protocol", "cwm", "tool protocol: cwm (text tool blocks) or openai (function calling)")
 	fs.StringVar(&c.toolRole, "tool-role", "tool", "`role` of tool results in the cwm protocol: tool, or user for servers that refuse tool messages without a tool_call_id")
+	fs.StringVar(&c.history, "history", "squash", "how the bug is hidden in git: squash (HEAD becomes a root commit with the bug) or amend (HEAD re-made, ancestors kept: they may show the fix)")
 	fs.StringVar(&c.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment `variable` holding the API key")
 	fs.IntVar(&c.samples, "samples", 1, "episodes per task (best@k, GRPO groups)")
 	fs.IntVar(&c.concurrency, "concurrency", 8, "episodes at once")
@@ -123,6 +125,9 @@ func (c *forageCmd) run(ctx context.Context, e *Env, args []string) error {
 		return usagef("--samples and --concurrency must be at least 1")
 	case c.limits.MaxTurns < 1 || c.limits.ContextTokens < 1 || c.limits.CommandTimeout < time.Second || c.limits.WallTime <= 0 || c.limits.MaxFormatErrors < 1:
 		return usagef("--max-turns, --context and --format-errors must be positive, --command-timeout at least 1s")
+	}
+	if h := agent.History(c.history); h != agent.HistorySquash && h != agent.HistoryAmend {
+		return usagef("--history %q: want squash or amend", c.history)
 	}
 	shard, nshards, err := parseShard(c.shard)
 	if err != nil {
@@ -191,7 +196,8 @@ func (c *forageCmd) run(ctx context.Context, e *Env, args []string) error {
 	}
 	defer rt.Close()
 
-	runner := &agent.Runner{Runtime: rt, Client: client, Protocol: proto, Limits: c.limits, Log: e.Log}
+	runner := &agent.Runner{Runtime: rt, Client: client, Protocol: proto, Limits: c.limits,
+		History: agent.History(c.history), Log: e.Log}
 	var bar *progress.Bar
 	if !c.quiet {
 		if len(mine) > len(todo) {

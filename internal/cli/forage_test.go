@@ -153,6 +153,7 @@ func TestForageUsage(t *testing.T) {
 		{append(base, "--protocol", "xml"), 2, `unknown protocol "xml"`},
 		{append(base, "--tool-role", "system"), 2, "want tool or user"},
 		{append(base, "--shard", "2/2"), 2, "0 <= i < n"},
+		{append(base, "--history", "rewrite"), 2, "want squash or amend"},
 		{append(base, "--samples", "0"), 2, "at least 1"},
 		{append(base, "--command-timeout", "10ms"), 2, "at least 1s"},
 		{[]string{"forage", "--tasks", "/no/such.jsonl", "--out", out, "--model", "m", "--base-url", "http://x/v1"}, 1, "no such file"},

@@ -59,7 +59,8 @@ func Git(t testing.TB, dir string, args ...string) string {
 
 // CalcRepo makes a layer directory holding the test repository at /repo, with
 // history an agent must not see: a branch and a tag past the base, a
-// remote with its refs, and the pre-bug commit itself. It returns the
+// remote with its refs, the pre-bug commit itself, and a parent commit
+// holding the code without the bug. It returns the
 // layer and a task whose bug is the "+" turned "-".
 func CalcRepo(t testing.TB) (string, *task.Task) {
 	t.Helper()
@@ -75,9 +76,13 @@ func CalcRepo(t testing.TB) (string, *task.Task) {
 	}
 	Git(t, repo, "init", "-q", "-b", "main")
 	write("calc.py", calcPy)
-	write("test_calc.py", testCalcPy)
 	Git(t, repo, "add", ".")
 	Git(t, repo, "commit", "-q", "-m", "Add calc")
+	// HEAD has a parent that holds calc.py as it should be: amending HEAD
+	// alone would show the bug as part of HEAD's change.
+	write("test_calc.py", testCalcPy)
+	Git(t, repo, "add", ".")
+	Git(t, repo, "commit", "-q", "-m", "Add tests")
 	// History past the base: a fix on another branch, a tag, a remote.
 	Git(t, repo, "checkout", "-q", "-b", "future")
 	write("NOTES", "SECRET-FUTURE-COMMIT\n")
