@@ -40,9 +40,11 @@ type forageCmd struct {
 	priceIn, priceOut          float64
 	json, quiet                bool
 
-	// grader, when set, scores each episode before its line is written.
-	// The reward stage plugs in here; until then reward fields stay null
-	// and `cwm reward` grades the trajectories afterwards.
+	gradeFlags
+	noGrade bool
+
+	// grader, when set, scores each episode before its line is written
+	// (the hidden tests unless --no-grade; tests plug in their own).
 	grader agent.Grader
 }
 
@@ -104,6 +106,8 @@ func (c *forageCmd) flags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.priceOut, "price-out", 0, "`USD` per million completion tokens, for costs")
 	fs.BoolVar(&c.json, "json", false, "print the summary as JSON")
 	fs.BoolVar(&c.quiet, "quiet", false, "print no progress")
+	c.gradeFlags.register(fs)
+	fs.BoolVar(&c.noGrade, "no-grade", false, "do not grade episodes (reward fields stay null; grade later with cwm reward)")
 }
 
 // pair is one episode to run: a task and a sample index.
@@ -125,6 +129,9 @@ func (c *forageCmd) run(ctx context.Context, e *Env, args []string) error {
 		return usagef("--samples and --concurrency must be at least 1")
 	case c.limits.MaxTurns < 1 || c.limits.ContextTokens < 1 || c.limits.CommandTimeout < time.Second || c.limits.WallTime <= 0 || c.limits.MaxFormatErrors < 1:
 		return usagef("--max-turns, --context and --format-errors must be positive, --command-timeout at least 1s")
+	}
+	if err := c.mapping.Validate(); err != nil {
+		return usageError(err.Error())
 	}
 	if h := agent.History(c.history); h != agent.HistorySquash && h != agent.HistoryAmend {
 		return usagef("--history %q: want squash or amend", c.history)
@@ -195,6 +202,9 @@ func (c *forageCmd) run(ctx context.Context, e *Env, args []string) error {
 		return err
 	}
 	defer rt.Close()
+	if c.grader == nil && !c.noGrade {
+		c.grader = &hiddenTestGrader{rt: rt, envs: envs, mapping: c.mapping}
+	}
 
 	runner := &agent.Runner{Runtime: rt, Client: client, Protocol: proto, Limits: c.limits,
 		History: agent.History(c.history), Log: e.Log}

@@ -90,7 +90,7 @@ func TestForage(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "traj.jsonl")
 	args := []string{"forage", "--tasks", tasksFile, "--out", out, "--model", "fake", "--base-url", srv.URL,
 		"--samples", "2", "--concurrency", "3", "--retries", "1", "--seed", "7", "--temperature", "0.5",
-		"--api-key-env", "FAKE_KEY", "--price-in", "1", "--price-out", "1", "--json", "--quiet"}
+		"--api-key-env", "FAKE_KEY", "--price-in", "1", "--price-out", "1", "--json", "--quiet", "--no-grade"}
 	code, stdout, stderr := runCLI(t, "", args...)
 	if code != 0 {
 		t.Fatalf("cwm forage = %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
@@ -240,7 +240,7 @@ func TestForageKilled(t *testing.T) {
 	defer srv.Close()
 	out := filepath.Join(t.TempDir(), "traj.jsonl")
 	argv, _ := json.Marshal([]string{"forage", "--tasks", tasksFile, "--out", out, "--model", "fake", "--base-url", srv.URL,
-		"--samples", "2", "--concurrency", "2", "--quiet"})
+		"--samples", "2", "--concurrency", "2", "--quiet", "--no-grade"})
 	child := func() *exec.Cmd {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestForageChild$")
 		cmd.Env = append(os.Environ(), "CWM_HOME="+home, "CWM_FORAGE_CHILD="+string(argv))

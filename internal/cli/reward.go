@@ -20,9 +20,9 @@ import (
 
 type rewardCmd struct {
 	tasks, in, out string
-	mapping        reward.Mapping
-	concurrency    int
-	json           bool
+	gradeFlags
+	concurrency int
+	json        bool
 }
 
 func (*rewardCmd) name() string { return "reward" }
@@ -54,9 +54,7 @@ func (c *rewardCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.tasks, "tasks", "", "tasks `file` (JSONL, cwm's task schema)")
 	fs.StringVar(&c.in, "in", "", "predictions or trajectories `file` (JSONL)")
 	fs.StringVar(&c.out, "out", "", "scored output `file` (JSONL; appended to, resumed)")
-	fs.StringVar(&c.mapping.Kind, "reward", "cwm", "reward `kind`: binary (1 resolved, else 0) or cwm (+1 resolved, else 0 when the similarity reaches the threshold, else -1)")
-	fs.Float64Var(&c.mapping.Threshold, "similarity-threshold", 0.5, "similarity at or above which an unresolved patch earns the middle cwm reward")
-	fs.Float64Var(&c.mapping.Scale, "cwm-scale", 0, "0: the paper's cwm mapping (+1/0/-1); S>0: CWM's released code (-1+S resolved, -1+threshold*S similar, else -1)")
+	c.gradeFlags.register(fs)
 	fs.IntVar(&c.concurrency, "concurrency", runtime.NumCPU(), "gradings run at once")
 	fs.BoolVar(&c.json, "json", false, "print the summary as JSON")
 }
