@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -53,6 +54,9 @@ type decision struct {
 	Desc       string  `json:"desc"`
 	TestsRun   int     `json:"tests_run"`
 	Seconds    float64 `json:"seconds"`
+	// Stages is the time spent in each stage reached: covering,
+	// whole_suite, verify.
+	Stages map[string]float64 `json:"stages,omitempty"`
 }
 
 // worker validates candidates in its own sandbox.
@@ -61,47 +65,75 @@ type worker struct {
 	sb *sandbox.Sandbox
 }
 
-const importCheck = "import importlib, sys; sys.path.insert(0, sys.argv[1]); importlib.import_module(sys.argv[2])"
+const importCheckPy = "import importlib, sys; sys.path.insert(0, sys.argv[1]); importlib.import_module(sys.argv[2])"
 
 // validate decides one candidate: run the covering tests on the mutant,
 // then the whole suite, then verify the task. Every step starts from a
-// reset sandbox. The error is for failures of cwm, never of the mutant.
+// reset sandbox and makes the buggy tree with git apply of the bug patch,
+// as a harness will. The error is for failures of cwm, never of the
+// mutant.
 func (w *worker) validate(ctx context.Context, c *candidate) (decision, *task.Task, error) {
 	start := time.Now()
 	r, sb := w.r, w.sb
 	env := r.env
+	full := r.opts.FullSuite
 	d := decision{Key: c.key, Family: c.m.Family, Operator: c.m.Operator, File: c.m.File,
-		Function: c.m.Function, Desc: c.m.Desc}
+		Function: c.m.Function, Desc: c.m.Desc, Stages: map[string]float64{}}
 	done := func(kind, stage, reason string) (decision, *task.Task, error) {
 		d.Kind, d.Stage, d.Reason = kind, stage, reason
 		d.Seconds = roundSecs(time.Since(start))
 		return d, nil, nil
 	}
-	var checks []string
-
-	if !r.opts.FullSuite {
+	mark := time.Now()
+	stage := func(name string) {
+		d.Stages[name] = roundSecs(time.Since(mark))
+		mark = time.Now()
+	}
+	applyFailed := func(err error) (decision, *task.Task, error) {
+		var pe *patchError
+		if errors.As(err, &pe) {
+			return done(kindUnverified, "apply", pe.Error())
+		}
+		return d, nil, err
+	}
+	// buggy resets sb and applies the bug patch.
+	buggy := func(bug string) error {
 		if err := sb.Reset(ctx); err != nil {
-			return d, nil, fmt.Errorf("reset sandbox: %w", err)
+			return fmt.Errorf("reset sandbox: %w", err)
 		}
-		probe, err := r.importable(ctx, sb, c.m.File)
-		if err != nil {
-			return d, nil, err
+		return applyPatch(ctx, sb, "bug_patch", bug)
+	}
+
+	if err := sb.Reset(ctx); err != nil {
+		return d, nil, fmt.Errorf("reset sandbox: %w", err)
+	}
+	probe, err := r.importable(ctx, sb, c.m.File)
+	if err != nil {
+		return d, nil, err
+	}
+	if err := writeMutant(ctx, sb, c.m.File, c.mutated); err != nil {
+		return d, nil, err
+	}
+	bug, err := diff(ctx, sb, c.m.File, false)
+	if err != nil {
+		return d, nil, err
+	}
+	gold, err := diff(ctx, sb, c.m.File, true)
+	if err != nil {
+		return d, nil, err
+	}
+
+	var checks []string
+	var covering map[string]testrun.Test
+	if !full {
+		if err := buggy(bug); err != nil {
+			return applyFailed(err)
 		}
-		if err := writeMutant(ctx, sb, c.m.File, c.mutated); err != nil {
-			return d, nil, err
-		}
-		if probe.ok {
-			limit := r.budget.timeout([]string{})
-			res, err := sb.Exec(ctx, sandbox.Cmd{Args: []string{"python", "-c", importCheck, probe.root, probe.module}, Dir: "/repo", Timeout: limit})
+		if k, why, err := r.importCheck(ctx, sb, probe); err != nil || k != "" {
 			if err != nil {
-				return d, nil, fmt.Errorf("import %s: %w", probe.module, err)
+				return d, nil, err
 			}
-			switch {
-			case res.Reason == sandbox.ReasonTimeout:
-				return done(kindHang, "import", fmt.Sprintf("importing %s hangs: still running after %s", probe.module, limit.Round(100*time.Millisecond)))
-			case !res.Success():
-				return done(kindImport, "import", fmt.Sprintf("importing %s fails: %s", probe.module, scrub(lastLine(res.Stderr))))
-			}
+			return done(k, "import", why)
 		}
 		limit := r.budget.timeout(c.tests)
 		rep, err := runTests(ctx, sb, env, c.tests, limit)
@@ -112,25 +144,23 @@ func (w *worker) validate(ctx context.Context, c *candidate) (decision, *task.Ta
 		if k, why := r.broken(rep, limit); k != "" {
 			return done(k, "covering tests", why)
 		}
-		got := outcomes(rep)
-		var broke []string
+		covering = outcomes(rep)
+		broke := 0
 		for _, id := range c.tests {
-			if failed(got[id].Outcome) {
-				broke = append(broke, id)
+			if failed(covering[id].Outcome) {
+				broke++
 			}
 		}
-		if len(broke) == 0 {
+		if broke == 0 {
 			return done(kindSurvived, "covering tests", fmt.Sprintf("the %d passing tests that execute %s still pass", len(c.tests), c.m.Function))
 		}
 		r.countBroke(c.m.Family)
-		checks = append(checks, fmt.Sprintf("mutant fails %d of the %d covering tests", len(broke), len(c.tests)))
+		checks = append(checks, fmt.Sprintf("mutant fails %d of the %d covering tests", broke, len(c.tests)))
+		stage("covering")
 	}
 
-	if err := sb.Reset(ctx); err != nil {
-		return d, nil, fmt.Errorf("reset sandbox: %w", err)
-	}
-	if err := writeMutant(ctx, sb, c.m.File, c.mutated); err != nil {
-		return d, nil, err
+	if err := buggy(bug); err != nil {
+		return applyFailed(err)
 	}
 	limit := r.budget.timeout(nil)
 	rep, err := runTests(ctx, sb, env, nil, limit)
@@ -152,24 +182,16 @@ func (w *worker) validate(ctx context.Context, c *candidate) (decision, *task.Ta
 		}
 	}
 	if len(f2p) == 0 {
-		if r.opts.FullSuite {
+		if full {
 			return done(kindSurvived, "whole suite", "every test that passed at baseline still passes")
 		}
 		return done(kindNoF2P, "whole suite", "the covering tests failed alone but every test passes in the whole suite")
 	}
-	if r.opts.FullSuite {
+	if full {
 		r.countBroke(c.m.Family)
 	}
-	checks = append(checks, fmt.Sprintf("whole suite on the mutant: %d FAIL_TO_PASS, %d PASS_TO_PASS, %d flaky or unstable tests left out",
+	checks = append(checks, fmt.Sprintf("whole suite on the buggy tree: %d FAIL_TO_PASS, %d PASS_TO_PASS, %d flaky or unstable tests left out",
 		len(f2p), len(p2p), r.leftOut))
-	bug, err := diff(ctx, sb, c.m.File, false)
-	if err != nil {
-		return d, nil, err
-	}
-	gold, err := diff(ctx, sb, c.m.File, true)
-	if err != nil {
-		return d, nil, err
-	}
 	t := &task.Task{
 		InstanceID: c.id, Repo: r.repo, BaseCommit: env.Commit, Patch: gold, TestPatch: "",
 		ProblemStatement: problemStatement(f2p, got), FailToPass: f2p, PassToPass: p2p,
@@ -177,19 +199,29 @@ func (w *worker) validate(ctx context.Context, c *candidate) (decision, *task.Ta
 		EnvID: env.ID, BugPatch: bug, Kind: "mutate", Family: c.m.Family, Operator: c.m.Operator,
 		File: c.m.File, Function: c.m.Function,
 	}
+	stage("whole_suite")
 
+	// The covering tests' run, made before FAIL_TO_PASS was known, is
+	// the first check of the buggy tree when it ran every FAIL_TO_PASS
+	// test; a second run of FAIL_TO_PASS alone follows either way.
 	v := verdict{checks: checks}
-	for run := 1; run <= 2 && v.problem == ""; run++ {
-		if err := r.verifier.checkBug(ctx, sb, t, run, r.opts.FullSuite, &v); err != nil {
+	run := 1
+	if covering != nil && allFailed(covering, f2p) {
+		v.checks = append(v.checks, fmt.Sprintf("buggy tree fails all %d FAIL_TO_PASS tests (run 1, the covering tests' run)", len(f2p)))
+		run = 2
+	}
+	for ; run <= 2 && v.problem == ""; run++ {
+		if err := r.verifier.checkBug(ctx, sb, t, run, full, &v); err != nil {
 			return d, nil, err
 		}
 	}
 	if v.problem == "" {
-		if err := r.verifier.checkGold(ctx, sb, t, 2, r.opts.FullSuite, &v); err != nil {
+		if err := r.verifier.checkGold(ctx, sb, t, 2, full, &v); err != nil {
 			return d, nil, err
 		}
 	}
 	d.TestsRun += v.testsRun
+	stage("verify")
 	if v.problem != "" {
 		return done(kindUnverified, "verification", v.problem)
 	}
@@ -197,6 +229,37 @@ func (w *worker) validate(ctx context.Context, c *candidate) (decision, *task.Ta
 	d.Seconds = roundSecs(time.Since(start))
 	t.Validation = &task.Validation{TestsRun: d.TestsRun, Seconds: d.Seconds, Checks: v.checks}
 	return d, t, nil
+}
+
+// allFailed reports whether every id ran in got and failed.
+func allFailed(got map[string]testrun.Test, ids []string) bool {
+	for _, id := range ids {
+		if o, ok := got[id]; !ok || !failed(o.Outcome) {
+			return false
+		}
+	}
+	return true
+}
+
+// importCheck imports the mutated module when it imported on the
+// environment's tree: a failure is a crash at import, not a bug for the
+// tests to show.
+func (r *mutateRun) importCheck(ctx context.Context, sb *sandbox.Sandbox, probe *importProbe) (string, string, error) {
+	if !probe.ok {
+		return "", "", nil
+	}
+	limit := r.budget.timeout([]string{})
+	res, err := sb.Exec(ctx, sandbox.Cmd{Args: []string{"python", "-c", importCheckPy, probe.root, probe.module}, Dir: "/repo", Timeout: limit})
+	if err != nil {
+		return "", "", fmt.Errorf("import %s: %w", probe.module, err)
+	}
+	switch {
+	case res.Reason == sandbox.ReasonTimeout:
+		return kindHang, fmt.Sprintf("importing %s hangs: still running after %s", probe.module, limit.Round(100*time.Millisecond)), nil
+	case !res.Success():
+		return kindImport, fmt.Sprintf("importing %s fails: %s", probe.module, scrub(lastLine(res.Stderr))), nil
+	}
+	return "", "", nil
 }
 
 // broken classifies a run that says nothing about the mutant's tests: it
@@ -248,7 +311,7 @@ func (r *mutateRun) importable(ctx context.Context, sb *sandbox.Sandbox, file st
 		if p.module == "" {
 			return
 		}
-		res, err := sb.Exec(ctx, sandbox.Cmd{Args: []string{"python", "-c", importCheck, p.root, p.module}, Dir: "/repo", Timeout: r.budget.timeout([]string{})})
+		res, err := sb.Exec(ctx, sandbox.Cmd{Args: []string{"python", "-c", importCheckPy, p.root, p.module}, Dir: "/repo", Timeout: r.budget.timeout([]string{})})
 		if err != nil {
 			p.err = fmt.Errorf("import %s: %w", p.module, err)
 			return

@@ -241,6 +241,9 @@ func commitTask(ctx context.Context, rt *sandbox.Runtime, sb *sandbox.Sandbox, e
 	if err != nil {
 		return d, nil, err
 	}
+	if when, err := time.Parse(time.RFC3339, strings.TrimSpace(date)); err == nil {
+		date = when.UTC().Format(time.RFC3339) // SWE-bench writes UTC with Z
+	}
 
 	penv, err := envbuild.Build(ctx, rt, envbuild.Options{Home: opts.Home, Source: env.Repository.Location,
 		Rev: d.Parent, Name: env.Name, Test: env.Test.Command, Runs: opts.Runs, NoCoverage: true,

@@ -22,6 +22,7 @@ import (
 	"cwm/internal/progress"
 	"cwm/internal/sandbox"
 	"cwm/internal/task"
+	"cwm/internal/testrun"
 )
 
 // MutateOptions configure a mutate-fix run.
@@ -193,7 +194,7 @@ func Mutate(ctx context.Context, rt *sandbox.Runtime, env *envbuild.Env, opts Mu
 		return nil, err
 	}
 	if len(queue) > 0 && (opts.Max == 0 || r.summary.Existing < opts.Max) {
-		if err := r.sessionGold(ctx, sbs[0]); err != nil {
+		if err := r.sessionGold(ctx, sbs); err != nil {
 			return nil, err
 		}
 	} else {
@@ -207,9 +208,10 @@ func Mutate(ctx context.Context, rt *sandbox.Runtime, env *envbuild.Env, opts Mu
 }
 
 // sessionGold runs the whole suite twice on the environment's tree: the
-// gold tree of every mutate-fix task. Passing tests that do not pass in
-// both runs join the flaky ones in neither list.
-func (r *mutateRun) sessionGold(ctx context.Context, sb *sandbox.Sandbox) error {
+// gold tree of every mutate-fix task. The two runs go to two sandboxes at
+// once when there are two workers. Passing tests that do not pass in both
+// runs join the flaky ones in neither list.
+func (r *mutateRun) sessionGold(ctx context.Context, sbs []*sandbox.Sandbox) error {
 	passing := r.env.Passing()
 	r.leftOut = len(r.env.Baseline) - len(passing)
 	if r.opts.FullSuite {
@@ -217,20 +219,40 @@ func (r *mutateRun) sessionGold(ctx context.Context, sb *sandbox.Sandbox) error 
 		return nil
 	}
 	t0 := time.Now()
-	if err := sb.Reset(ctx); err != nil {
+	if err := sbs[0].Reset(ctx); err != nil {
 		return fmt.Errorf("reset sandbox: %w", err)
 	}
-	tree, err := treeHash(ctx, sb)
+	tree, _, err := treeHash(ctx, sbs[0])
 	if err != nil {
 		return err
 	}
-	if err := sb.Reset(ctx); err != nil {
-		return fmt.Errorf("reset sandbox: %w", err)
+	reps := make([]*testrun.Report, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range reps {
+		sb := sbs[i%len(sbs)]
+		run := func() {
+			if errs[i] = sb.Reset(ctx); errs[i] == nil {
+				reps[i], errs[i] = runTests(ctx, sb, r.env, nil, r.budget.timeout(nil))
+			}
+		}
+		if len(sbs) == 1 {
+			run()
+			continue
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); run() }()
 	}
-	reps, _, err := r.verifier.goldReports(ctx, sb, tree, 2, nil)
-	if err != nil {
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("whole-suite runs of the environment's tree: %w", err)
 	}
+	for i, rep := range reps {
+		if why := stopped(rep, r.budget.timeout(nil)); why != "" {
+			return fmt.Errorf("whole-suite run %d of the environment's tree: %s", i+1, why)
+		}
+	}
+	r.verifier.seedGold(tree, reps)
 	bad := unstable(passing, reps)
 	for _, id := range passing {
 		if !bad[id] {
@@ -331,15 +353,21 @@ func (r *mutateRun) candidates(ctx context.Context, sb *sandbox.Sandbox, cov *en
 		for _, a := range m.Affects {
 			lists = append(lists, testsOf[envbuild.FuncRef{File: m.File, Name: a.Name, Line: a.Line}])
 		}
-		tests := unionTests(lists...)
-		if (!m.Executed && !r.opts.FullSuite) || len(tests) == 0 {
-			fc.Unexecuted++
-			continue
-		}
-		out = append(out, &candidate{m: m, key: key, mutated: mutated, tests: tests,
+		out = append(out, &candidate{m: m, key: key, mutated: mutated, tests: unionTests(lists...),
 			fn: m.File + "::" + m.Function, id: instanceID(r.repo, m.Family, key[:12])})
 	}
-	return order(out, r.opts.Seed), nil
+	// Mutants no passing test executes can only survive: the map drops
+	// them for free. They are ordered with the rest all the same, so that
+	// the full-suite strategy, which tries them, sees the same sequence.
+	var kept []*candidate
+	for _, c := range order(out, r.opts.Seed) {
+		if !r.opts.FullSuite && (!c.m.Executed || len(c.tests) == 0) {
+			r.summary.Families[c.m.Family].Unexecuted++
+			continue
+		}
+		kept = append(kept, c)
+	}
+	return kept, nil
 }
 
 // order shuffles each family's candidates with the seed and interleaves
@@ -434,7 +462,10 @@ func (r *mutateRun) dispatch(ctx context.Context, sbs []*sandbox.Sandbox, queue 
 	if r.opts.Max > 0 {
 		total = max(0, r.opts.Max-r.summary.Existing)
 	}
-	bar := progress.New(r.opts.Progress, "tasks mutate", total)
+	var bar *progress.Bar // nil draws nothing
+	if r.opts.Progress != nil {
+		bar = progress.New(r.opts.Progress, "tasks mutate", total)
+	}
 	defer bar.Done()
 
 	ctx, cancel := context.WithCancel(ctx)

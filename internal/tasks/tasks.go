@@ -64,7 +64,7 @@ type patchError struct {
 func (e *patchError) Error() string { return e.name + " does not apply: " + e.msg }
 
 // applyPatch applies a patch to /repo with git apply and drops the
-// bytecode of the files it touched.
+// bytecode of the Python files it touches, in one command.
 func applyPatch(ctx context.Context, sb *sandbox.Sandbox, name, patch string) error {
 	if patch == "" {
 		return nil
@@ -73,7 +73,11 @@ func applyPatch(ctx context.Context, sb *sandbox.Sandbox, name, patch string) er
 	if err := sb.WriteFile(ctx, p, []byte(patch), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
-	res, err := sb.Exec(ctx, sandbox.Cmd{Args: gitArgs("apply", "--whitespace=nowarn", p), Dir: "/repo", Timeout: time.Minute})
+	script := `git -c core.quotepath=false apply --whitespace=nowarn "$1" || exit 1
+shift
+for f in "$@"; do rm -f -- "$(dirname -- "$f")/__pycache__/$(basename -- "$f" .py)".*.pyc; done`
+	args := append([]string{"bash", "-c", script, "apply", p}, patchedPython(patch)...)
+	res, err := sb.Exec(ctx, sandbox.Cmd{Args: args, Dir: "/repo", Timeout: time.Minute})
 	if err != nil {
 		return fmt.Errorf("apply %s: %w", name, err)
 	}
@@ -83,24 +87,23 @@ func applyPatch(ctx context.Context, sb *sandbox.Sandbox, name, patch string) er
 	return nil
 }
 
-// dropBytecode removes the compiled files of every Python file that
-// differs from commit. The layer's bytecode was compiled for the
-// environment's tree; Python trusts a .pyc whose recorded source size and
-// mtime (in whole seconds) match, which a same-size edit made within the
-// same second as the checkout could.
-func dropBytecode(ctx context.Context, sb *sandbox.Sandbox, commit string) error {
-	script := `git -c core.quotepath=false diff --name-only -z "$1" -- '*.py' | while IFS= read -r -d '' f; do
-  rm -f -- "$(dirname -- "$f")/__pycache__/$(basename -- "$f" .py)".*.pyc
-done`
-	_, err := exec(ctx, sb, sandbox.Cmd{Args: []string{"bash", "-c", script, "drop", commit}, Dir: "/repo"})
-	if err != nil {
-		return fmt.Errorf("drop stale bytecode: %w", err)
+// patchedPython lists the Python files a git patch writes.
+func patchedPython(patch string) []string {
+	var out []string
+	for _, line := range strings.Split(patch, "\n") {
+		if f, ok := strings.CutPrefix(line, "+++ b/"); ok && strings.HasSuffix(f, ".py") {
+			out = append(out, f)
+		}
 	}
-	return nil
+	return out
 }
 
-// writeMutant writes a mutated file into /repo and drops its bytecode
-// (see dropBytecode).
+// Why bytecode is dropped: the layer's .pyc files were compiled for the
+// environment's tree, and Python trusts a .pyc whose recorded source size
+// and mtime (in whole seconds) match, which a same-size edit made within
+// the same second as the checkout could.
+
+// writeMutant writes a mutated file into /repo and drops its bytecode.
 func writeMutant(ctx context.Context, sb *sandbox.Sandbox, file string, data []byte) error {
 	if err := sb.WriteFile(ctx, "/repo/"+file, data, 0o644); err != nil {
 		return fmt.Errorf("write mutant of %s: %w", file, err)
@@ -132,13 +135,17 @@ func diff(ctx context.Context, sb *sandbox.Sandbox, file string, reverse bool) (
 }
 
 // treeHash is the git tree of the work tree as it is (ignored files
-// aside): equal hashes, equal trees.
-func treeHash(ctx context.Context, sb *sandbox.Sandbox) (string, error) {
-	out, err := exec(ctx, sb, sandbox.Cmd{Shell: "git add -A . && git write-tree", Dir: "/repo"})
+// aside), and that of HEAD: equal hashes, equal trees.
+func treeHash(ctx context.Context, sb *sandbox.Sandbox) (tree, head string, err error) {
+	out, err := exec(ctx, sb, sandbox.Cmd{Shell: "git add -A . && git write-tree && git rev-parse 'HEAD^{tree}'", Dir: "/repo"})
 	if err != nil {
-		return "", fmt.Errorf("hash the work tree: %w", err)
+		return "", "", fmt.Errorf("hash the work tree: %w", err)
 	}
-	return strings.TrimSpace(out), nil
+	f := strings.Fields(out)
+	if len(f) != 2 {
+		return "", "", fmt.Errorf("hash the work tree: unexpected output %q", out)
+	}
+	return f[0], f[1], nil
 }
 
 // budget derives test-run timeouts from the environment's baseline, so a

@@ -61,7 +61,10 @@ func Validate(ctx context.Context, rt *sandbox.Runtime, tasks []task.Task, opts 
 		}
 	}
 	verdicts := make([]Verdict, len(tasks))
-	bar := progress.New(opts.Progress, "tasks validate", len(tasks))
+	var bar *progress.Bar // nil draws nothing
+	if opts.Progress != nil {
+		bar = progress.New(opts.Progress, "tasks validate", len(tasks))
+	}
 	defer bar.Done()
 
 	ctx, cancel := context.WithCancel(ctx)

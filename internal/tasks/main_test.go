@@ -1,0 +1,104 @@
+package tasks
+
+import (
+	"context"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"cwm/internal/envbuild"
+	"cwm/internal/sandbox"
+)
+
+// The tests share one runtime and one $CWM_HOME; each environment is built
+// once for the whole package.
+var (
+	testRT   *sandbox.Runtime
+	testHome string
+)
+
+func TestMain(m *testing.M) {
+	home, err := os.MkdirTemp("", "cwm-tasks-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	rt, err := sandbox.NewRuntime(sandbox.Options{Home: home})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	testRT, testHome = rt, home
+	code := m.Run()
+	rt.Close()
+	os.RemoveAll(home)
+	os.Exit(code)
+}
+
+type onceEnv struct {
+	once sync.Once
+	env  *envbuild.Env
+	err  error
+}
+
+var envs sync.Map // source -> *onceEnv
+
+// buildEnv builds the environment of a source once per package run.
+func buildEnv(t testing.TB, opts envbuild.Options) *envbuild.Env {
+	t.Helper()
+	v, _ := envs.LoadOrStore(opts.Source, &onceEnv{})
+	o := v.(*onceEnv)
+	o.once.Do(func() {
+		opts.Home = testHome
+		if opts.Runs == 0 {
+			opts.Runs = 2
+		}
+		opts.Limits = envbuild.RunLimits{Timeout: 5 * time.Minute}
+		o.env, o.err = envbuild.Build(context.Background(), testRT, opts)
+		if o.err == nil && !o.env.Usable {
+			o.err = fmt.Errorf("environment of %s is not usable: %s", opts.Source, o.env.Reason)
+		}
+	})
+	if o.err != nil {
+		t.Fatalf("build %s: %v", opts.Source, o.err)
+	}
+	return o.env
+}
+
+func textkitEnv(t testing.TB) *envbuild.Env {
+	return buildEnv(t, envbuild.Options{Source: "../../examples/textkit"})
+}
+
+// git runs git in dir with a fixed identity and dates, so commit hashes
+// are the same on every run.
+func git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := osexec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=cwm", "GIT_AUTHOR_EMAIL=cwm@example.com",
+		"GIT_COMMITTER_NAME=cwm", "GIT_COMMITTER_EMAIL=cwm@example.com",
+		"GIT_AUTHOR_DATE=2024-01-02T03:04:05Z", "GIT_COMMITTER_DATE=2024-01-02T03:04:05Z")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func writeFiles(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,1 @@
+"""ledger: bookkeeping helpers (money, dates, stock, taxes, invoices)."""

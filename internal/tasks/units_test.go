@@ -1,0 +1,219 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"cwm/internal/envbuild"
+	"cwm/internal/mutate"
+	"cwm/internal/testrun"
+)
+
+func TestOwnerName(t *testing.T) {
+	cases := []struct{ in, owner, name string }{
+		{"django/django", "django", "django"},
+		{"https://github.com/pallets/flask", "pallets", "flask"},
+		{"https://github.com/pallets/flask.git/", "pallets", "flask"},
+		{"git@github.com:psf/requests.git", "psf", "requests"},
+		{"ssh://git@github.com/sympy/sympy", "sympy", "sympy"},
+		{"github.com/Pydata/XArray", "pydata", "xarray"},
+		{"/home/me/src/flask", "", ""},
+		{"./flask", "", ""},
+		{"flask", "", ""},
+	}
+	for _, c := range cases {
+		o, n := ownerName(c.in)
+		if o != c.owner || n != c.name {
+			t.Errorf("ownerName(%q) = %q, %q, want %q, %q", c.in, o, n, c.owner, c.name)
+		}
+	}
+}
+
+func TestScrub(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"AssertionError: assert 3 == 2", "AssertionError: assert 3 == 2"},
+		{`File "/repo/textkit/stats.py", line 12, in mean`, `File "<source>", in mean`},
+		{"textkit/stats.py:12: in mean", "<source>: in mean"},
+		{"tests/test_stats.py:40: AssertionError", "tests/test_stats.py: AssertionError"},
+		{"NameError: name 'tokens' is not defined", "NameError: name 'tokens' is not defined"},
+	}
+	for _, c := range cases {
+		if got := scrub(c.in); got != c.want {
+			t.Errorf("scrub(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestProblemStatement(t *testing.T) {
+	got := problemStatement([]string{"tests/t.py::a", "tests/t.py::b"}, map[string]testrun.Test{
+		"tests/t.py::a": {ID: "tests/t.py::a", Outcome: testrun.Fail, Message: `File "/repo/pkg/m.py", line 3: ValueError: bad`},
+		"tests/t.py::b": {ID: "tests/t.py::b", Outcome: testrun.Error},
+	})
+	want := "After a recent change, 2 of the repository's tests fail:\n\n" +
+		"- tests/t.py::a\n  File \"<source>\": ValueError: bad\n- tests/t.py::b\n  error\n\n" +
+		"The other tests still pass. Fix the code so that these tests pass again without breaking the others; the tests themselves are correct.\n"
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problemStatement (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseShard(t *testing.T) {
+	cases := []struct {
+		in   string
+		want Shard
+		ok   bool
+	}{
+		{"", Shard{0, 1}, true}, {"0/1", Shard{0, 1}, true}, {"2/3", Shard{2, 3}, true},
+		{"3/3", Shard{}, false}, {"-1/2", Shard{}, false}, {"1", Shard{}, false}, {"a/b", Shard{}, false},
+	}
+	for _, c := range cases {
+		got, err := ParseShard(c.in)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("ParseShard(%q) = %v, %v; want %v, ok %v", c.in, got, err, c.want, c.ok)
+		}
+	}
+	// Every key lands in exactly one shard, the same one every time.
+	for _, key := range []string{"a.py\x00f", "b.py\x00g", "c.py\x00C.m"} {
+		n := 0
+		for i := 0; i < 4; i++ {
+			if (Shard{i, 4}).has(key) {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("key %q is in %d of 4 shards", key, n)
+		}
+	}
+}
+
+func TestBudget(t *testing.T) {
+	env := &envbuild.Env{
+		Baseline: []envbuild.TestResult{{ID: "a", Seconds: []float64{1, 2}}, {ID: "b", Seconds: []float64{0.5, 0.5}}},
+		Runs:     []envbuild.RunRecord{{Seconds: 3.5}, {Seconds: 3}},
+	}
+	b := newBudget(env, 2)
+	cases := []struct {
+		ids  []string
+		want time.Duration
+	}{
+		{nil, 5*time.Second + 7*time.Second},                 // the slowest whole run
+		{[]string{"a"}, 5*time.Second + 2*(1+2)*time.Second}, // overhead 1s + a's slowest 2s
+		{[]string{}, 5*time.Second + 2*time.Second},          // the overhead alone: an import
+		{[]string{"b", "x"}, 5*time.Second + 3*time.Second},  // an unknown test costs nothing
+	}
+	for _, c := range cases {
+		if got := b.timeout(c.ids); got != c.want {
+			t.Errorf("timeout(%v) = %v, want %v", c.ids, got, c.want)
+		}
+	}
+}
+
+func TestOrderInterleavesFamilies(t *testing.T) {
+	var cands []*candidate
+	for _, f := range mutate.Families {
+		for i := 0; i < 3; i++ {
+			cands = append(cands, &candidate{m: mutate.Mutant{Family: f}, key: f + string(rune('a'+i))})
+		}
+	}
+	a := order(append([]*candidate(nil), cands...), 5)
+	b := order(append([]*candidate(nil), cands...), 5)
+	for i := range a {
+		if a[i].key != b[i].key {
+			t.Fatalf("order is not deterministic for a seed: %s vs %s at %d", a[i].key, b[i].key, i)
+		}
+	}
+	for i, c := range a[:len(mutate.Families)] {
+		if c.m.Family != mutate.Families[i] {
+			t.Errorf("order()[%d] is of family %s, want %s: the first round takes one of each", i, c.m.Family, mutate.Families[i])
+		}
+	}
+}
+
+func TestModuleName(t *testing.T) {
+	layer := t.TempDir()
+	writeFiles(t, filepath.Join(layer, "repo"), map[string]string{
+		"pkg/__init__.py": "", "pkg/sub/__init__.py": "", "pkg/sub/m.py": "",
+		"src/lib/__init__.py": "", "src/lib/x.py": "", "tool.py": "",
+	})
+	cases := []struct{ file, module, root string }{
+		{"pkg/sub/m.py", "pkg.sub.m", "/repo"},
+		{"pkg/sub/__init__.py", "pkg.sub", "/repo"},
+		{"src/lib/x.py", "lib.x", "/repo/src"},
+		{"tool.py", "tool", "/repo"},
+		{"README.md", "", ""},
+	}
+	for _, c := range cases {
+		m, r := moduleName(layer, c.file)
+		if m != c.module || r != c.root {
+			t.Errorf("moduleName(%q) = %q, %q; want %q, %q", c.file, m, r, c.module, c.root)
+		}
+	}
+}
+
+// TestDecontamination refuses a repository on the list by name or URL,
+// and a fork of a listed repository by its root commit.
+func TestDecontamination(t *testing.T) {
+	env, repo := calcEnv(t)
+	ctx := context.Background()
+	sb, err := testRT.New(ctx, env.SandboxConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	if err := DefaultExclusions().Check(ctx, sb, env); err != nil {
+		t.Errorf("calc is not a SWE-bench repository, but Check says %v", err)
+	}
+	if n := len(DefaultExclusions().entries); n != 12 {
+		t.Errorf("the SWE-bench list has %d repositories, want 12", n)
+	}
+
+	// An upstream whose clone (with commits of its own) the environment
+	// could be: sharing the root commit is enough.
+	dir := t.TempDir()
+	upstream := filepath.Join(dir, "upstream")
+	git(t, dir, "clone", "-q", repo.dir, upstream)
+	git(t, upstream, "commit", "-q", "--allow-empty", "-m", "upstream moves on")
+	list := filepath.Join(dir, "exclude.txt")
+	cases := []struct {
+		name, list, how string
+	}{
+		{"fork by root commit (local path)", "./upstream\n", "shares root commit " + repo.root},
+		{"fork by root commit (hash)", "someone/else " + repo.root + "\n", "shares root commit"},
+		{"by name", "# comment\nmaintainer/calc\n", "its name calc is a listed repository's"},
+		{"by remote URL", "@swebench\n", "it is pallets/flask"},
+		{"not listed", "someone/other\n", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if err := os.WriteFile(list, []byte(c.list), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if c.name == "by remote URL" {
+				git(t, repo.dir, "remote", "add", "origin", "https://github.com/pallets/flask.git")
+				defer git(t, repo.dir, "remote", "remove", "origin")
+			}
+			x, err := LoadExclusions(list)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = x.Check(ctx, sb, env)
+			var ex *ExcludedError
+			switch {
+			case c.how == "" && err != nil:
+				t.Errorf("Check = %v, want nil", err)
+			case c.how != "" && (!errors.As(err, &ex) || !strings.Contains(ex.How, c.how)):
+				t.Errorf("Check = %v, want excluded because %q", err, c.how)
+			}
+		})
+	}
+	if _, err := parseExclusions("django/django nothex\n", "x", ""); err == nil {
+		t.Errorf("a list with a bad hash parsed")
+	}
+}
