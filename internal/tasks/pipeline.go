@@ -253,12 +253,8 @@ func (r *mutateRun) sessionGold(ctx context.Context, sbs []*sandbox.Sandbox) err
 		}
 	}
 	r.verifier.seedGold(tree, reps)
-	bad := unstable(passing, reps)
-	for _, id := range passing {
-		if !bad[id] {
-			r.stable = append(r.stable, id)
-		}
-	}
+	var bad map[string]bool
+	r.stable, bad = stableTests(r.env, reps)
 	r.leftOut = len(r.env.Baseline) - len(r.stable)
 	r.summary.GoldSeconds = roundSecs(time.Since(t0))
 	if len(bad) > 0 && r.opts.Log != nil {

@@ -115,6 +115,24 @@ func TestBudget(t *testing.T) {
 	}
 }
 
+func TestStableTests(t *testing.T) {
+	env := &envbuild.Env{Baseline: []envbuild.TestResult{
+		{ID: "a", Status: "pass"}, {ID: "b", Status: envbuild.Flaky}, {ID: "c", Status: "pass"},
+		{ID: "d", Status: "skip"}, {ID: "e", Status: "fail"},
+	}}
+	reps := []*testrun.Report{
+		{Tests: []testrun.Test{{ID: "a", Outcome: testrun.Pass}, {ID: "b", Outcome: testrun.Pass}, {ID: "c", Outcome: testrun.Pass}}},
+		{Tests: []testrun.Test{{ID: "a", Outcome: testrun.Pass}, {ID: "b", Outcome: testrun.Pass}, {ID: "c", Outcome: testrun.Fail}}},
+	}
+	stable, bad := stableTests(env, reps)
+	if diff := cmp.Diff([]string{"a"}, stable); diff != "" {
+		t.Errorf("stable tests (-want +got):\n%s", diff)
+	}
+	if !bad["c"] || bad["b"] {
+		t.Errorf("unstable = %v, want c (b is flaky at baseline, never a candidate)", bad)
+	}
+}
+
 func TestOrderInterleavesFamilies(t *testing.T) {
 	var cands []*candidate
 	for _, f := range mutate.Families {

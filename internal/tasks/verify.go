@@ -270,19 +270,26 @@ func isDone(c chan struct{}) bool {
 	}
 }
 
-// unstable lists the tests passing at baseline that did not pass in every
-// one of reps: like flaky tests, they go in neither list.
-func unstable(passing []string, reps []*testrun.Report) map[string]bool {
-	out := map[string]bool{}
+// stableTests are the tests that may go in FAIL_TO_PASS or PASS_TO_PASS:
+// passing in every baseline run (so never flaky) and in every one of reps,
+// runs of the same tree made now. The others are returned as unstable.
+func stableTests(env *envbuild.Env, reps []*testrun.Report) ([]string, map[string]bool) {
+	bad := map[string]bool{}
 	for _, rep := range reps {
 		got := outcomes(rep)
-		for _, id := range passing {
+		for _, id := range env.Passing() {
 			if got[id].Outcome != testrun.Pass {
-				out[id] = true
+				bad[id] = true
 			}
 		}
 	}
-	return out
+	var stable []string
+	for _, id := range env.Passing() {
+		if !bad[id] {
+			stable = append(stable, id)
+		}
+	}
+	return stable, bad
 }
 
 func sortedKeys(m map[string]bool) []string {
