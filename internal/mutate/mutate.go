@@ -2,10 +2,10 @@
 // of CWM's mutate-fix data (CWM-SPEC section 3) as operators over Python's
 // own syntax trees.
 //
-// The analysis runs as mutate.py (standard library only, embedded here) on
-// the environment's interpreter inside a sandbox, because only that
-// interpreter can say whether a mutant parses and compiles for the Python
-// the tests run on. Python's ast decides where an operator applies; the
+// The analysis runs as mutate.py (standard library only, embedded here
+// with its two modules) on the environment's interpreter inside a
+// sandbox, because only that interpreter can say whether a mutant parses
+// and compiles for the Python the tests run on. Python's ast decides where an operator applies; the
 // mutant itself is a handful of byte-range edits of the file's text, so its
 // diff touches only the mutated span and leaves formatting and comments
 // everywhere else alone. Validation (do tests fail, is the fix verified)
@@ -15,7 +15,7 @@ package mutate
 import (
 	"context"
 	"crypto/sha256"
-	_ "embed"
+	"embed"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -25,8 +25,11 @@ import (
 	"cwm/internal/sandbox"
 )
 
-//go:embed mutate.py
-var mutatePy []byte
+// The analysis is three files run together: mutate.py imports the other
+// two from its own directory.
+//
+//go:embed mutate.py operators.py syntax.py
+var pyFiles embed.FS
 
 // The five families of CWM-SPEC section 3, in the order the spec lists them.
 const (
@@ -214,8 +217,14 @@ func Generate(ctx context.Context, s *sandbox.Sandbox, req Request) (*Result, er
 	} else if !res.Success() {
 		return nil, fmt.Errorf("prepare mutation analysis: mkdir %s: %s", workDir, res.Describe())
 	}
-	if err := s.WriteFile(ctx, workDir+"/mutate.py", mutatePy, 0o644); err != nil {
-		return nil, fmt.Errorf("prepare mutation analysis: %w", err)
+	for _, name := range []string{"mutate.py", "operators.py", "syntax.py"} {
+		data, err := pyFiles.ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.WriteFile(ctx, workDir+"/"+name, data, 0o644); err != nil {
+			return nil, fmt.Errorf("prepare mutation analysis: %w", err)
+		}
 	}
 	if err := s.WriteFile(ctx, workDir+"/request.json", data, 0o644); err != nil {
 		return nil, fmt.Errorf("prepare mutation analysis: %w", err)
