@@ -36,7 +36,9 @@ func (*tasksMutateCmd) synopsis() string {
 func (*tasksMutateCmd) usage() string {
 	return `--env ID --out TASKS.jsonl [flags]
 Puts bugs into the functions the environment's passing tests execute
-(families: ` + strings.Join(mutate.Families, ", ") + `), keeps the mutants that
+(CWM's families: ` + strings.Join(mutate.Families, ", ") + `; and, when asked
+for, procedural: SWE-smith's invert if/else, change a constant, swap
+operands), keeps the mutants that
 make tests fail, and writes each as a verified task in the SWE-bench
 instance schema. Each candidate runs its covering tests, then the whole
 suite (FAIL_TO_PASS, PASS_TO_PASS), then verification: the buggy tree
@@ -48,7 +50,7 @@ summary goes to stderr (stdout with --json). See docs/tasks.md.`
 func (c *tasksMutateCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.env, "env", "", "environment `ID` (id, prefix or name)")
 	fs.StringVar(&c.out, "out", "", "tasks `FILE` (JSONL, appended)")
-	fs.StringVar(&c.families, "families", "", "comma-separated `families` (default all)")
+	fs.StringVar(&c.families, "families", "", "comma-separated `families` (default CWM's five; procedural is the extra one)")
 	fs.IntVar(&c.max, "max", 0, "stop after `N` verified tasks in the output (0: no limit)")
 	fs.IntVar(&c.perFunction, "per-function", 0, "at most `K` tasks per function (0: no cap)")
 	fs.IntVar(&c.perOperator, "per-operator", 8, "sites of one operator sampled per function")
@@ -77,7 +79,7 @@ func (c *tasksMutateCmd) run(ctx context.Context, e *Env, args []string) error {
 	fams := splitList(c.families)
 	for _, f := range fams {
 		if _, ok := mutate.FamilyOperators[f]; !ok {
-			return usagef("--families: unknown family %q (want %s)", f, strings.Join(mutate.Families, ", "))
+			return usagef("--families: unknown family %q (want %s)", f, strings.Join(mutate.AllFamilies, ", "))
 		}
 	}
 	if c.max < 0 || c.perFunction < 0 || c.workers < 1 || c.perOperator < 1 {

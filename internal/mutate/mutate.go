@@ -25,10 +25,10 @@ import (
 	"cwm/internal/sandbox"
 )
 
-// The analysis is three files run together: mutate.py imports the other
-// two from its own directory.
+// The analysis is four files run together: mutate.py imports the others
+// from its own directory.
 //
-//go:embed mutate.py operators.py syntax.py
+//go:embed mutate.py operators.py procedural.py syntax.py
 var pyFiles embed.FS
 
 // The five families of CWM-SPEC section 3, in the order the spec lists them.
@@ -40,8 +40,16 @@ const (
 	Operators  = "operators"  // replace a binary, unary, comparison or boolean operator
 )
 
-// Families lists every family mutate.py knows.
+// Procedural holds three of SWE-smith's procedural modifications (invert
+// an if/else, change a constant, swap operands): a sixth family, used only
+// when asked for, since CWM's data has the five.
+const Procedural = "procedural"
+
+// Families lists CWM's five families, the default.
 var Families = []string{Functions, Arguments, Variables, Statements, Operators}
+
+// AllFamilies lists every family mutate.py knows.
+var AllFamilies = append(append([]string{}, Families...), Procedural)
 
 // FamilyOperators maps each family to its operators.
 var FamilyOperators = map[string][]string{
@@ -50,6 +58,7 @@ var FamilyOperators = map[string][]string{
 	Variables:  {"swap_variables"},
 	Statements: {"remove_import", "remove_import_name", "remove_return"},
 	Operators:  {"binary_operator", "unary_operator", "comparison_operator", "boolean_operator"},
+	Procedural: {"invert_if", "change_constant", "swap_operands"},
 }
 
 // Func names a function the way coverage does: qualified name and first
@@ -155,7 +164,7 @@ type Request struct {
 	Root string `json:"root"`
 	// Seed makes the sampling of sites reproducible.
 	Seed int64 `json:"seed"`
-	// Families to apply (default all).
+	// Families to apply (default CWM's five).
 	Families []string `json:"families,omitempty"`
 	// PerOperator caps the sites one operator mutates in one function,
 	// sampled with the seed (default 8).
@@ -205,7 +214,7 @@ func Generate(ctx context.Context, s *sandbox.Sandbox, req Request) (*Result, er
 	}
 	for _, f := range req.Families {
 		if _, ok := FamilyOperators[f]; !ok {
-			return nil, fmt.Errorf("unknown mutation family %q (want one of %s)", f, strings.Join(Families, ", "))
+			return nil, fmt.Errorf("unknown mutation family %q (want one of %s)", f, strings.Join(AllFamilies, ", "))
 		}
 	}
 	data, err := json.Marshal(req)
@@ -217,7 +226,7 @@ func Generate(ctx context.Context, s *sandbox.Sandbox, req Request) (*Result, er
 	} else if !res.Success() {
 		return nil, fmt.Errorf("prepare mutation analysis: mkdir %s: %s", workDir, res.Describe())
 	}
-	for _, name := range []string{"mutate.py", "operators.py", "syntax.py"} {
+	for _, name := range []string{"mutate.py", "operators.py", "procedural.py", "syntax.py"} {
 		data, err := pyFiles.ReadFile(name)
 		if err != nil {
 			return nil, err

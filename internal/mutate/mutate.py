@@ -9,7 +9,7 @@ tests run on:
 REQUEST names the functions to mutate (those the passing tests execute) and
 the lines the tests execute, per file:
 
-    {"root": "/repo", "seed": 1, "families": ["operators", ...],
+    {"root": "/repo", "seed": 1, "families": ["operators", ...],  (default: CWM's five)
      "per_operator": 8,
      "files": {"pkg/mod.py": {"functions": [["Cls.meth", 12], ...],
                               "executed": [13, 14, ...]}}}
@@ -33,8 +33,10 @@ for a seed.
 
 This file holds the entry point and what every operator shares (matching
 covered functions, sampling, emitting, removing statements and list
-items); operators.py holds the operators, syntax.py the positions and
-tokens they work with.
+items); operators.py holds the operators of CWM's five families,
+procedural.py three of SWE-smith's procedural modifications (a sixth
+family, used only when asked for), syntax.py the positions and tokens
+they work with.
 """
 
 import ast
@@ -44,10 +46,11 @@ import random
 import sys
 
 from operators import Operators
-from syntax import FAMILIES, FUNCS, Source, stmt_first_line
+from procedural import Procedural
+from syntax import CWM_FAMILIES, FAMILIES, FUNCS, Source, stmt_first_line
 
 
-class Mutator(Operators):
+class Mutator(Operators, Procedural):
     def __init__(self, path, rel, data, seed, per_operator, families):
         self.path = path
         self.rel = rel
@@ -178,7 +181,6 @@ class Mutator(Operators):
         return (s, e, b"")
 
     def mutate_function(self, fref, func, in_class):
-        name = fref[0]
         fam = self.families
         if "functions" in fam:
             self.op_remove_body(fref, func)
@@ -193,13 +195,17 @@ class Mutator(Operators):
             self.op_remove_local_import(fref, func)
         if "operators" in fam:
             self.op_operators(fref, func)
+        if "procedural" in fam:
+            self.op_invert_if(fref, func)
+            self.op_change_constant(fref, func)
+            self.op_swap_operands(fref, func)
 
 
 def main(argv):
     with open(argv[1]) as f:
         req = json.load(f)
     root = req.get("root", "/repo").rstrip("/")
-    families = [f for f in req.get("families") or FAMILIES if f in FAMILIES]
+    families = [f for f in req.get("families") or CWM_FAMILIES if f in FAMILIES]
     seed = req.get("seed", 0)
     per_op = int(req.get("per_operator") or 8)
     out = {"mutants": [], "stats": {f: {"sites": 0, "identical": 0, "syntax": 0} for f in FAMILIES},

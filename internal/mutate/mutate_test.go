@@ -229,10 +229,36 @@ func TestOperators(t *testing.T) {
 			src:  "def outer(a):\n    def inner(b):\n        return b - 1\n    return inner(a) + 1\n",
 			want: [][]r{{{"b - 1", "b + 1"}}},
 		},
+		{
+			name: "invert_if swaps the branches' lines, elif chains stay", operator: "invert_if", funcs: []string{"pick", "grade"},
+			src: "def pick(x):\n    if x > 0:\n        y = 1  # positive\n    else:\n        y = -1\n    return y\n\n\n" +
+				"def grade(s):\n    if s > 8:\n        return \"a\"\n    elif s > 4:\n        return \"b\"\n    else:\n        return \"c\"\n",
+			want: [][]r{
+				{{"        y = 1  # positive\n    else:\n        y = -1\n", "        y = -1\n    else:\n        y = 1  # positive\n"}},
+				{{"        return \"b\"\n    else:\n        return \"c\"\n", "        return \"c\"\n    else:\n        return \"b\"\n"}},
+			},
+		},
+		{
+			name: "change_constant: decimal integers only", operator: "change_constant", funcs: []string{"f"},
+			src: "def f(x):\n    return x * 10 + 0x1 + 0 + 2.5\n",
+			want: [][]r{
+				{{"x * 10", "x * 11"}},
+				{{"x * 10", "x * 9"}},
+				{{"+ 0 +", "+ 1 +"}},
+			},
+		},
+		{
+			name: "swap_operands: not of commutative operators", operator: "swap_operands", funcs: []string{"g"},
+			src: "def g(a, b):\n    return a - b, a < b, a + b, a - a, 1 < a < b\n",
+			want: [][]r{
+				{{"a - b,", "b - a,"}},
+				{{"a < b,", "b < a,"}},
+			},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			res, orig := generate(t, tc.src, tc.funcs, Request{Seed: 1})
+			res, orig := generate(t, tc.src, tc.funcs, Request{Seed: 1, Families: AllFamilies})
 			if len(res.Errors) > 0 || len(res.Unmatched) > 0 {
 				t.Fatalf("errors %v, unmatched %v", res.Errors, res.Unmatched)
 			}
@@ -316,5 +342,16 @@ func TestApplyRejectsBadEdits(t *testing.T) {
 	m.Edits = []Edit{{Start: 2, End: 3, Text: "b"}, {Start: 4, End: 60, Text: "a"}}
 	if _, err := m.Apply([]byte("0123456789")); err == nil {
 		t.Errorf("Apply past the end = nil error")
+	}
+}
+
+func TestDefaultFamiliesAreCWMs(t *testing.T) {
+	res, _ := generate(t, "def g(a, b):\n    if a:\n        return a - b\n    else:\n        return 1\n", []string{"g"}, Request{Seed: 1})
+	seen := map[string]bool{}
+	for _, m := range res.Mutants {
+		seen[m.Family] = true
+	}
+	if seen[Procedural] || !seen[Operators] {
+		t.Errorf("families of the default request: %v; want CWM's, without %s", seen, Procedural)
 	}
 }

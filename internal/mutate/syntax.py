@@ -5,7 +5,14 @@ cwm's mutation operators (see mutate.py)."""
 import ast
 import re
 
-FAMILIES = ("functions", "arguments", "variables", "statements", "operators")
+# CWM's five families, the default; "procedural" holds SWE-smith's
+# procedural modifications, applied only when asked for.
+CWM_FAMILIES = ("functions", "arguments", "variables", "statements", "operators")
+FAMILIES = CWM_FAMILIES + ("procedural",)
+
+# Operators whose operands do not commute, for swap_operands.
+NONCOMMUTATIVE = {ast.Sub: "-", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**",
+                  ast.LShift: "<<", ast.RShift: ">>"}
 
 # Replacements within each operator family: the closest plausible slip,
 # so that the bug looks like one a person could make.

@@ -157,7 +157,7 @@ func Mutate(ctx context.Context, rt *sandbox.Runtime, env *envbuild.Env, opts Mu
 	r := &mutateRun{env: env, opts: opts, repo: RepoName(env), budget: newBudget(env, opts.TimeoutFactor),
 		baseline: map[string]string{}, probes: map[string]*importProbe{},
 		summary: &Summary{Families: map[string]*FamilyCounts{}, Rejected: map[string]int{}}}
-	for _, f := range mutate.Families {
+	for _, f := range mutate.AllFamilies {
 		r.summary.Families[f] = &FamilyCounts{}
 	}
 	for _, t := range env.Baseline {
@@ -373,7 +373,7 @@ func order(cands []*candidate, seed int64) []*candidate {
 		by[c.m.Family] = append(by[c.m.Family], c)
 	}
 	var lists [][]*candidate
-	for _, fam := range mutate.Families {
+	for _, fam := range mutate.AllFamilies {
 		l := by[fam]
 		h := fnv.New64a()
 		h.Write([]byte(fam))

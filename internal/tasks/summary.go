@@ -14,10 +14,10 @@ func (s *Summary) Write(w io.Writer) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-11s %10s %10s %8s %10s %10s %6s %6s %8s\n", "family", "candidates", "applicable", "compiled", "duplicates", "unexecuted", "tried", "broke", "verified")
 	var tot FamilyCounts
-	for _, f := range mutate.Families {
+	for _, f := range mutate.AllFamilies {
 		c := s.Families[f]
-		if c == nil {
-			continue
+		if c == nil || (f == mutate.Procedural && c.Candidates == 0) {
+			continue // the extra family shows only when asked for
 		}
 		fmt.Fprintf(&b, "%-11s %10d %10d %8d %10d %10d %6d %6d %8d\n", f, c.Candidates, c.Applicable, c.Compiled, c.Duplicates, c.Unexecuted, c.Tried, c.BrokeTests, c.Verified)
 		tot.Candidates += c.Candidates
