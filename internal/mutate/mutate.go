@@ -177,24 +177,43 @@ type Request struct {
 	Timeout time.Duration `json:"-"`
 }
 
-// Stats counts, per family, the sites found and those dropped before
-// becoming mutants.
+// Stats counts the sites one family found in one function (a module-level
+// import's sites count for the first covered function reading it), and
+// those dropped before becoming mutants.
 type Stats struct {
-	Sites     int `json:"sites"`
-	Identical int `json:"identical"` // same text, or same tree, as the original
-	Syntax    int `json:"syntax"`    // does not compile
+	File      string `json:"file"`
+	Function  string `json:"function"`
+	Line      int    `json:"line"`
+	Family    string `json:"family"`
+	Sites     int    `json:"sites"`
+	Identical int    `json:"identical"` // same text, or same tree, as the original
+	Syntax    int    `json:"syntax"`    // does not compile
 }
 
 // Result is what mutate.py found.
 type Result struct {
-	Mutants []Mutant         `json:"mutants"`
-	Stats   map[string]Stats `json:"stats"`
+	Mutants []Mutant `json:"mutants"`
+	Stats   []Stats  `json:"stats"`
 	// Unmatched are covered functions not found in the source (the file
 	// changed since coverage was computed, or a name cwm cannot place).
 	Unmatched []string `json:"unmatched"`
 	// Errors are files that could not be analysed (not UTF-8, syntax
 	// errors).
 	Errors []string `json:"errors"`
+}
+
+// FamilyStats sums the stats per family.
+func (r *Result) FamilyStats() map[string]Stats {
+	out := map[string]Stats{}
+	for _, s := range r.Stats {
+		t := out[s.Family]
+		t.Family = s.Family
+		t.Sites += s.Sites
+		t.Identical += s.Identical
+		t.Syntax += s.Syntax
+		out[s.Family] = t
+	}
+	return out
 }
 
 const workDir = "/tmp/cwm-mutate"

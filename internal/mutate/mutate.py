@@ -21,7 +21,8 @@ comments everywhere else:
     {"mutants": [{"file", "function", "line", "family", "operator", "desc",
                   "edits": [[START, END, TEXT], ...], "lines": [FIRST, LAST],
                   "executed": BOOL, "affects": [[NAME, LINE], ...]}],
-     "stats": {FAMILY: {"sites": N, "identical": N, "syntax": N}},
+     "stats": [{"file", "function", "line", "family",
+                "sites": N, "identical": N, "syntax": N}, ...],
      "unmatched": ["pkg/mod.py:12 name", ...], "errors": ["...", ...]}
 
 Python's ast decides where an operator applies (node positions are UTF-8
@@ -60,7 +61,7 @@ class Mutator(Operators, Procedural):
         self.per_operator = per_operator
         self.families = families
         self.mutants = []
-        self.stats = {f: {"sites": 0, "identical": 0, "syntax": 0} for f in FAMILIES}
+        self.stats = {}  # (function, line, family) -> counts
         self.executed = set()
         self.functions = []  # (qualname, node, in_class)
         self._index(self.tree, "", False)
@@ -99,7 +100,7 @@ class Mutator(Operators, Procedural):
         return [sites[i] for i in sorted(picked)]
 
     def emit(self, fref, family, operator, desc, edits, lines, executed=None, affects=None):
-        st = self.stats[family]
+        st = self.stats.setdefault((fref[0], fref[1], family), {"sites": 0, "identical": 0, "syntax": 0})
         st["sites"] += 1
         data = self.src.data
         edits = sorted(edits)
@@ -208,8 +209,7 @@ def main(argv):
     families = [f for f in req.get("families") or CWM_FAMILIES if f in FAMILIES]
     seed = req.get("seed", 0)
     per_op = int(req.get("per_operator") or 8)
-    out = {"mutants": [], "stats": {f: {"sites": 0, "identical": 0, "syntax": 0} for f in FAMILIES},
-           "unmatched": [], "errors": []}
+    out = {"mutants": [], "stats": [], "unmatched": [], "errors": []}
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
     for rel in sorted(req.get("files", {})):
         spec = req["files"][rel]
@@ -237,9 +237,8 @@ def main(argv):
             m.mutate_function(fref, node, in_class)
         m.module_imports(covered)
         out["mutants"].extend(m.mutants)
-        for fam, st in m.stats.items():
-            for k, v in st.items():
-                out["stats"][fam][k] += v
+        for (name, line, fam), st in sorted(m.stats.items()):
+            out["stats"].append(dict(st, file=rel, function=name, line=line, family=fam))
     tmp = argv[2] + ".tmp"
     with open(tmp, "w") as f:
         json.dump(out, f)

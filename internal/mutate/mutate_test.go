@@ -297,8 +297,8 @@ func TestOperators(t *testing.T) {
 					}
 				}
 			}
-			if tc.syntax != 0 && res.Stats[fam].Syntax != tc.syntax {
-				t.Errorf("%s: %d sites did not compile, want %d", fam, res.Stats[fam].Syntax, tc.syntax)
+			if got := res.FamilyStats()[fam].Syntax; tc.syntax != 0 && got != tc.syntax {
+				t.Errorf("%s: %d sites did not compile, want %d", fam, got, tc.syntax)
 			}
 		})
 	}

@@ -188,7 +188,7 @@ func Mutate(ctx context.Context, rt *sandbox.Runtime, env *envbuild.Env, opts Mu
 	if err != nil {
 		return nil, err
 	}
-	queue, existing, err := r.resume(cands)
+	queue, perFn, err := r.resume(cands)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +199,7 @@ func Mutate(ctx context.Context, rt *sandbox.Runtime, env *envbuild.Env, opts Mu
 	} else {
 		r.stable = env.Passing()
 	}
-	if err := r.dispatch(ctx, sbs, queue, existing); err != nil {
+	if err := r.dispatch(ctx, sbs, queue, perFn); err != nil {
 		return r.summary, err
 	}
 	r.summary.Seconds = roundSecs(time.Since(start))
@@ -281,10 +281,35 @@ func (r *mutateRun) candidates(ctx context.Context, sb *sandbox.Sandbox, cov *en
 			}
 		}
 	}
+	// Every covered function of the files concerned is analysed, and the
+	// shard and --functions filters apply to the mutants afterwards: a
+	// module-level import belongs to the first covered function reading
+	// it, which must not depend on the shard, or two shards would make the
+	// same task.
+	files := map[string]bool{}
+	for f := range testsOf {
+		if len(wanted) == 0 || wanted[f] {
+			files[f.File] = true
+		}
+	}
+	keep := func(file string, fn mutate.Func, affects []mutate.Func) bool {
+		if !r.opts.Shard.has(file + "\x00" + fn.Name) {
+			return false
+		}
+		if len(wanted) == 0 {
+			return true
+		}
+		for _, a := range affects {
+			if wanted[envbuild.FuncRef{File: file, Name: a.Name, Line: a.Line}] {
+				return true
+			}
+		}
+		return false
+	}
 	req := mutate.Request{Seed: r.opts.Seed, Families: r.opts.Families, PerOperator: r.opts.PerOperator,
 		Files: map[string]mutate.FileSpec{}, Python: "python"}
 	for f := range testsOf {
-		if (len(wanted) > 0 && !wanted[f]) || !r.opts.Shard.has(f.File+"\x00"+f.Name) {
+		if !files[f.File] {
 			continue
 		}
 		spec := req.Files[f.File]
@@ -315,8 +340,9 @@ func (r *mutateRun) candidates(ctx context.Context, sb *sandbox.Sandbox, cov *en
 	for _, u := range res.Unmatched {
 		r.logf("covered function not found in the source: %s", u)
 	}
-	for fam, st := range res.Stats {
-		if fc := r.summary.Families[fam]; fc != nil {
+	for _, st := range res.Stats {
+		fn := mutate.Func{Name: st.Function, Line: st.Line}
+		if fc := r.summary.Families[st.Family]; fc != nil && keep(st.File, fn, []mutate.Func{fn}) {
 			fc.Candidates += st.Sites
 			fc.Applicable += st.Sites - st.Identical
 			fc.Compiled += st.Sites - st.Identical - st.Syntax
@@ -326,6 +352,9 @@ func (r *mutateRun) candidates(ctx context.Context, sb *sandbox.Sandbox, cov *en
 	seen := map[string]bool{}
 	var out []*candidate
 	for _, m := range res.Mutants {
+		if !keep(m.File, mutate.Func{Name: m.Function, Line: m.Line}, m.Affects) {
+			continue
+		}
 		src, ok := sources[m.File]
 		if !ok {
 			if src, err = os.ReadFile(filepath.Join(r.env.Layer(), "repo", filepath.FromSlash(m.File))); err != nil {

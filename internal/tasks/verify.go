@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -77,7 +78,8 @@ func (v *verifier) goldTree(ctx context.Context, sb *sandbox.Sandbox, t *task.Ta
 // buggy tree; every FAIL_TO_PASS test must fail or error.
 func (v *verifier) checkBug(ctx context.Context, sb *sandbox.Sandbox, t *task.Task, run int, whole bool, out *verdict) error {
 	if err := v.buggy(ctx, sb, t); err != nil {
-		if pe, ok := err.(*patchError); ok {
+		var pe *patchError
+		if errors.As(err, &pe) {
 			out.fail("%v", pe)
 			return nil
 		}
@@ -121,7 +123,8 @@ func (v *verifier) checkBug(ctx context.Context, sb *sandbox.Sandbox, t *task.Ta
 // tree must also be exactly the environment's tree.
 func (v *verifier) checkGold(ctx context.Context, sb *sandbox.Sandbox, t *task.Task, runs int, whole bool, out *verdict) error {
 	if err := v.goldTree(ctx, sb, t); err != nil {
-		if pe, ok := err.(*patchError); ok {
+		var pe *patchError
+		if errors.As(err, &pe) {
 			out.fail("%v", pe)
 			return nil
 		}
