@@ -153,8 +153,9 @@ def _on_alarm(signum, frame):
     why = "wall-clock limit of %gs reached" % _armed
     if phase == "module":
         why += " while running module-level code"
-    if tracer._status:  # recording had stopped at a cap; the program ran on
-        why += "; recording had stopped before: " + tracer._reason
+    stopped, reason = tracer.status()
+    if stopped:  # recording had stopped at a cap; the program ran on
+        why += "; recording had stopped before: " + reason
     _send(b"X", tracer.result("timeout", why))
     _real_exit(0)
 

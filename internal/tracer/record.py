@@ -1,0 +1,570 @@
+"""Recording core of cwm's tracer: the sys.settrace callbacks and what they
+record (Python 3.11 standard library only; run inside a cwm sandbox).
+
+tracer.py drives it for one function (trace_one); repotrace.py for the
+tests of a repository. Frames follow CWM-SPEC 1.2; values follow values.py.
+
+Each distinct frame is recorded once as the JSON text of a flat array
+(without its closing bracket, which encode adds):
+  call      [1, lineno, code index, name, text, name, text, ...]
+  line      [2, lineno, name, text, ...]        text ".." when unchanged
+  return    [3, lineno, text]       exception [4, lineno, text]
+Depth and code of the other frames follow from the call/return nesting.
+
+Why text and not tuples: on the VMs cwm runs on, growing the heap is the
+dominant cost of tracing (a page fault costs ~20 us), and retained
+containers make every garbage collection slower. A loop repeats the same
+frame many times, so each distinct fragment is stored once (_recs, in
+first-seen order) and the trace is the sequence of their indices (_seq, 4
+bytes per frame, sent as base64).
+
+Why the line path looks the way it does: it runs for every line of the
+traced program, so its cost is the tracer's overhead. A line of the frame
+recorded just before (the common case) only looks at locals whose object
+changed, or whose type is mutable; a list or dict of immutable atoms is
+compared by identity with a shallow snapshot instead of being repr'd
+again (values.snapshot); and the fragment is found in a memo keyed by the
+line, the names of the locals and the texts that changed, so an unchanged
+step costs no string building at all.
+"""
+
+import array
+import base64
+import dis
+import json
+import sys
+import time
+# The program may replace builtins (builtins.len = ...) or module functions;
+# the tracer binds what it calls before any program runs.
+from builtins import (BaseException, KeyError, RecursionError, dict, int, len, min, object,
+                      repr, tuple, type, zip)
+
+import _cwm_values as values
+from _cwm_values import ILIM as _ILIM, STABLE as _STABLE
+from _cwm_values import exc_text as _exc_text, snapshot as _snapshot, text as _text
+from _cwm_values import int_text as _int_text, rescan as _rescan
+
+_perf = time.perf_counter
+_b64 = base64.b64encode
+
+
+def _keep_freed_memory():
+    """Tells glibc's malloc to keep freed memory for reuse instead of
+    handing it back to the kernel (trimming the heap, unmapping large
+    blocks). On the VMs cwm runs on a page fault costs ~20 us, and a runner
+    that traces one function after another (or a test run) would fault in
+    the same pages again for every trace: the table of a 4 MB trace costs
+    ~1,000 faults each time. Memory use is the peak, as before; only its
+    return to the kernel is deferred to the process's exit."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None)
+        libc.mallopt(-1, 1 << 28)  # M_TRIM_THRESHOLD
+        libc.mallopt(-3, 1 << 28)  # M_MMAP_THRESHOLD
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
+_keep_freed_memory()
+_jstr = json.encoder.encode_basestring_ascii  # json.dumps of a str, in C
+_settrace = sys.settrace
+_setprofile = sys.setprofile
+_NOTHING = object()   # stands for an unbound local
+_HEADROOM = 200       # recursion levels kept free for the tracer itself
+_CHECK_EVERY = 256    # frames between two checks of the byte cap and the clock
+
+# Scope: which code objects produce frames.
+_file = "<cwm-trace>"  # function tracing: code compiled from the context
+_scope = None          # repository tracing: filename -> bool
+_codes = {}            # code object -> index in _code_table, or -1
+_code_table = []
+_dels = set()          # in-scope code objects that unbind locals (del)
+_DELETE_FAST = bytes([dis.opmap["DELETE_FAST"]])
+_DELETE_DEREF = bytes([dis.opmap["DELETE_DEREF"]])
+
+# The recording.
+_seq = array.array("i")  # per frame, the index of its fragment in _recs
+_recs = {}            # distinct JSON fragments -> index
+_memo = {}            # line-step key -> index in _recs (see _on_event)
+_nsids = {}           # tuple of local names -> its key base (an int)
+_templates = {}       # key base -> fragment parts with every local "..", and positions
+_lheads = {}          # line number -> "[2,<line>" (a line record's start)
+_jnames = {}          # local name -> its JSON text
+_junch = {}           # local name -> its JSON text + ',".."'
+_entry = None         # code of the entry function (function tracing)
+_main = None          # frame of the entry call (function tracing)
+_state = 0            # 0 waiting for entry, 1 recording, 2 entry returned, 3 stopped
+_status = ""
+_reason = ""
+_nother = 0           # call, return and exception frames recorded
+_nbytes = 0           # lower bound of the text, without 49 bytes per line frame
+_capline = 0          # 1 when the line cap stopped recording
+_lim = 0              # len(_seq) at which _caps runs next
+_deadline = 0.0       # perf_counter deadline of the recording, 0 for none
+_max_lines = 10000
+_max_bytes = 1 << 20
+_depth = 0            # in-scope frames on the stack
+_base_depth = 0       # Python stack depth of the outermost in-scope frame
+_user_limit = 1000    # the recursion limit the program sees
+# The frame of the last call/line record, if no call or return came since,
+# and what that record saw of its locals:
+_base = None
+_bt = {}              # name -> text (or an int, whose text is its repr)
+_bo = {}              # name -> object (a copy of f_locals; same key order)
+_nsk = 0              # key base of the names, from _nsids
+_snaps = {}           # name -> snapshot of a container local (values.snapshot)
+_blen = 0             # len(_bo), or -1 when the code of _base unbinds locals (see _full)
+
+
+def configure(max_events, max_bytes, max_repr, filename="<cwm-trace>", scope=None, seconds=0.0):
+    """Sets the caps and the scope, and forgets the previous recording."""
+    global _file, _scope, _max_lines, _max_bytes, _deadline
+    _file, _scope = filename, scope
+    values.configure(max_repr)
+    _max_lines, _max_bytes = max_events, max_bytes
+    _reset()
+    _deadline = _perf() + seconds if seconds > 0 else 0.0
+
+
+def _reset():
+    global _entry, _main, _state, _status, _reason, _nother, _nbytes, _capline, _lim
+    global _depth, _base, _bt, _bo, _nsk, _snaps, _codes, _code_table, _seq, _recs, _memo, _nsids
+    global _dels, _templates
+    _entry = _main = _base = None
+    _state, _status, _reason = 0, "", ""
+    _nother = _nbytes = _capline = _depth = _nsk = 0
+    _lim = 0  # the first line event computes the real limit
+    values.reset()
+    _bt, _bo, _snaps, _codes, _code_table, _dels = {}, {}, {}, {}, [], set()
+    _seq, _recs, _memo, _nsids, _templates = array.array("i"), {}, {}, {}, {}
+
+
+def start(entry=None):
+    """Starts recording: at the call of entry (a code object), or, without
+    one, at every in-scope call from now on (repository tracing)."""
+    global _entry, _state
+    _entry = entry
+    _state = 0 if entry is not None else 1
+    _settrace(_on_call)
+
+
+def _classify(code):
+    f = code.co_filename
+    if f == _file or (_scope is not None and _scope(f)):
+        ci = len(_code_table)
+        _code_table.append((f, code.co_qualname, code.co_firstlineno))
+        ops = code.co_code[::2]  # 3.11: two bytes per code unit, opcode first
+        if _DELETE_FAST in ops or _DELETE_DEREF in ops:
+            _dels.add(code)
+    else:
+        ci = -1
+    _codes[code] = ci
+    return ci
+
+
+def _stack_depth(frame):
+    n = 0
+    while frame is not None:
+        n += 1
+        frame = frame.f_back
+    return n
+
+
+def _lhead(ln):
+    h = _lheads[ln] = "[2,%d" % ln
+    return h
+
+
+def _jname(k):
+    """The JSON text of a local's name; also caches its unchanged pair."""
+    j = _jnames[k] = _jstr(k)
+    _junch[k] = j + ',".."'
+    return j
+
+
+def _full(loc, parts, frame):
+    """Appends every local to parts as "name",text JSON pairs, makes them
+    the base of the next line of the frame, and returns their total length."""
+    global _bt, _bo, _nsk, _snaps, _blen
+    bt, snaps, n = {}, {}, 0
+    for k, v in loc.items():
+        t = _text(v)
+        bt[k] = t
+        try:
+            j = _jnames[k]
+        except KeyError:
+            j = _jname(k)
+        parts.append(j + "," + _jstr(t))
+        n += len(t)
+        if type(v) not in _STABLE:
+            s = _snapshot(v)
+            if s is not None:
+                snaps[k] = s
+    _bt, _bo, _nsk, _snaps = bt, loc.copy(), _names_key(loc), snaps
+    # A name unbound (del, the end of an except-as block) and bound again
+    # moves to the end of f_locals if something listed the locals while it
+    # was unbound (locals(), eval): the hot path cannot see that reordering,
+    # so the frames of code with deletes take _rebound.
+    _blen = -1 if frame.f_code in _dels else len(loc)
+    return n
+
+
+def _resnap(k, v):
+    s = _snapshot(v)
+    if s is None:
+        _snaps.pop(k, None)
+    else:
+        _snaps[k] = s
+
+
+def _names_key(loc):
+    """The key base of the names of loc, in order (see _on_event)."""
+    names = tuple(loc)
+    nsk = _nsids.get(names)
+    if nsk is None:
+        # Key bases are multiples of 2**32, so base + line number is unique.
+        nsk = _nsids[names] = (len(_nsids) + 1) << 32
+    return nsk
+
+
+def _on_call(frame, event, arg):
+    """Global trace function: CPython calls it for every new frame."""
+    global _state, _main, _depth, _base_depth, _base, _nbytes, _nother
+    overflow = False
+    try:
+        code = frame.f_code
+        ci = _codes.get(code)
+        if ci is None:
+            ci = _classify(code)
+        if ci < 0:
+            return None
+        if _state != 1:
+            if _state != 0 or code is not _entry:
+                return None
+            _state, _main = 1, frame
+        if _depth == 0:
+            _base_depth = _stack_depth(frame)
+        if _base_depth + _depth >= _user_limit - 50:
+            overflow = _stack_depth(frame) > _user_limit
+        if not overflow:
+            loc = frame.f_locals
+            parts = ["[1,%d,%d" % (frame.f_lineno, ci)]
+            n = _full(loc, parts, frame)
+            _base = frame
+            frag = ",".join(parts)
+            _seq.append(_recs.setdefault(frag, len(_recs)))
+            _depth += 1
+            _nother += 1
+            _nbytes += 42 + 7 * len(loc) + n
+            if _nbytes > _max_bytes:
+                _stop("too_long", "trace text over %d bytes" % _max_bytes)
+            return _on_event
+    except BaseException as e:
+        _stop("error", "tracer failure: %s" % _text(e))
+        return None
+    # The program recursed past its recursion limit. Untraced, creating this
+    # frame would have raised RecursionError; it is raised here, where the
+    # tracer still has headroom. Raising from a trace function makes CPython
+    # switch tracing off; the profile hook switches it back on as the failed
+    # frame unwinds, so the callers' exception frames are recorded.
+    _setprofile(_reenable)
+    raise RecursionError("maximum recursion depth exceeded")
+
+
+def _reenable(frame, event, arg):
+    _setprofile(None)
+    if _state == 1:
+        _settrace(_on_call)
+
+
+def _on_event(frame, event, arg, type=type, len=len, int=int, stable=_STABLE):
+    """Local trace function of an in-scope frame: line, return, exception.
+    (The keyword arguments make the names the hot path uses fast locals.)"""
+    global _nbytes, _nother, _base, _depth
+    try:
+        if event == "line":
+            if frame is _base:  # _stop clears _base: this frame is recording
+                if len(_seq) >= _lim and _caps():
+                    return None
+                loc = frame.f_locals
+                ln = frame.f_lineno
+                if len(loc) != _blen:
+                    _seq.append(_rebound(loc, ln))
+                    return None
+                bo = _bo
+                # The hot path: a line after a line (or the call) of the
+                # same frame, with the same names bound. Without a del in
+                # the code, a bound name stays bound, so equal counts mean
+                # the same names in the same order (a name bound since is
+                # appended; see _full for the del case).
+                key = _nsk + ln
+                for k, v in loc.items():
+                    o = bo[k]
+                    if v is o:
+                        tv = type(v)
+                        if tv in stable:
+                            continue
+                        s = _snaps.get(k)
+                        if s is None:
+                            t = _text(v)
+                            _resnap(k, v)
+                        else:
+                            t = _rescan(v, s)
+                            if t is None:
+                                continue
+                            if s[0] < 0:
+                                del _snaps[k]
+                    else:
+                        tv = type(v)
+                        if tv is int and type(o) is int:
+                            # Equal ints have equal texts; a changed one
+                            # goes into the key as a number, and its text
+                            # is made only if the key is new (_miss). The
+                            # text of an int in bo is always its repr (_bt
+                            # is not kept up to date for them).
+                            bo[k] = v
+                            if v != o:
+                                key = (key, k, v) if type(key) is int else key + (k, v)
+                            continue
+                        t = _text(v)
+                        if tv not in stable:
+                            _resnap(k, v)
+                    # Replacing the value of an existing key leaves the
+                    # iteration over loc (another dict) alone.
+                    b = _int_text(o) if type(o) is int else _bt[k]
+                    bo[k] = v
+                    if t != b:
+                        _bt[k] = t
+                        key = (key, k, t) if type(key) is int else key + (k, t)
+                        # The lower bound of the text grows by this value
+                        # (ints are left out: one digit is nothing).
+                        _nbytes += len(t)
+                i = _memo.get(key)
+                _seq.append(_miss(key, loc, ln) if i is None else i)
+                return None
+            if _state != 1 or len(_seq) >= _lim and _caps():
+                return None
+            loc = frame.f_locals
+            ln = frame.f_lineno
+            try:
+                parts = [_lheads[ln]]
+            except KeyError:
+                parts = [_lhead(ln)]
+            n = _full(loc, parts, frame)
+            _base = frame
+            frag = ",".join(parts)
+            _seq.append(_recs.setdefault(frag, len(_recs)))
+            _nbytes += n
+        elif _state != 1:
+            return None
+        elif event == "return":
+            t = _text(arg)
+            frag = "[3,%d,%s" % (frame.f_lineno, _jstr(t))
+            _seq.append(_recs.setdefault(frag, len(_recs)))
+            _base = None
+            _depth -= 1
+            _nother += 1
+            _nbytes += 54 + len(t)
+            if frame is _main:
+                _stop("", "")
+        elif event == "exception":
+            t = _exc_text(arg)
+            frag = "[4,%d,%s" % (frame.f_lineno, _jstr(t))
+            _seq.append(_recs.setdefault(frag, len(_recs)))
+            _nother += 1
+            _nbytes += 54 + len(t)
+    except BaseException as e:
+        _stop("error", "tracer failure: %s" % _text(e))
+    return None
+
+
+def _rebound(loc, ln):
+    """The fragment of a line of the same frame after names were bound or
+    unbound: a new name shows its value, the others ".." unless changed.
+    Makes these locals the base of the next line; returns the index."""
+    global _bt, _bo, _nsk, _snaps, _nbytes, _blen
+    bt0, bo0, snaps0 = _bt, _bo, _snaps
+    bt, snaps, n = {}, {}, 0
+    try:
+        parts = [_lheads[ln]]
+    except KeyError:
+        parts = [_lhead(ln)]
+    for k, v in loc.items():
+        tv = type(v)
+        o = bo0.get(k, _NOTHING)
+        t0 = _int_text(o) if type(o) is int else bt0.get(k)  # see _on_event
+        s = snaps0.get(k) if tv not in _STABLE else None
+        if v is o and tv in _STABLE:
+            t = t0
+        elif v is o and s is not None:
+            t = _rescan(v, s)
+            if t is None:
+                t = t0
+            elif s[0] < 0:
+                s = None
+        else:
+            t = _text(v)
+            s = _snapshot(v) if tv not in _STABLE else None
+        if s is not None:
+            snaps[k] = s
+        bt[k] = t
+        if t == t0:
+            parts.append(_junch[k])
+        else:
+            try:
+                j = _jnames[k]
+            except KeyError:
+                j = _jname(k)
+            parts.append(j + "," + _jstr(t))
+            n += len(t)
+    _bt, _bo, _nsk, _snaps = bt, loc.copy(), _names_key(loc), snaps
+    if _blen >= 0:
+        _blen = len(loc)
+    _nbytes += n
+    return _recs.setdefault(",".join(parts), len(_recs))
+
+
+def _miss(key, loc, ln):
+    """The fragment of a line step not seen before: every local in order,
+    ".." unless its text changed (key is base + ln, or (base + ln, name,
+    text, name, text, ...) in the order of loc)."""
+    if type(key) is int:
+        base, changes = key, ()
+    else:
+        base, changes = key[0], key[1:]
+    nsk = base - ln
+    tp = _templates.get(nsk)
+    if tp is None:
+        # Every name unchanged, and where each name is, for these names
+        # (the fast path guarantees loc has exactly them, in this order).
+        tp = _templates[nsk] = ([_junch[k] for k in loc], {k: i for i, k in enumerate(loc)})
+    parts = tp[0].copy()
+    pos = tp[1]
+    keep = True
+    for j in range(0, len(changes), 2):
+        k, t = changes[j], changes[j + 1]
+        if type(t) is int:
+            # The memo would keep a huge int alive: only small ones stay.
+            keep = keep and -_ILIM < t < _ILIM
+            t = _int_text(t)
+        else:
+            # A long text rarely comes back, and on these VMs every byte
+            # kept costs page faults: the fragment holds it already.
+            keep = keep and len(t) <= 64
+        parts[pos[k]] = _jnames[k] + "," + _json(t)
+    try:
+        head = _lheads[ln]
+    except KeyError:
+        head = _lhead(ln)
+    i = _recs.setdefault(head + "," + ",".join(parts) if parts else head, len(_recs))
+    if keep:
+        _memo[key] = i
+    return i
+
+
+def _json(t):
+    """json.dumps of a str: the text in quotes when nothing needs escaping
+    (the common case, and a quarter of the cost for a long text)."""
+    if t.isascii() and t.isprintable() and '"' not in t and "\\" not in t:
+        return '"' + t + '"'
+    return _jstr(t)
+
+
+def _caps():
+    """Checks the line cap exactly and the byte cap and the clock every
+    _CHECK_EVERY frames; stops recording past one. Returns whether it did."""
+    global _lim, _capline
+    n = len(_seq)
+    lines = n - _nother
+    if lines >= _max_lines:
+        _capline = 1
+        _stop("too_long", "more than %d line events" % _max_lines)
+        return True
+    total = _nbytes + 49 * lines
+    if total > _max_bytes:
+        _stop("too_long", "trace text over %d bytes" % _max_bytes)
+        return True
+    if _deadline and _perf() > _deadline:
+        _stop("timeout", "wall-clock limit reached while recording")
+        return True
+    _lim = n + min(_max_lines - lines, (_max_bytes - total) // 49 + 1, _CHECK_EVERY)
+    return False
+
+
+def _stop(status, reason):
+    """Stops recording: the entry returned (status "") or a limit was hit."""
+    global _state, _status, _reason, _base
+    _base = None
+    if _state == 1:
+        _state = 3 if status else 2
+        _status, _reason = status, reason
+    _settrace(None)
+
+
+def _guard_settrace(fn):
+    """Stands in for sys.settrace while the program runs: the program's call
+    is honoured, and the trace is reported incomplete."""
+    if _state == 1:
+        _stop("error", "the program called sys.settrace(%s); the trace is incomplete" % _text(fn))
+    _settrace(fn)
+
+
+def _set_limit(n):
+    global _user_limit
+    _set_limit_real(n + _HEADROOM)
+    _user_limit = n
+
+
+def _get_limit():
+    return _user_limit
+
+
+_set_limit_real = sys.setrecursionlimit
+_get_limit_real = sys.getrecursionlimit
+
+
+def hook_sys():
+    """While the program runs, sys.settrace is guarded and the recursion
+    limit the program sees is _HEADROOM below the real one (see _on_call).
+    Returns what unhook_sys restores."""
+    global _user_limit
+    saved = (sys.settrace, sys.setrecursionlimit, sys.getrecursionlimit, _get_limit_real())
+    sys.settrace, sys.setrecursionlimit, sys.getrecursionlimit = _guard_settrace, _set_limit, _get_limit
+    _user_limit = saved[3]
+    _set_limit_real(_user_limit + _HEADROOM)
+    return saved
+
+
+def unhook_sys(saved):
+    sys.settrace, sys.setrecursionlimit, sys.getrecursionlimit = saved[:3]
+    _set_limit_real(saved[3])
+
+
+def lines():
+    """Line events seen, the one that hit the line cap included."""
+    return len(_seq) - _nother + _capline
+
+
+def nbytes():
+    """Lower bound of the text recorded so far."""
+    return _nbytes + 49 * (len(_seq) - _nother)
+
+
+def encode(head):
+    """The JSON line of a result dict with the frames: "table" holds the
+    distinct frame records, "seq" the index of each frame's record (int32,
+    little-endian, base64)."""
+    seq = _seq
+    if sys.byteorder != "little":
+        seq = array.array("i", _seq)
+        seq.byteswap()
+    tail = '],"seq":"%s"}' % _b64(seq.tobytes()).decode()
+    if not _recs:
+        return head[:-1] + ',"table":[' + tail
+    # Fragments are stored without their closing bracket (one string
+    # operation less per frame); it is added here. One join makes the whole
+    # line: the table can be megabytes, and every copy costs page faults.
+    frags = list(_recs)
+    frags[0] = head[:-1] + ',"table":[' + frags[0]
+    frags[-1] += "]" + tail
+    return "],".join(frags)
