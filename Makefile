@@ -32,8 +32,20 @@ test: setup
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 60m ./...
 
+# bench runs every benchmark that compares cwm with a baseline in the same
+# run; docs/benchmarks.md records the results. Each line can be run alone.
 bench: setup build
-	$(GO) test -run '^$$' -bench . -benchtime 200x -timeout 60m ./internal/sandbox/
+	$(GO) test -run '^$$' -bench 'StartExecClose|ShellRoundTrip|Reset' -benchtime 200x -timeout 30m ./internal/sandbox/
+	$(GO) test -run '^$$' -bench 'ManyOpen' -benchtime 1x -timeout 30m ./internal/sandbox/
+	$(GO) test -run '^$$' -bench 'SandboxRunProcess' -benchtime 60x -timeout 30m ./internal/cli/
+	$(GO) test -run '^$$' -bench 'CruxEvalThroughput' -benchtime 3x -timeout 30m ./internal/tracer/
+	$(GO) test -run '^$$' -bench 'TracerOverhead' -benchtime 1x -timeout 30m ./internal/tracer/
+	$(GO) test -run '^$$' -bench 'EnvTest' -benchtime 10x -timeout 30m ./internal/envbuild/
+	$(GO) test -run '^$$' -bench 'Validation' -benchtime 1x -timeout 60m ./internal/tasks/
+	$(GO) test -run '^$$' -bench 'Step' -benchtime 2000x -timeout 30m ./internal/agent/
+	$(GO) test -run '^$$' -bench 'Concurrent' -benchtime 1x -timeout 30m ./internal/agent/
+	$(GO) test -run '^$$' -bench 'Dedup50k' -benchtime 3x -timeout 30m ./internal/dedup/
+	$(GO) test -run '^$$' -bench 'ExactVsLSH10k' -benchtime 1x -timeout 60m ./internal/dedup/
 
 demo: setup build
 	./scripts/demo.sh
