@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"cwm/internal/envbuild"
+	"cwm/internal/jsonl"
 )
 
 // BenchmarkValidation compares the time per verified task of cwm's
@@ -40,7 +41,17 @@ func BenchmarkValidation(b *testing.B) {
 				b.Fatalf("full=%v: no task verified", full)
 			}
 			perTask[full] = append(perTask[full], secs/float64(sum.Written))
-			b.Logf("full suite=%v: %d tasks in %.1fs (%.2fs per task), rejected %v", full, sum.Written, secs, secs/float64(sum.Written), sum.Rejected)
+			stages := map[string]float64{}
+			if err := jsonl.Decode(decisionsPath(out), func(_ int, d decision) error {
+				for k, v := range d.Stages {
+					stages[k] += v
+				}
+				return nil
+			}); err != nil {
+				b.Fatal(err)
+			}
+			b.Logf("full suite=%v: %d tasks in %.1fs (%.2fs per task; session gold runs %.1fs; stage totals %v), rejected %v",
+				full, sum.Written, secs, secs/float64(sum.Written), sum.GoldSeconds, stages, sum.Rejected)
 		}
 	}
 	mean := func(xs []float64) float64 {

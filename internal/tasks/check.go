@@ -111,14 +111,7 @@ func (w *worker) validate(ctx context.Context, c *candidate) (decision, *task.Ta
 	if err != nil {
 		return d, nil, err
 	}
-	if err := writeMutant(ctx, sb, c.m.File, c.mutated); err != nil {
-		return d, nil, err
-	}
-	bug, err := diff(ctx, sb, c.m.File, false)
-	if err != nil {
-		return d, nil, err
-	}
-	gold, err := diff(ctx, sb, c.m.File, true)
+	bug, gold, err := mutantPatches(ctx, sb, c.m.File, c.mutated)
 	if err != nil {
 		return d, nil, err
 	}

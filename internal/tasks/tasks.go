@@ -103,35 +103,30 @@ func patchedPython(patch string) []string {
 // and mtime (in whole seconds) match, which a same-size edit made within
 // the same second as the checkout could.
 
-// writeMutant writes a mutated file into /repo and drops its bytecode.
-func writeMutant(ctx context.Context, sb *sandbox.Sandbox, file string, data []byte) error {
+// mutantPatches writes a mutated file into /repo and returns git's diff of
+// it (the bug patch) and the reverse (the gold patch), from one command.
+// The tree is only diffed, never run: its bytecode can stay.
+func mutantPatches(ctx context.Context, sb *sandbox.Sandbox, file string, data []byte) (bug, gold string, err error) {
 	if err := sb.WriteFile(ctx, "/repo/"+file, data, 0o644); err != nil {
-		return fmt.Errorf("write mutant of %s: %w", file, err)
+		return "", "", fmt.Errorf("write mutant of %s: %w", file, err)
 	}
-	dir, base := path.Split("/repo/" + file)
-	stem := strings.TrimSuffix(base, ".py")
-	_, err := exec(ctx, sb, sandbox.Cmd{Args: []string{"find", dir + "__pycache__", "-maxdepth", "1",
-		"-name", stem + ".*.pyc", "-delete"}})
-	if err != nil && !strings.Contains(err.Error(), "No such file") {
-		return fmt.Errorf("drop bytecode of %s: %w", file, err)
-	}
-	return nil
-}
-
-// diff returns the work tree's changes to file as a patch (reversed: the
-// patch that undoes them).
-func diff(ctx context.Context, sb *sandbox.Sandbox, file string, reverse bool) (string, error) {
-	args := []string{"diff", "--no-ext-diff", "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/"}
-	if reverse {
-		// -R swaps the sides and their prefixes with them: swap the
-		// prefixes too so the patch reads a/ then b/ like any other.
-		args = []string{"diff", "--no-ext-diff", "--no-textconv", "-R", "--src-prefix=b/", "--dst-prefix=a/"}
-	}
-	out, err := exec(ctx, sb, sandbox.Cmd{Args: gitArgs(append(args, "--", file)...), Dir: "/repo"})
+	// -R swaps the sides and their prefixes with them: the reversed diff
+	// swaps the prefixes too, so that both patches read a/ then b/.
+	const sep = "\x00cwm-reverse\x00\n"
+	script := `set -e
+g() { git -c core.quotepath=false -c diff.noprefix=false -c diff.mnemonicPrefix=false -c color.ui=false diff --no-ext-diff --no-textconv "$@"; }
+g --src-prefix=a/ --dst-prefix=b/ -- "$1"
+printf '\0cwm-reverse\0\n'
+g -R --src-prefix=b/ --dst-prefix=a/ -- "$1"`
+	out, err := exec(ctx, sb, sandbox.Cmd{Args: []string{"bash", "-c", script, "diff", file}, Dir: "/repo"})
 	if err != nil {
-		return "", fmt.Errorf("diff %s: %w", file, err)
+		return "", "", fmt.Errorf("diff %s: %w", file, err)
 	}
-	return out, nil
+	bug, gold, ok := strings.Cut(out, sep)
+	if !ok || bug == "" || gold == "" {
+		return "", "", fmt.Errorf("diff %s: no change", file)
+	}
+	return bug, gold, nil
 }
 
 // treeHash is the git tree of the work tree as it is (ignored files
