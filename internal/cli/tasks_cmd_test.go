@@ -59,16 +59,19 @@ func TestTasksCommands(t *testing.T) {
 		}
 	}
 
-	// A task whose FAIL_TO_PASS lists a test the bug does not break no
-	// longer holds: validate names it and exits 1.
+	// A task whose FAIL_TO_PASS lists a test the bug does not break, or
+	// whose patch does not apply, does not hold: validate names both and
+	// exits 1.
 	tasks, err := task.Load(out)
 	if err != nil || len(tasks) != 2 {
 		t.Fatalf("tasks file: %v (%d tasks)", err, len(tasks))
 	}
 	broken := tasks[0]
 	broken.FailToPass = append(broken.FailToPass, broken.PassToPass...)
+	unfixable := tasks[1]
+	unfixable.Patch = unfixable.BugPatch // applying the bug again cannot work
 	var b strings.Builder
-	for _, tk := range []task.Task{broken, tasks[1]} {
+	for _, tk := range []task.Task{broken, unfixable} {
 		line, _ := json.Marshal(tk)
 		b.Write(line)
 		b.WriteByte('\n')
@@ -78,7 +81,8 @@ func TestTasksCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := runCLI(t, "", "tasks", "validate", "--quiet", edited)
-	if code != 1 || !strings.Contains(stdout, "FAIL "+broken.InstanceID+": FAIL_TO_PASS test") || !strings.Contains(stdout, "1 hold, 1 do not") {
+	if code != 1 || !strings.Contains(stdout, "FAIL "+broken.InstanceID+": FAIL_TO_PASS test") ||
+		!strings.Contains(stdout, "FAIL "+unfixable.InstanceID+": patch does not apply") || !strings.Contains(stdout, "0 hold, 2 do not") {
 		t.Errorf("validate of an edited task = %d:\n%s%s", code, stdout, stderr)
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
+	"time"
 
 	"cwm/internal/envbuild"
 	"cwm/internal/sandbox"
@@ -74,6 +76,52 @@ func (v *verifier) goldTree(ctx context.Context, sb *sandbox.Sandbox, t *task.Ta
 	return applyPatch(ctx, sb, "patch", t.Patch)
 }
 
+// goldHash makes sb's tree the task's gold tree, as goldTree does, and
+// returns its git tree hash and HEAD's, all in one command: this runs
+// once per task.
+func (v *verifier) goldHash(ctx context.Context, sb *sandbox.Sandbox, t *task.Task) (tree, head string, err error) {
+	if err := sb.Reset(ctx); err != nil {
+		return "", "", fmt.Errorf("reset sandbox: %w", err)
+	}
+	args := []string{"bash", "-c", goldHashScript, "gold"}
+	var py []string
+	for _, p := range []struct{ name, text string }{{"bug_patch", t.BugPatch}, {"test_patch", t.TestPatch}, {"patch", t.Patch}} {
+		if p.text == "" {
+			continue
+		}
+		f := "/tmp/cwm-" + p.name + ".patch"
+		if err := sb.WriteFile(ctx, f, []byte(p.text), 0o644); err != nil {
+			return "", "", fmt.Errorf("write %s: %w", p.name, err)
+		}
+		args = append(args, p.name+"="+f)
+		py = append(py, patchedPython(p.text)...)
+	}
+	args = append(append(args, "--"), py...)
+	res, err := sb.Exec(ctx, sandbox.Cmd{Args: args, Dir: "/repo", Timeout: 5 * time.Minute})
+	if err != nil {
+		return "", "", fmt.Errorf("make the gold tree: %w", err)
+	}
+	if res.ExitCode == 3 {
+		name, msg, _ := strings.Cut(lastLine(res.Stderr), ": ")
+		return "", "", &patchError{name: name, msg: msg}
+	}
+	f := strings.Fields(string(res.Stdout))
+	if !res.Success() || len(f) != 2 {
+		return "", "", fmt.Errorf("make the gold tree: %s: %s", res.Describe(), lastLine(res.Stderr))
+	}
+	return f[0], f[1], nil
+}
+
+// goldHashScript takes NAME=FILE patches, "--", then the Python files they
+// touch (whose bytecode goes).
+const goldHashScript = `for a in "$@"; do
+  shift
+  [ "$a" = -- ] && break
+  err=$(git -c core.quotepath=false apply --whitespace=nowarn "${a#*=}" 2>&1) || { echo "${a%%=*}: $(echo "$err" | tail -n 1)" >&2; exit 3; }
+done
+for f in "$@"; do rm -f -- "$(dirname -- "$f")/__pycache__/$(basename -- "$f" .py)".*.pyc; done
+git add -A . && git write-tree && git rev-parse 'HEAD^{tree}'`
+
 // checkBug runs FAIL_TO_PASS (the whole suite when whole is set) on the
 // buggy tree; every FAIL_TO_PASS test must fail or error.
 func (v *verifier) checkBug(ctx context.Context, sb *sandbox.Sandbox, t *task.Task, run int, whole bool, out *verdict) error {
@@ -122,16 +170,13 @@ func (v *verifier) checkBug(ctx context.Context, sb *sandbox.Sandbox, t *task.Ta
 // checkGold checks the gold tree runs times. A mutate-fix task's gold
 // tree must also be exactly the environment's tree.
 func (v *verifier) checkGold(ctx context.Context, sb *sandbox.Sandbox, t *task.Task, runs int, whole bool, out *verdict) error {
-	if err := v.goldTree(ctx, sb, t); err != nil {
+	tree, head, err := v.goldHash(ctx, sb, t)
+	if err != nil {
 		var pe *patchError
 		if errors.As(err, &pe) {
 			out.fail("%v", pe)
 			return nil
 		}
-		return err
-	}
-	tree, head, err := treeHash(ctx, sb)
-	if err != nil {
 		return err
 	}
 	if t.Kind == "mutate" {
