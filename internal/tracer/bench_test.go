@@ -90,12 +90,13 @@ func baselineRate(b *testing.B, rt *sandbox.Runtime, fs []Func) float64 {
 // BenchmarkTracerOverhead runs testdata/overhead.py in a sandbox: three
 // CPU-bound pure-Python workloads, each untraced, traced by cwm's tracer
 // and traced by a straightforward tracer (repr of every local and
-// json.dumps on every event), interleaved, best of 3, CPU time. Reported
-// per workload, over all three (total CPU time), and as the geometric mean
-// of the per-workload ratios, which must be at most 0.4. Run with:
+// json.dumps on every event), interleaved, best of 5, CPU time. The
+// requirement is per workload: cwm's traced/untraced ratio at most 0.4
+// times the straightforward tracer's, measured in the same run. Run with:
 //
 //	go test ./internal/tracer -run '^$' -bench TracerOverhead -benchtime 1x -v
 func BenchmarkTracerOverhead(b *testing.B) {
+	const limit = 0.4
 	ctx := context.Background()
 	sb, err := testRuntime(b).New(ctx, sandbox.Config{Workdir: "/tmp", Env: workerEnv})
 	if err != nil {
@@ -113,12 +114,13 @@ func BenchmarkTracerOverhead(b *testing.B) {
 		b.Fatal(err)
 	}
 	var report map[string]struct {
+		Frames       int     `json:"frames"`
 		CwmRatio     float64 `json:"cwm_ratio"`
 		NaiveRatio   float64 `json:"naive_ratio"`
 		CwmOverNaive float64 `json:"cwm_over_naive"`
 	}
 	for range b.N {
-		r, err := sb.Exec(ctx, sandbox.Cmd{Args: []string{"/usr/bin/python3", pyDir + "/overhead.py", "3"}})
+		r, err := sb.Exec(ctx, sandbox.Cmd{Args: []string{"/usr/bin/python3", pyDir + "/overhead.py", "5"}})
 		if err != nil || !r.Success() {
 			b.Fatalf("overhead.py: %v %s %s", err, r.Describe(), r.Stderr)
 		}
@@ -131,10 +133,11 @@ func BenchmarkTracerOverhead(b *testing.B) {
 		b.Logf("%-12s traced/untraced: cwm %6.1fx, naive %7.1fx; cwm/naive %.3f", name, w.CwmRatio, w.NaiveRatio, w.CwmOverNaive)
 		b.ReportMetric(w.CwmOverNaive, name+"-cwm/naive")
 	}
-	g := report["geomean"].CwmOverNaive
-	b.Logf("geometric mean of cwm/naive: %.3f", g)
-	b.ReportMetric(g, "geomean-cwm/naive")
-	if g > 0.4 {
-		b.Errorf("cwm's overhead ratio is %.2fx the naive tracer's (geometric mean), want at most 0.4", g)
+	b.Logf("geometric mean of cwm/naive: %.3f", report["geomean"].CwmOverNaive)
+	b.ReportMetric(report["geomean"].CwmOverNaive, "geomean-cwm/naive")
+	for _, name := range []string{"collatz", "bubble_sort", "words"} {
+		if w := report[name]; w.CwmOverNaive > limit {
+			b.Errorf("%s: cwm's overhead ratio is %.2fx the naive tracer's, want at most %.1f", name, w.CwmOverNaive, limit)
+		}
 	}
 }

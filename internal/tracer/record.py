@@ -36,42 +36,28 @@ import sys
 import time
 # The program may replace builtins (builtins.len = ...) or module functions;
 # the tracer binds what it calls before any program runs.
-from builtins import (BaseException, KeyError, RecursionError, dict, int, len, min, object,
-                      repr, tuple, type, zip)
+from builtins import (BaseException, KeyError, RecursionError, dict, id, int, len, min, object,
+                      range, repr, tuple, type, zip)
 
+import _cwm_cpython as _cpython
 import _cwm_values as values
 from _cwm_values import ILIM as _ILIM, STABLE as _STABLE
 from _cwm_values import exc_text as _exc_text, snapshot as _snapshot, text as _text
-from _cwm_values import int_text as _int_text, rescan as _rescan
+from _cwm_values import SAFE as _SAFE, int_text as _int_text, rescan as _rescan
+from _cwm_cpython import version as _version
 
 _perf = time.perf_counter
 _b64 = base64.b64encode
 
 
-def _keep_freed_memory():
-    """Tells glibc's malloc to keep freed memory for reuse instead of
-    handing it back to the kernel (trimming the heap, unmapping large
-    blocks). On the VMs cwm runs on a page fault costs ~20 us, and a runner
-    that traces one function after another (or a test run) would fault in
-    the same pages again for every trace: the table of a 4 MB trace costs
-    ~1,000 faults each time. Memory use is the peak, as before; only its
-    return to the kernel is deferred to the process's exit."""
-    try:
-        import ctypes
-        libc = ctypes.CDLL(None)
-        libc.mallopt(-1, 1 << 28)  # M_TRIM_THRESHOLD
-        libc.mallopt(-3, 1 << 28)  # M_MMAP_THRESHOLD
-    except (OSError, AttributeError):  # not glibc
-        pass
-
-
-_keep_freed_memory()
+_cpython.keep_freed_memory()
 _jstr = json.encoder.encode_basestring_ascii  # json.dumps of a str, in C
 _settrace = sys.settrace
 _setprofile = sys.setprofile
 _NOTHING = object()   # stands for an unbound local
 _HEADROOM = 200       # recursion levels kept free for the tracer itself
 _CHECK_EVERY = 256    # frames between two checks of the byte cap and the clock
+_MEMO_TEXT = 64       # longest value text a memo key keeps (see _miss)
 
 # Scope: which code objects produce frames.
 _file = "<cwm-trace>"  # function tracing: code compiled from the context
@@ -88,6 +74,7 @@ _recs = {}            # distinct JSON fragments -> index
 _memo = {}            # line-step key -> index in _recs (see _on_event)
 _nsids = {}           # tuple of local names -> its key base (an int)
 _templates = {}       # key base -> fragment parts with every local "..", and positions
+_slots = {}           # (key base + line, name) -> the fragment before and after its value
 _lheads = {}          # line number -> "[2,<line>" (a line record's start)
 _jnames = {}          # local name -> its JSON text
 _junch = {}           # local name -> its JSON text + ',".."'
@@ -114,6 +101,10 @@ _bo = {}              # name -> object (a copy of f_locals; same key order)
 _nsk = 0              # key base of the names, from _nsids
 _snaps = {}           # name -> snapshot of a container local (values.snapshot)
 _blen = 0             # len(_bo), or -1 when the code of _base unbinds locals (see _full)
+_bvol = ()            # names of the locals whose values are of mutable types
+_bloc = None          # the f_locals dict of _base
+_bver = None          # reads its version tag (cpython.version)
+_bv = -1              # its version at the last step
 
 
 def configure(max_events, max_bytes, max_repr, filename="<cwm-trace>", scope=None, seconds=0.0):
@@ -129,14 +120,15 @@ def configure(max_events, max_bytes, max_repr, filename="<cwm-trace>", scope=Non
 def _reset():
     global _entry, _main, _state, _status, _reason, _nother, _nbytes, _capline, _lim
     global _depth, _base, _bt, _bo, _nsk, _snaps, _codes, _code_table, _seq, _recs, _memo, _nsids
-    global _dels, _templates
-    _entry = _main = _base = None
+    global _dels, _templates, _slots, _bloc, _bver, _bvol
+    _entry = _main = _base = _bloc = _bver = None
+    _bvol = ()
     _state, _status, _reason = 0, "", ""
     _nother = _nbytes = _capline = _depth = _nsk = 0
     _lim = 0  # the first line event computes the real limit
     values.reset()
     _bt, _bo, _snaps, _codes, _code_table, _dels = {}, {}, {}, {}, [], set()
-    _seq, _recs, _memo, _nsids, _templates = array.array("i"), {}, {}, {}, {}
+    _seq, _recs, _memo, _nsids, _templates, _slots = array.array("i"), {}, {}, {}, {}, {}
 
 
 def start(entry=None):
@@ -185,7 +177,7 @@ def _jname(k):
 def _full(loc, parts, frame):
     """Appends every local to parts as "name",text JSON pairs, makes them
     the base of the next line of the frame, and returns their total length."""
-    global _bt, _bo, _nsk, _snaps, _blen
+    global _blen
     bt, snaps, n = {}, {}, 0
     for k, v in loc.items():
         t = _text(v)
@@ -200,13 +192,32 @@ def _full(loc, parts, frame):
             s = _snapshot(v)
             if s is not None:
                 snaps[k] = s
-    _bt, _bo, _nsk, _snaps = bt, loc.copy(), _names_key(loc), snaps
+    _rebase(loc, bt, snaps)
     # A name unbound (del, the end of an except-as block) and bound again
     # moves to the end of f_locals if something listed the locals while it
     # was unbound (locals(), eval): the hot path cannot see that reordering,
     # so the frames of code with deletes take _rebound.
     _blen = -1 if frame.f_code in _dels else len(loc)
     return n
+
+
+def _revol(loc):
+    """Lists again the locals whose values are of mutable types."""
+    global _bvol
+    _bvol = tuple([k for k, v in loc.items() if type(v) not in _STABLE])
+
+
+def _rebase(loc, bt, snaps):
+    """Makes loc (f_locals, just read) the base of the next line step of
+    its frame: the texts bt and snapshots snaps of its values."""
+    global _bt, _bo, _nsk, _snaps, _bloc, _bver, _bv
+    _bt, _bo, _nsk, _snaps = bt, loc.copy(), _names_key(loc), snaps
+    if loc is not _bloc:
+        # The version tag is read through the dict's address: keep the
+        # dict alive as long as the reader.
+        _bloc, _bver = loc, _version(loc)
+    _bv = _bver.value
+    _revol(loc)
 
 
 def _resnap(k, v):
@@ -280,7 +291,7 @@ def _reenable(frame, event, arg):
 def _on_event(frame, event, arg, type=type, len=len, int=int, stable=_STABLE):
     """Local trace function of an in-scope frame: line, return, exception.
     (The keyword arguments make the names the hot path uses fast locals.)"""
-    global _nbytes, _nother, _base, _depth
+    global _nbytes, _nother, _base, _depth, _bv
     try:
         if event == "line":
             if frame is _base:  # _stop clears _base: this frame is recording
@@ -288,23 +299,21 @@ def _on_event(frame, event, arg, type=type, len=len, int=int, stable=_STABLE):
                     return None
                 loc = frame.f_locals
                 ln = frame.f_lineno
-                if len(loc) != _blen:
-                    _seq.append(_rebound(loc, ln))
-                    return None
-                bo = _bo
-                # The hot path: a line after a line (or the call) of the
-                # same frame, with the same names bound. Without a del in
-                # the code, a bound name stays bound, so equal counts mean
-                # the same names in the same order (a name bound since is
-                # appended; see _full for the del case).
-                key = _nsk + ln
-                for k, v in loc.items():
-                    o = bo[k]
-                    if v is o:
-                        tv = type(v)
-                        if tv in stable:
-                            continue
+                key, fresh = _nsk + ln, False
+                ver = _bver.value
+                if ver == _bv:
+                    # No local was bound, unbound or rebound since the last
+                    # step (the version tag of f_locals did not move, see
+                    # cpython.py): only a mutable value can have changed.
+                    for k in _bvol:
+                        v = loc[k]
                         s = _snaps.get(k)
+                        # A list of the same
+                        # objects (a memcmp of its item array; s[8] reads
+                        # the array's address, s[3] is the old one).
+                        if (s is not None and s[0] == 1 and len(v) == s[6]
+                                and s[8].value == s[3] and s[4].raw == s[5]):
+                            continue
                         if s is None:
                             t = _text(v)
                             _resnap(k, v)
@@ -314,32 +323,73 @@ def _on_event(frame, event, arg, type=type, len=len, int=int, stable=_STABLE):
                                 continue
                             if s[0] < 0:
                                 del _snaps[k]
-                    else:
-                        tv = type(v)
-                        if tv is int and type(o) is int:
-                            # Equal ints have equal texts; a changed one
-                            # goes into the key as a number, and its text
-                            # is made only if the key is new (_miss). The
-                            # text of an int in bo is always its repr (_bt
-                            # is not kept up to date for them).
-                            bo[k] = v
-                            if v != o:
-                                key = (key, k, v) if type(key) is int else key + (k, v)
-                            continue
-                        t = _text(v)
-                        if tv not in stable:
-                            _resnap(k, v)
-                    # Replacing the value of an existing key leaves the
-                    # iteration over loc (another dict) alone.
-                    b = _int_text(o) if type(o) is int else _bt[k]
-                    bo[k] = v
-                    if t != b:
-                        _bt[k] = t
-                        key = (key, k, t) if type(key) is int else key + (k, t)
-                        # The lower bound of the text grows by this value
-                        # (ints are left out: one digit is nothing).
-                        _nbytes += len(t)
-                i = _memo.get(key)
+                        if t != _bt[k]:
+                            _bt[k] = t
+                            key = (key, k, t) if type(key) is int else key + (k, t)
+                            m = len(t)
+                            _nbytes += m
+                            if m > _MEMO_TEXT:
+                                fresh = True
+                else:
+                    if len(loc) != _blen:
+                        _seq.append(_rebound(loc, ln))
+                        return None
+                    _bv = ver
+                    bo = _bo
+                    # The same names are bound as at the last step: without
+                    # a del in the code, a bound name stays bound, so equal
+                    # counts mean the same names in the same order (a name
+                    # bound since is appended; see _full for the del case).
+                    for k, v in loc.items():
+                        o = bo[k]
+                        if v is o:
+                            if type(v) in stable:
+                                continue
+                            s = _snaps.get(k)
+                            if (s is not None and s[0] == 1 and len(v) == s[6]
+                                    and s[8].value == s[3] and s[4].raw == s[5]):
+                                continue
+                            if s is None:
+                                t = _text(v)
+                                _resnap(k, v)
+                            else:
+                                t = _rescan(v, s)
+                                if t is None:
+                                    continue
+                                if s[0] < 0:
+                                    del _snaps[k]
+                        else:
+                            tv = type(v)
+                            if tv is int and type(o) is int:
+                                # Equal ints have equal texts; a changed one
+                                # goes into the key as a number, and its text
+                                # is made only if the key is new (_miss). The
+                                # text of an int in bo is always its repr (_bt
+                                # is not kept up to date for them).
+                                bo[k] = v
+                                if v != o:
+                                    key = (key, k, v) if type(key) is int else key + (k, v)
+                                continue
+                            t = _text(v)
+                            if tv not in stable:
+                                _resnap(k, v)
+                            if (tv in stable) != (type(o) in stable):
+                                _revol(loc)
+                        # Replacing the value of an existing key leaves the
+                        # iteration over loc (another dict) alone.
+                        b = _int_text(o) if type(o) is int else _bt[k]
+                        bo[k] = v
+                        if t != b:
+                            _bt[k] = t
+                            key = (key, k, t) if type(key) is int else key + (k, t)
+                            # The lower bound of the text grows by this value
+                            # (ints are left out: one digit is nothing).
+                            m = len(t)
+                            _nbytes += m
+                            if m > _MEMO_TEXT:
+                                fresh = True
+                # A key with a long text is never memoised (see _miss).
+                i = None if fresh else _memo.get(key)
                 _seq.append(_miss(key, loc, ln) if i is None else i)
                 return None
             if _state != 1 or len(_seq) >= _lim and _caps():
@@ -382,7 +432,7 @@ def _rebound(loc, ln):
     """The fragment of a line of the same frame after names were bound or
     unbound: a new name shows its value, the others ".." unless changed.
     Makes these locals the base of the next line; returns the index."""
-    global _bt, _bo, _nsk, _snaps, _nbytes, _blen
+    global _nbytes, _blen
     bt0, bo0, snaps0 = _bt, _bo, _snaps
     bt, snaps, n = {}, {}, 0
     try:
@@ -417,7 +467,7 @@ def _rebound(loc, ln):
                 j = _jname(k)
             parts.append(j + "," + _jstr(t))
             n += len(t)
-    _bt, _bo, _nsk, _snaps = bt, loc.copy(), _names_key(loc), snaps
+    _rebase(loc, bt, snaps)
     if _blen >= 0:
         _blen = len(loc)
     _nbytes += n
@@ -429,45 +479,86 @@ def _miss(key, loc, ln):
     ".." unless its text changed (key is base + ln, or (base + ln, name,
     text, name, text, ...) in the order of loc)."""
     if type(key) is int:
-        base, changes = key, ()
+        nsk, last = key - ln, 0
     else:
-        base, changes = key[0], key[1:]
-    nsk = base - ln
-    tp = _templates.get(nsk)
-    if tp is None:
-        # Every name unchanged, and where each name is, for these names
-        # (the fast path guarantees loc has exactly them, in this order).
-        tp = _templates[nsk] = ([_junch[k] for k in loc], {k: i for i, k in enumerate(loc)})
-    parts = tp[0].copy()
-    pos = tp[1]
+        nsk, last = key[0] - ln, len(key) - 1
+        if last == 2:
+            return _miss1(key, loc, ln)
+    parts = _template(nsk, loc)[0].copy()
+    pos = _templates[nsk][1]
     keep = True
-    for j in range(0, len(changes), 2):
-        k, t = changes[j], changes[j + 1]
-        if type(t) is int:
-            # The memo would keep a huge int alive: only small ones stay.
-            keep = keep and -_ILIM < t < _ILIM
-            t = _int_text(t)
-        else:
-            # A long text rarely comes back, and on these VMs every byte
-            # kept costs page faults: the fragment holds it already.
-            keep = keep and len(t) <= 64
-        parts[pos[k]] = _jnames[k] + "," + _json(t)
+    for j in range(1, last, 2):
+        k, t = key[j], key[j + 1]
+        json, small = _value_json(t)
+        keep = keep and small
+        parts[pos[k]] = _jnames[k] + "," + json
     try:
-        head = _lheads[ln]
+        parts[0] = _lheads[ln]
     except KeyError:
-        head = _lhead(ln)
-    i = _recs.setdefault(head + "," + ",".join(parts) if parts else head, len(_recs))
+        parts[0] = _lhead(ln)
+    i = _recs.setdefault(",".join(parts), len(_recs))
     if keep:
         _memo[key] = i
     return i
 
 
-def _json(t):
-    """json.dumps of a str: the text in quotes when nothing needs escaping
-    (the common case, and a quarter of the cost for a long text)."""
-    if t.isascii() and t.isprintable() and '"' not in t and "\\" not in t:
-        return '"' + t + '"'
-    return _jstr(t)
+def _template(nsk, loc):
+    """Slot 0 for the head, then every name unchanged; and where each name
+    is. For the names of key base nsk (the fast path guarantees loc has
+    exactly them, in this order)."""
+    tp = _templates.get(nsk)
+    if tp is None:
+        tp = _templates[nsk] = ([""] + [_junch[k] for k in loc],
+                                {k: i for i, k in enumerate(loc, 1)})
+    return tp
+
+
+def _miss1(key, loc, ln):
+    """_miss for one changed local, the common case: the fragment is the
+    text around that local's value, made once per line and local, plus the
+    value (one copy of a long text, where assembling the parts made three)."""
+    base, k, t = key
+    sl = _slots.get((base, k))
+    if sl is None:
+        tp = _template(base - ln, loc)
+        parts = tp[0].copy()
+        try:
+            parts[0] = _lheads[ln]
+        except KeyError:
+            parts[0] = _lhead(ln)
+        p = tp[1][k]
+        post = parts[p + 1:]
+        sl = _slots[(base, k)] = (",".join(parts[:p]) + "," + _jnames[k] + ",",
+                                  "," + ",".join(post) if post else "")
+    # One join: a long text is copied once.
+    if type(t) is int:
+        frag = "".join((sl[0], '"', _int_text(t), '"', sl[1]))
+        small = -_ILIM < t < _ILIM
+    else:
+        small = len(t) <= _MEMO_TEXT
+        if t is _SAFE[0] or t.isascii() and t.isprintable() and '"' not in t and "\\" not in t:
+            frag = "".join((sl[0], '"', t, '"', sl[1]))
+        else:
+            frag = "".join((sl[0], _jstr(t), sl[1]))
+    i = _recs.setdefault(frag, len(_recs))
+    if small:
+        _memo[key] = i
+    return i
+
+
+def _value_json(t):
+    """The JSON text of a changed value of a key (an int or a text), and
+    whether the key may be memoised: the memo would keep a huge int alive,
+    and a long text rarely comes back (on these VMs every byte kept costs
+    page faults; the fragment holds it already)."""
+    if type(t) is int:
+        # An int's text needs no JSON escaping.
+        return '"' + _int_text(t) + '"', -_ILIM < t < _ILIM
+    # json.dumps of t: t in quotes when nothing needs escaping (the common
+    # case, a quarter of the cost for a long text).
+    if t is _SAFE[0] or t.isascii() and t.isprintable() and '"' not in t and "\\" not in t:
+        return '"' + t + '"', len(t) <= _MEMO_TEXT
+    return _jstr(t), len(t) <= _MEMO_TEXT
 
 
 def _caps():

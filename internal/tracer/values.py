@@ -7,11 +7,14 @@ an exception: a __repr__ that raises, returns a non-string or runs too long
 (SIGPROF, see on_prof) gives object.__repr__'s text instead.
 """
 
-import ctypes as _ctypes
 import re
-import struct as _struct
 from itertools import compress as _compress
 from operator import is_not as _is_not
+from _cwm_cpython import ITEMS as _ITEMS, address as _address
+from _cwm_cpython import items_address as _items_address, items_view as _items_view
+from _cwm_cpython import PTR as _PTR
+_BITS = 8 * _PTR
+_from_bytes = int.from_bytes
 # The program may replace builtins; bind what is called here first.
 from builtins import (BaseException, ValueError, any, bytearray, bytes, complex, dict, float,
                       frozenset, getattr, id, int, len, list, map, object, range, repr, set,
@@ -145,7 +148,10 @@ def snapshot(v):
     whole) whose elements, keys and values are all of STABLE types (or
     tuples of them), the text cannot change while it holds the same objects
     in the same order. Returns [0] for an immutable one (its text never
-    changes), [1, elements, texts, address, view, pointers] for a list,
+    changes), [1, elements, texts, address, view, pointers, length, plain,
+    reader, number] for a list (plain: its elements are all of _PLAIN types;
+    reader: reads the address of its item array; number: pointers as an
+    int, or None),
     [2, keys, values] for a dict, [3, elements] for a set, or None when v is
     none of these; see rescan. For a list, texts (the reprs of its
     elements) is filled the first time an element changes. No code of the
@@ -161,7 +167,8 @@ def snapshot(v):
         if not _atoms(v):
             return None
         if tv is list:
-            s = [1, tuple(v), None, 0, None, b""]
+            s = [1, v.copy(), None, -1, None, b"", len(v), set(map(type, v)) <= _PLAIN,
+                 _NO_ITEMS, None]
             _view(v, s)
             return s
         return [0] if tv is tuple or tv is frozenset else [3, tuple(v)]
@@ -186,36 +193,25 @@ def _atoms(xs):
     return True
 
 
-# A list's elements are an array of object pointers (PyListObject.ob_item,
-# after the three words of its header). Comparing that array's bytes with
-# a copy is a memcmp: ~50 ns for any length, where comparing the elements
-# one by one from Python costs ~10 ns each (a 120-element list: 1 us, at
-# every line event). The snapshot keeps the old elements alive, so no new
-# object can take an old one's address. Used only if a probe confirms the
-# layout at import; otherwise elements are compared with operator.is_not.
-_PTR = _ctypes.sizeof(_ctypes.c_void_p)
-_address = _ctypes.c_void_p.from_address
-
-
-def _probe():
-    try:
-        probe = [object(), object()]
-        items = _address(id(probe) + 3 * _PTR).value
-        return _ctypes.string_at(items, 2 * _PTR) == _struct.pack("PP", id(probe[0]), id(probe[1]))
-    except BaseException:
-        return False
-
-
-_VIEWS = _probe()
-
-
 def _view(v, s):
-    """Points s (a list snapshot) at the current pointer array of v."""
-    if not _VIEWS or not v:
+    """Points s (a list snapshot) at the current item array of v: comparing
+    that array's bytes with a copy is a memcmp, ~50 ns for any length, where
+    comparing the elements one by one from Python costs ~10 ns each (a
+    120-element list: 1 us, at every line event). The snapshot keeps its
+    elements alive, so no new object can take an old one's address."""
+    s[6] = n = len(v)
+    items = _items_address(v)
+    if items < 0:
+        s[3] = -1  # the hot path's test fails; rescan compares one by one
         return
-    items = _address(id(v) + 3 * _PTR).value
-    view = (_ctypes.c_char * (len(v) * _PTR)).from_address(items)
-    s[3], s[4], s[5] = items, view, view.raw
+    if s[8] is _NO_ITEMS:
+        # Reads v's header: valid while v lives, and a snapshot is only
+        # used while the tracer holds v (the local is the same object).
+        s[8] = _address(id(v) + _ITEMS)
+    view = s[4]
+    if items != s[3] or view is None or len(view) != n * _PTR:
+        view = _items_view(v, items)
+    s[3], s[4], s[5], s[9] = items, view, view.raw, None
 
 
 def rescan(v, s):
@@ -229,22 +225,33 @@ def rescan(v, s):
     n = len(a)
     if len(v) == n:
         if kind == 1:
-            if _VIEWS and n:
-                if _address(id(v) + 3 * _PTR).value != s[3]:
-                    old = s[5]
-                    _view(v, s)  # reallocated: compare the new array
-                    if s[5] == old:
-                        return None
-                elif s[4].raw == s[5]:
+            changed = new = None
+            if s[3] >= 0:
+                old = s[5]
+                items = s[8].value
+                if items != s[3]:  # reallocated: compare the new array
+                    s[3], s[4] = items, _items_view(v, items)
+                new = s[4].raw
+                if new == old:
                     return None
+                # The first and last elements that differ, from the XOR of
+                # the two pointer arrays as numbers (C work, where finding
+                # them one by one from Python costs ~10 ns an element). The
+                # number of the old array is kept from the last time.
+                ni = _from_bytes(new, "little")
+                oi = s[9] if s[9] is not None else _from_bytes(old, "little")
+                x = ni ^ oi
+                s[9] = ni
+                lo = ((x & -x).bit_length() - 1) // _BITS
+                hi = (x.bit_length() - 1) // _BITS
+                if hi - lo < 8:
+                    changed = range(lo, hi + 1)
             elif not any(map(_is_not, v, a)):
                 return None
-            changed = list(_compress(range(n), map(_is_not, v, a)))
-            if not changed:
-                _view(v, s)
-                return None
+            if changed is None:
+                changed = list(_compress(range(n), map(_is_not, v, a)))
             if len(changed) <= 8:
-                t = _relist(v, s, changed)
+                t = _relist(v, s, changed, new)
                 if t is not None:
                     return t
         elif not any(map(_is_not, v, a)) and (kind == 3 or not any(map(_is_not, v.values(), s[2]))):
@@ -258,25 +265,65 @@ def rescan(v, s):
     return t
 
 
-def _relist(v, s, changed):
+def _relist(v, s, changed, items):
     """The text of list v whose elements differ from its snapshot s only at
     the positions changed: the reprs of the others are kept (a list's repr
-    is "[" + ", ".join(reprs) + "]"), so a swap costs two reprs, not all."""
-    ts = s[2]
+    is "[" + ", ".join(reprs) + "]"), so a swap costs two reprs, not all.
+    The brackets are kept on the first and last texts: one copy less.
+    items is the bytes of v's item array when rescan read them, or None."""
+    ts, a, plain = s[2], s[1], s[7]
+    last = len(a) - 1
     try:
         if ts is None:
-            ts = list(map(repr, s[1]))
+            ts = list(map(repr, a))
+            ts[0] = "[" + ts[0]
+            ts[last] += "]"
         for i in changed:
             x = v[i]
             tx = type(x)
             if tx not in STABLE and not (tx is tuple and set(map(type, x)) <= STABLE):
                 return None
-            ts[i] = repr(x)
+            plain = plain and tx in _PLAIN
+            r = repr(x)
+            if i == 0:
+                r = "[" + r
+            if i == last:
+                r += "]"
+            ts[i] = r
     except BaseException:  # an int beyond the digit limit: the full path
         return None
-    s[1], s[2] = tuple(v), ts
-    _view(v, s)
-    return _finish("[" + ", ".join(ts) + "]")
+    # The snapshot's elements are v's again (it keeps them alive: see
+    # _view), and so are its pointers (items, read by rescan).
+    for i in changed:
+        a[i] = v[i]
+    s[2], s[7] = ts, plain
+    if items is None:
+        _view(v, s)
+    else:
+        s[5] = items
+    r = ", ".join(ts)
+    if not plain:
+        return _finish(r)
+    # Reprs of numbers, bools and None hold no address, thread ident, quote,
+    # backslash or non-ASCII character: only the length matters, and the
+    # text needs no JSON escaping (SAFE tells record.py so).
+    if len(r) > MAXR:
+        r = _cut(r, len(r) - MAXR)
+    SAFE[0] = r
+    return r
+
+
+class _NoItems:
+    """The reader of a list whose item array is not compared: never equal."""
+
+    value = None
+
+
+_NO_ITEMS = _NoItems()
+# Element types whose reprs are plain ASCII: digits, signs, letters, dots.
+_PLAIN = frozenset({int, float, bool, type(None), complex})
+# The last text made by _relist that needs no JSON escaping (see there).
+SAFE = [None]
 
 
 def _bounded(v, tv):
