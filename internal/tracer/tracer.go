@@ -30,12 +30,12 @@ var pyFiles embed.FS
 const pyDir = "/opt/cwm-tracer"
 
 var pyNames = map[string]string{
-	"tracer.py": "_cwm_tracer.py",
-	"record.py": "_cwm_record.py",
+	"tracer.py":  "_cwm_tracer.py",
+	"record.py":  "_cwm_record.py",
 	"cpython.py": "_cwm_cpython.py",
-	"values.py": "_cwm_values.py",
-	"server.py": "_cwm_server.py",
-	"mutate.py": "_cwm_mutate.py",
+	"values.py":  "_cwm_values.py",
+	"server.py":  "_cwm_server.py",
+	"mutate.py":  "_cwm_mutate.py",
 }
 
 // Filename is the file name the traced context is compiled under. Only code
