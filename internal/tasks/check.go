@@ -164,6 +164,14 @@ func (w *worker) validate(ctx context.Context, c *candidate) (decision, *task.Ta
 	if k, why := r.broken(rep, limit); k != "" {
 		return done(k, "whole suite", why)
 	}
+	select {
+	case <-r.goldReady:
+	case <-ctx.Done():
+		return d, nil, ctx.Err()
+	}
+	if r.goldErr != nil {
+		return d, nil, r.goldErr
+	}
 	got := outcomes(rep)
 	var f2p, p2p []string
 	for _, id := range r.stable {

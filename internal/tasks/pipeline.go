@@ -126,6 +126,10 @@ type mutateRun struct {
 	baseline map[string]string // every baseline test's status
 	stable   []string          // passing at baseline and in the session's gold runs
 	leftOut  int               // passing at baseline but flaky or unstable
+	// goldReady is closed when the session's gold runs are done: stable,
+	// leftOut and goldErr are set by then.
+	goldReady chan struct{}
+	goldErr   error
 
 	mu      sync.Mutex
 	probes  map[string]*importProbe
@@ -192,12 +196,24 @@ func Mutate(ctx context.Context, rt *sandbox.Runtime, env *envbuild.Env, opts Mu
 	if err != nil {
 		return nil, err
 	}
-	if len(queue) > 0 && (opts.Max == 0 || r.summary.Existing < opts.Max) {
-		if err := r.sessionGold(ctx, sbs); err != nil {
-			return nil, err
-		}
+	// The session's gold runs go alongside the first validations, in
+	// sandboxes of their own: a validation needs them only once its
+	// whole-suite run is over.
+	r.goldReady = make(chan struct{})
+	if len(queue) > 0 && (opts.Max == 0 || r.summary.Existing < opts.Max) && !opts.FullSuite {
+		gctx, cancel := context.WithCancel(ctx)
+		defer func() {
+			cancel()
+			<-r.goldReady
+		}()
+		go func() {
+			defer close(r.goldReady)
+			r.goldErr = r.sessionGold(gctx, rt)
+		}()
 	} else {
 		r.stable = env.Passing()
+		r.leftOut = len(env.Baseline) - len(r.stable)
+		close(r.goldReady)
 	}
 	if err := r.dispatch(ctx, sbs, queue, perFn); err != nil {
 		return r.summary, err
@@ -206,20 +222,19 @@ func Mutate(ctx context.Context, rt *sandbox.Runtime, env *envbuild.Env, opts Mu
 	return r.summary, nil
 }
 
-// sessionGold runs the whole suite twice on the environment's tree: the
-// gold tree of every mutate-fix task. The two runs go to two sandboxes at
-// once when there are two workers. Passing tests that do not pass in both
-// runs join the flaky ones in neither list.
-func (r *mutateRun) sessionGold(ctx context.Context, sbs []*sandbox.Sandbox) error {
-	passing := r.env.Passing()
-	r.leftOut = len(r.env.Baseline) - len(passing)
-	if r.opts.FullSuite {
-		r.stable = passing
-		return nil
-	}
+// sessionGold runs the whole suite twice, at once in two sandboxes, on
+// the environment's tree: the gold tree of every mutate-fix task. Passing
+// tests that do not pass in both runs join the flaky ones in neither list.
+func (r *mutateRun) sessionGold(ctx context.Context, rt *sandbox.Runtime) error {
 	t0 := time.Now()
-	if err := sbs[0].Reset(ctx); err != nil {
-		return fmt.Errorf("reset sandbox: %w", err)
+	sbs := make([]*sandbox.Sandbox, 2)
+	for i := range sbs {
+		sb, err := rt.New(ctx, r.env.SandboxConfig())
+		if err != nil {
+			return fmt.Errorf("start sandbox on %s: %w", r.env.ID, err)
+		}
+		defer sb.Close()
+		sbs[i] = sb
 	}
 	tree, _, err := treeHash(ctx, sbs[0])
 	if err != nil {
@@ -228,19 +243,14 @@ func (r *mutateRun) sessionGold(ctx context.Context, sbs []*sandbox.Sandbox) err
 	reps := make([]*testrun.Report, 2)
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
-	for i := range reps {
-		sb := sbs[i%len(sbs)]
-		run := func() {
+	for i, sb := range sbs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			if errs[i] = sb.Reset(ctx); errs[i] == nil {
 				reps[i], errs[i] = runTests(ctx, sb, r.env, nil, r.budget.timeout(nil))
 			}
-		}
-		if len(sbs) == 1 {
-			run()
-			continue
-		}
-		wg.Add(1)
-		go func() { defer wg.Done(); run() }()
+		}()
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
