@@ -23,19 +23,20 @@ import (
 // names no traced program would import by accident, because the script
 // directory is on sys.path.
 //
-//go:embed tracer.py record.py values.py cpython.py server.py mutate.py
+//go:embed tracer.py record.py values.py cpython.py server.py mutate.py repotrace.py
 var pyFiles embed.FS
 
 // pyDir is where the Python files live inside a sandbox.
 const pyDir = "/opt/cwm-tracer"
 
 var pyNames = map[string]string{
-	"tracer.py":  "_cwm_tracer.py",
-	"record.py":  "_cwm_record.py",
-	"cpython.py": "_cwm_cpython.py",
-	"values.py":  "_cwm_values.py",
-	"server.py":  "_cwm_server.py",
-	"mutate.py":  "_cwm_mutate.py",
+	"tracer.py":    "_cwm_tracer.py",
+	"record.py":    "_cwm_record.py",
+	"cpython.py":   "_cwm_cpython.py",
+	"values.py":    "_cwm_values.py",
+	"server.py":    "_cwm_server.py",
+	"mutate.py":    "_cwm_mutate.py",
+	"repotrace.py": "_cwm_repotrace.py",
 }
 
 // Filename is the file name the traced context is compiled under. Only code

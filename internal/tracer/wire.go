@@ -33,6 +33,7 @@ type request struct {
 // response is one result line of a worker.
 type response struct {
 	ID          string      `json:"id"`
+	Test        string      `json:"test"` // repository tracing (repotrace.py)
 	Status      string      `json:"status"`
 	Error       string      `json:"error"`
 	Output      *string     `json:"output"`
