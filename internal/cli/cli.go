@@ -61,6 +61,7 @@ var commands = []func() command{
 	func() command { return &rewardCmd{} },
 	func() command { return &dedupCmd{} },
 	func() command { return &traceFuncCmd{} },
+	func() command { return &traceRepoCmd{} },
 	func() command { return &traceCheckCmd{} },
 	func() command { return &traceShowCmd{} },
 	func() command { return &forageCmd{} },
