@@ -4,19 +4,8 @@ record (Python 3.11 standard library only; run inside a cwm sandbox).
 tracer.py drives it for one function (trace_one); repotrace.py for the
 tests of a repository. Frames follow CWM-SPEC 1.2; values follow values.py.
 
-Each distinct frame is recorded once as the JSON text of a flat array
-(without its closing bracket, which encode adds):
-  call      [1, lineno, code index, name, text, name, text, ...]
-  line      [2, lineno, name, text, ...]        text ".." when unchanged
-  return    [3, lineno, text]       exception [4, lineno, text]
-Depth and code of the other frames follow from the call/return nesting.
-
-Why text and not tuples: on the VMs cwm runs on, growing the heap is the
-dominant cost of tracing (a page fault costs ~20 us), and retained
-containers make every garbage collection slower. A loop repeats the same
-frame many times, so each distinct fragment is stored once (_recs, in
-first-seen order) and the trace is the sequence of their indices (_seq, 4
-bytes per frame, sent as base64).
+The records themselves (a table of distinct frame fragments and the
+sequence of their indices) are fragments.py.
 
 Why the line path looks the way it does: it runs for every line of the
 traced program, so its cost is the tracer's overhead. A line of the frame
@@ -29,25 +18,27 @@ step costs no string building at all.
 """
 
 import array
-import base64
 import dis
 import json
 import sys
 import time
 # The program may replace builtins (builtins.len = ...) or module functions;
 # the tracer binds what it calls before any program runs.
-from builtins import (BaseException, KeyError, RecursionError, dict, id, int, len, min, object,
-                      range, repr, tuple, type, zip)
+from builtins import BaseException, KeyError, RecursionError, int, len, min, object, tuple, type
 
 import _cwm_cpython as _cpython
+import _cwm_fragments as fragments
 import _cwm_values as values
-from _cwm_values import ILIM as _ILIM, STABLE as _STABLE
+from _cwm_fragments import jname as _jname, lhead as _lhead, miss as _miss, names_key as _names_key
+from _cwm_fragments import jnames as _jnames, junch as _junch, lheads as _lheads, memo as _memo
+from _cwm_fragments import recs as _recs
+from _cwm_fragments import MEMO_TEXT as _MEMO_TEXT
+from _cwm_values import STABLE as _STABLE
 from _cwm_values import exc_text as _exc_text, snapshot as _snapshot, text as _text
-from _cwm_values import SAFE as _SAFE, int_text as _int_text, rescan as _rescan
+from _cwm_values import int_text as _int_text, rescan as _rescan
 from _cwm_cpython import version as _version
 
 _perf = time.perf_counter
-_b64 = base64.b64encode
 
 
 _cpython.keep_freed_memory()
@@ -57,7 +48,6 @@ _setprofile = sys.setprofile
 _NOTHING = object()   # stands for an unbound local
 _HEADROOM = 200       # recursion levels kept free for the tracer itself
 _CHECK_EVERY = 256    # frames between two checks of the byte cap and the clock
-_MEMO_TEXT = 64       # longest value text a memo key keeps (see _miss)
 
 # Scope: which code objects produce frames.
 _file = "<cwm-trace>"  # function tracing: code compiled from the context
@@ -69,15 +59,7 @@ _DELETE_FAST = bytes([dis.opmap["DELETE_FAST"]])
 _DELETE_DEREF = bytes([dis.opmap["DELETE_DEREF"]])
 
 # The recording.
-_seq = array.array("i")  # per frame, the index of its fragment in _recs
-_recs = {}            # distinct JSON fragments -> index
-_memo = {}            # line-step key -> index in _recs (see _on_event)
-_nsids = {}           # tuple of local names -> its key base (an int)
-_templates = {}       # key base -> fragment parts with every local "..", and positions
-_slots = {}           # (key base + line, name) -> the fragment before and after its value
-_lheads = {}          # line number -> "[2,<line>" (a line record's start)
-_jnames = {}          # local name -> its JSON text
-_junch = {}           # local name -> its JSON text + ',".."'
+_seq = array.array("i")  # per frame, the index of its fragment (fragments.recs)
 _entry = None         # code of the entry function (function tracing)
 _main = None          # frame of the entry call (function tracing)
 _state = 0            # 0 waiting for entry, 1 recording, 2 entry returned, 3 stopped
@@ -98,7 +80,7 @@ _user_limit = 1000    # the recursion limit the program sees
 _base = None
 _bt = {}              # name -> text (or an int, whose text is its repr)
 _bo = {}              # name -> object (a copy of f_locals; same key order)
-_nsk = 0              # key base of the names, from _nsids
+_nsk = 0              # key base of the names (fragments.names_key)
 _snaps = {}           # name -> snapshot of a container local (values.snapshot)
 _blen = 0             # len(_bo), or -1 when the code of _base unbinds locals (see _full)
 _bvol = ()            # names of the locals whose values are of mutable types
@@ -119,8 +101,8 @@ def configure(max_events, max_bytes, max_repr, filename="<cwm-trace>", scope=Non
 
 def _reset():
     global _entry, _main, _state, _status, _reason, _nother, _nbytes, _capline, _lim
-    global _depth, _base, _bt, _bo, _nsk, _snaps, _codes, _code_table, _seq, _recs, _memo, _nsids
-    global _dels, _templates, _slots, _bloc, _bver, _bvol
+    global _depth, _base, _bt, _bo, _nsk, _snaps, _codes, _code_table, _seq
+    global _dels, _bloc, _bver, _bvol
     _entry = _main = _base = _bloc = _bver = None
     _bvol = ()
     _state, _status, _reason = 0, "", ""
@@ -128,7 +110,8 @@ def _reset():
     _lim = 0  # the first line event computes the real limit
     values.reset()
     _bt, _bo, _snaps, _codes, _code_table, _dels = {}, {}, {}, {}, [], set()
-    _seq, _recs, _memo, _nsids, _templates, _slots = array.array("i"), {}, {}, {}, {}, {}
+    _seq = array.array("i")
+    fragments.reset()
 
 
 def start(entry=None):
@@ -160,18 +143,6 @@ def _stack_depth(frame):
         n += 1
         frame = frame.f_back
     return n
-
-
-def _lhead(ln):
-    h = _lheads[ln] = "[2,%d" % ln
-    return h
-
-
-def _jname(k):
-    """The JSON text of a local's name; also caches its unchanged pair."""
-    j = _jnames[k] = _jstr(k)
-    _junch[k] = j + ',".."'
-    return j
 
 
 def _full(loc, parts, frame):
@@ -226,16 +197,6 @@ def _resnap(k, v):
         _snaps.pop(k, None)
     else:
         _snaps[k] = s
-
-
-def _names_key(loc):
-    """The key base of the names of loc, in order (see _on_event)."""
-    names = tuple(loc)
-    nsk = _nsids.get(names)
-    if nsk is None:
-        # Key bases are multiples of 2**32, so base + line number is unique.
-        nsk = _nsids[names] = (len(_nsids) + 1) << 32
-    return nsk
 
 
 def _on_call(frame, event, arg):
@@ -474,93 +435,6 @@ def _rebound(loc, ln):
     return _recs.setdefault(",".join(parts), len(_recs))
 
 
-def _miss(key, loc, ln):
-    """The fragment of a line step not seen before: every local in order,
-    ".." unless its text changed (key is base + ln, or (base + ln, name,
-    text, name, text, ...) in the order of loc)."""
-    if type(key) is int:
-        nsk, last = key - ln, 0
-    else:
-        nsk, last = key[0] - ln, len(key) - 1
-        if last == 2:
-            return _miss1(key, loc, ln)
-    parts = _template(nsk, loc)[0].copy()
-    pos = _templates[nsk][1]
-    keep = True
-    for j in range(1, last, 2):
-        k, t = key[j], key[j + 1]
-        json, small = _value_json(t)
-        keep = keep and small
-        parts[pos[k]] = _jnames[k] + "," + json
-    try:
-        parts[0] = _lheads[ln]
-    except KeyError:
-        parts[0] = _lhead(ln)
-    i = _recs.setdefault(",".join(parts), len(_recs))
-    if keep:
-        _memo[key] = i
-    return i
-
-
-def _template(nsk, loc):
-    """Slot 0 for the head, then every name unchanged; and where each name
-    is. For the names of key base nsk (the fast path guarantees loc has
-    exactly them, in this order)."""
-    tp = _templates.get(nsk)
-    if tp is None:
-        tp = _templates[nsk] = ([""] + [_junch[k] for k in loc],
-                                {k: i for i, k in enumerate(loc, 1)})
-    return tp
-
-
-def _miss1(key, loc, ln):
-    """_miss for one changed local, the common case: the fragment is the
-    text around that local's value, made once per line and local, plus the
-    value (one copy of a long text, where assembling the parts made three)."""
-    base, k, t = key
-    sl = _slots.get((base, k))
-    if sl is None:
-        tp = _template(base - ln, loc)
-        parts = tp[0].copy()
-        try:
-            parts[0] = _lheads[ln]
-        except KeyError:
-            parts[0] = _lhead(ln)
-        p = tp[1][k]
-        post = parts[p + 1:]
-        sl = _slots[(base, k)] = (",".join(parts[:p]) + "," + _jnames[k] + ",",
-                                  "," + ",".join(post) if post else "")
-    # One join: a long text is copied once.
-    if type(t) is int:
-        frag = "".join((sl[0], '"', _int_text(t), '"', sl[1]))
-        small = -_ILIM < t < _ILIM
-    else:
-        small = len(t) <= _MEMO_TEXT
-        if t is _SAFE[0] or t.isascii() and t.isprintable() and '"' not in t and "\\" not in t:
-            frag = "".join((sl[0], '"', t, '"', sl[1]))
-        else:
-            frag = "".join((sl[0], _jstr(t), sl[1]))
-    i = _recs.setdefault(frag, len(_recs))
-    if small:
-        _memo[key] = i
-    return i
-
-
-def _value_json(t):
-    """The JSON text of a changed value of a key (an int or a text), and
-    whether the key may be memoised: the memo would keep a huge int alive,
-    and a long text rarely comes back (on these VMs every byte kept costs
-    page faults; the fragment holds it already)."""
-    if type(t) is int:
-        # An int's text needs no JSON escaping.
-        return '"' + _int_text(t) + '"', -_ILIM < t < _ILIM
-    # json.dumps of t: t in quotes when nothing needs escaping (the common
-    # case, a quarter of the cost for a long text).
-    if t is _SAFE[0] or t.isascii() and t.isprintable() and '"' not in t and "\\" not in t:
-        return '"' + t + '"', len(t) <= _MEMO_TEXT
-    return _jstr(t), len(t) <= _MEMO_TEXT
-
-
 def _caps():
     """Checks the line cap exactly and the byte cap and the clock every
     _CHECK_EVERY frames; stops recording past one. Returns whether it did."""
@@ -592,45 +466,6 @@ def _stop(status, reason):
     _settrace(None)
 
 
-def _guard_settrace(fn):
-    """Stands in for sys.settrace while the program runs: the program's call
-    is honoured, and the trace is reported incomplete."""
-    if _state == 1:
-        _stop("error", "the program called sys.settrace(%s); the trace is incomplete" % _text(fn))
-    _settrace(fn)
-
-
-def _set_limit(n):
-    global _user_limit
-    _set_limit_real(n + _HEADROOM)
-    _user_limit = n
-
-
-def _get_limit():
-    return _user_limit
-
-
-_set_limit_real = sys.setrecursionlimit
-_get_limit_real = sys.getrecursionlimit
-
-
-def hook_sys():
-    """While the program runs, sys.settrace is guarded and the recursion
-    limit the program sees is _HEADROOM below the real one (see _on_call).
-    Returns what unhook_sys restores."""
-    global _user_limit
-    saved = (sys.settrace, sys.setrecursionlimit, sys.getrecursionlimit, _get_limit_real())
-    sys.settrace, sys.setrecursionlimit, sys.getrecursionlimit = _guard_settrace, _set_limit, _get_limit
-    _user_limit = saved[3]
-    _set_limit_real(_user_limit + _HEADROOM)
-    return saved
-
-
-def unhook_sys(saved):
-    sys.settrace, sys.setrecursionlimit, sys.getrecursionlimit = saved[:3]
-    _set_limit_real(saved[3])
-
-
 def lines():
     """Line events seen, the one that hit the line cap included."""
     return len(_seq) - _nother + _capline
@@ -642,20 +477,5 @@ def nbytes():
 
 
 def encode(head):
-    """The JSON line of a result dict with the frames: "table" holds the
-    distinct frame records, "seq" the index of each frame's record (int32,
-    little-endian, base64)."""
-    seq = _seq
-    if sys.byteorder != "little":
-        seq = array.array("i", _seq)
-        seq.byteswap()
-    tail = '],"seq":"%s"}' % _b64(seq.tobytes()).decode()
-    if not _recs:
-        return head[:-1] + ',"table":[' + tail
-    # Fragments are stored without their closing bracket (one string
-    # operation less per frame); it is added here. One join makes the whole
-    # line: the table can be megabytes, and every copy costs page faults.
-    frags = list(_recs)
-    frags[0] = head[:-1] + ',"table":[' + frags[0]
-    frags[-1] += "]" + tail
-    return "],".join(frags)
+    """The JSON line of a result (head, a JSON object) with the frames."""
+    return fragments.encode(head, _seq)

@@ -30,6 +30,7 @@ import sys
 import time
 
 import _cwm_record as record
+import _cwm_tracer as tracer
 import _cwm_values as values
 
 CONFIG = json.loads(os.environ.get("CWMTRACE_CONFIG") or "{}")
@@ -73,7 +74,7 @@ class Recorder:
         # As in function tracing: a fixed seed, so that a test that uses
         # random traces the same way every time.
         random.seed(0)
-        self.hooked = record.hook_sys()
+        self.hooked = tracer.hook_sys()
         # A __repr__ that runs for more than 50-100 ms of CPU is cut off
         # (values.on_prof), as in function tracing.
         self.prof = signal.signal(signal.SIGPROF, values.on_prof)
@@ -86,7 +87,7 @@ class Recorder:
         record._settrace(None)
         signal.setitimer(signal.ITIMER_PROF, 0)
         signal.signal(signal.SIGPROF, self.prof)
-        record.unhook_sys(self.hooked)
+        tracer.unhook_sys(self.hooked)
         status, reason = record._status or "ok", record._reason
         res = {"test": self.test, "status": status, "codes": record._code_table,
                "lines": record.lines(), "bytes": record.nbytes(),

@@ -23,7 +23,7 @@ import (
 // names no traced program would import by accident, because the script
 // directory is on sys.path.
 //
-//go:embed tracer.py record.py values.py cpython.py server.py mutate.py repotrace.py
+//go:embed tracer.py record.py fragments.py values.py cpython.py server.py mutate.py repotrace.py
 var pyFiles embed.FS
 
 // pyDir is where the Python files live inside a sandbox.
@@ -32,6 +32,7 @@ const pyDir = "/opt/cwm-tracer"
 var pyNames = map[string]string{
 	"tracer.py":    "_cwm_tracer.py",
 	"record.py":    "_cwm_record.py",
+	"fragments.py": "_cwm_fragments.py",
 	"cpython.py":   "_cwm_cpython.py",
 	"values.py":    "_cwm_values.py",
 	"server.py":    "_cwm_server.py",

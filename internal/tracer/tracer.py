@@ -72,6 +72,43 @@ class _Capture:
         return "".join(self.parts)
 
 
+def _guard_settrace(fn):
+    """Stands in for sys.settrace while the program runs: the program's call
+    is honoured, and the trace is reported incomplete."""
+    if record._state == 1:
+        record._stop("error", "the program called sys.settrace(%s); the trace is incomplete" % _text(fn))
+    _settrace(fn)
+
+
+def _set_limit(n):
+    _set_limit_real(n + record._HEADROOM)
+    record._user_limit = n
+
+
+def _get_limit():
+    return record._user_limit
+
+
+_set_limit_real = sys.setrecursionlimit
+_get_limit_real = sys.getrecursionlimit
+
+
+def hook_sys():
+    """While the program runs, sys.settrace is guarded and the recursion
+    limit the program sees is record._HEADROOM below the real one (see
+    record._on_call). Returns what unhook_sys restores."""
+    saved = (sys.settrace, sys.setrecursionlimit, sys.getrecursionlimit, _get_limit_real())
+    sys.settrace, sys.setrecursionlimit, sys.getrecursionlimit = _guard_settrace, _set_limit, _get_limit
+    record._user_limit = saved[3]
+    _set_limit_real(saved[3] + record._HEADROOM)
+    return saved
+
+
+def unhook_sys(saved):
+    sys.settrace, sys.setrecursionlimit, sys.getrecursionlimit = saved[:3]
+    _set_limit_real(saved[3])
+
+
 # ------------------------------------------------------------ one function
 
 class _Run:
@@ -142,7 +179,7 @@ def trace_one(req):
     _seed(0)
     sys.modules["__main__"] = mod
     sys.stdout, sys.stderr = r.out, r.err
-    hooked = record.hook_sys()
+    hooked = hook_sys()
     value = raised = fn = code = None
     setup_error = ""
     try:
@@ -179,7 +216,7 @@ def trace_one(req):
         # stderr is still captured: a __del__ may run.
         value = raised = fn = code = None
         ns.clear()
-        record.unhook_sys(hooked)
+        unhook_sys(hooked)
         sys.modules["__main__"], sys.stdout, sys.stderr = saved
     if setup_error:
         return result("error", setup_error)
