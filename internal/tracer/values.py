@@ -8,8 +8,8 @@ an exception: a __repr__ that raises, returns a non-string or runs too long
 """
 
 import re
-from itertools import compress as _compress
-from operator import is_not as _is_not
+from itertools import accumulate as _accumulate, compress as _compress, repeat as _repeat
+from operator import add as _add, is_not as _is_not
 from _cwm_cpython import ITEMS as _ITEMS, address as _address
 from _cwm_cpython import items_address as _items_address, items_view as _items_view
 from _cwm_cpython import PTR as _PTR
@@ -149,9 +149,10 @@ def snapshot(v):
     tuples of them), the text cannot change while it holds the same objects
     in the same order. Returns [0] for an immutable one (its text never
     changes), [1, elements, texts, address, view, pointers, length, plain,
-    reader, number] for a list (plain: its elements are all of _PLAIN types;
-    reader: reads the address of its item array; number: pointers as an
-    int, or None),
+    reader, number, text, offsets] for a list (plain: its elements are all
+    of _PLAIN types; reader: reads the address of its item array; number:
+    pointers as an int, or None; text: the whole repr, once an element has
+    changed; offsets: where each element's text starts in it, or None),
     [2, keys, values] for a dict, [3, elements] for a set, or None when v is
     none of these; see rescan. For a list, texts (the reprs of its
     elements) is filled the first time an element changes. No code of the
@@ -168,7 +169,7 @@ def snapshot(v):
             return None
         if tv is list:
             s = [1, v.copy(), None, -1, None, b"", len(v), set(map(type, v)) <= _PLAIN,
-                 _NO_ITEMS, None]
+                 _NO_ITEMS, None, None, None]
             _view(v, s)
             return s
         return [0] if tv is tuple or tv is frozenset else [3, tuple(v)]
@@ -273,11 +274,21 @@ def _relist(v, s, changed, items):
     items is the bytes of v's item array when rescan read them, or None."""
     ts, a, plain = s[2], s[1], s[7]
     last = len(a) - 1
+    # A contiguous change whose texts keep their total length (a swap, a
+    # permutation of equal texts) is spliced into the old text: two slices
+    # and a short join, where joining every text costs ~5 ns per element.
+    splice = type(changed) is range and s[10] is not None
     try:
         if ts is None:
             ts = list(map(repr, a))
             ts[0] = "[" + ts[0]
             ts[last] += "]"
+        if splice:
+            lo, hi = changed.start, changed.stop - 1
+            off = s[11]
+            if off is None:
+                off = s[11] = [0, *_accumulate(map(_add, map(len, ts), _repeat(2)))]
+            old = off[hi + 1] - 2 - off[lo]
         for i in changed:
             x = v[i]
             tx = type(x)
@@ -301,7 +312,18 @@ def _relist(v, s, changed, items):
         _view(v, s)
     else:
         s[5] = items
-    r = ", ".join(ts)
+    r = None
+    if splice:
+        seg = ", ".join(ts[lo:hi + 1])
+        if len(seg) == old:
+            whole = s[10]
+            r = "".join((whole[:off[lo]], seg, whole[off[hi + 1] - 2:]))
+            for i in range(lo + 1, hi + 1):
+                off[i] = off[i - 1] + len(ts[i - 1]) + 2
+    if r is None:
+        r = ", ".join(ts)
+        s[11] = None  # offsets made again when needed
+    s[10] = r
     if not plain:
         return _finish(r)
     # Reprs of numbers, bools and None hold no address, thread ident, quote,
