@@ -147,7 +147,7 @@ func listCommits(ctx context.Context, sb *sandbox.Sandbox, opts CommitOptions) (
 	if !opts.Auto {
 		var out []string
 		for _, rev := range opts.Commits {
-			sha, err := exec(ctx, sb, sandbox.Cmd{Args: gitArgs("rev-parse", "--verify", "--end-of-options", rev+"^{commit}"), Dir: "/repo"})
+			sha, err := execOut(ctx, sb, sandbox.Cmd{Args: gitArgs("rev-parse", "--verify", "--end-of-options", rev+"^{commit}"), Dir: "/repo"})
 			if err != nil {
 				return nil, fmt.Errorf("commit %q is not in the environment's history: %w", rev, err)
 			}
@@ -155,7 +155,7 @@ func listCommits(ctx context.Context, sb *sandbox.Sandbox, opts CommitOptions) (
 		}
 		return out, nil
 	}
-	log, err := exec(ctx, sb, sandbox.Cmd{Args: gitArgs("log", "--no-merges", "--no-renames", "--name-only", "--format=%x01%H %P", "HEAD"), Dir: "/repo"})
+	log, err := execOut(ctx, sb, sandbox.Cmd{Args: gitArgs("log", "--no-merges", "--no-renames", "--name-only", "--format=%x01%H %P", "HEAD"), Dir: "/repo"})
 	if err != nil {
 		return nil, fmt.Errorf("read history: %w", err)
 	}
@@ -193,7 +193,7 @@ func commitTask(ctx context.Context, rt *sandbox.Runtime, sb *sandbox.Sandbox, e
 		return d, nil, nil
 	}
 	git := func(args ...string) (string, error) {
-		return exec(ctx, sb, sandbox.Cmd{Args: gitArgs(args...), Dir: "/repo"})
+		return execOut(ctx, sb, sandbox.Cmd{Args: gitArgs(args...), Dir: "/repo"})
 	}
 	parent, err := git("rev-parse", "--verify", c+"^1")
 	if err != nil {

@@ -148,7 +148,7 @@ func (x *Exclusions) Check(ctx context.Context, sb *sandbox.Sandbox, env *envbui
 	if x == nil || len(x.entries) == 0 {
 		return nil
 	}
-	out, err := exec(ctx, sb, sandbox.Cmd{Args: gitArgs("rev-list", "--max-parents=0", "HEAD"), Dir: "/repo"})
+	out, err := execOut(ctx, sb, sandbox.Cmd{Args: gitArgs("rev-list", "--max-parents=0", "HEAD"), Dir: "/repo"})
 	if err != nil {
 		return fmt.Errorf("root commits of %s: %w", env.ID, err)
 	}

@@ -31,9 +31,9 @@ func gitArgs(args ...string) []string {
 		"-c", "diff.mnemonicPrefix=false", "-c", "color.ui=false", "-c", "core.pager=cat"}, args...)
 }
 
-// exec runs a command in sb and returns its stdout; a command that does
+// execOut runs a command in sb and returns its stdout; a command that does
 // not succeed is an error carrying the end of its stderr.
-func exec(ctx context.Context, sb *sandbox.Sandbox, cmd sandbox.Cmd) (string, error) {
+func execOut(ctx context.Context, sb *sandbox.Sandbox, cmd sandbox.Cmd) (string, error) {
 	if cmd.Timeout == 0 {
 		cmd.Timeout = 5 * time.Minute
 	}
@@ -118,7 +118,7 @@ g() { git -c core.quotepath=false -c diff.noprefix=false -c diff.mnemonicPrefix=
 g --src-prefix=a/ --dst-prefix=b/ -- "$1"
 printf '\0cwm-reverse\0\n'
 g -R --src-prefix=b/ --dst-prefix=a/ -- "$1"`
-	out, err := exec(ctx, sb, sandbox.Cmd{Args: []string{"bash", "-c", script, "diff", file}, Dir: "/repo"})
+	out, err := execOut(ctx, sb, sandbox.Cmd{Args: []string{"bash", "-c", script, "diff", file}, Dir: "/repo"})
 	if err != nil {
 		return "", "", fmt.Errorf("diff %s: %w", file, err)
 	}
@@ -132,7 +132,7 @@ g -R --src-prefix=b/ --dst-prefix=a/ -- "$1"`
 // treeHash is the git tree of the work tree as it is (ignored files
 // aside), and that of HEAD: equal hashes, equal trees.
 func treeHash(ctx context.Context, sb *sandbox.Sandbox) (tree, head string, err error) {
-	out, err := exec(ctx, sb, sandbox.Cmd{Shell: "git add -A . && git write-tree && git rev-parse 'HEAD^{tree}'", Dir: "/repo"})
+	out, err := execOut(ctx, sb, sandbox.Cmd{Shell: "git add -A . && git write-tree && git rev-parse 'HEAD^{tree}'", Dir: "/repo"})
 	if err != nil {
 		return "", "", fmt.Errorf("hash the work tree: %w", err)
 	}
