@@ -266,6 +266,10 @@ def _on_event(frame, event, arg, type=type, len=len, int=int, stable=_STABLE):
                     # No local was bound, unbound or rebound since the last
                     # step (the version tag of f_locals did not move, see
                     # cpython.py): only a mutable value can have changed.
+                    if not _bvol:
+                        i = _memo.get(key)
+                        _seq.append(_miss(key, loc, ln) if i is None else i)
+                        return None
                     for k in _bvol:
                         v = loc[k]
                         s = _snaps.get(k)

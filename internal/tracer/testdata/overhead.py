@@ -1,10 +1,13 @@
 """Tracer overhead on CPU-bound pure-Python code (BenchmarkTracerOverhead).
 
 Times are CPU time of this process (time.process_time: page faults count,
-other processes on the machine do not). For each workload: the untraced time, then the time traced by cwm's
-tracer (trace_one, with caps lifted and the result serialised as the worker
-does) and by a straightforward tracer that reprs every local and calls
-json.dumps on every event. Prints one JSON line with the times and ratios.
+other processes on the machine do not). For each workload and round: the
+untraced time, then the time traced by cwm's tracer (trace_one, with caps
+lifted and the result serialised as the worker does) and by a
+straightforward tracer that reprs every local and calls json.dumps on every
+event. Prints one JSON line with the best times, the traced/untraced
+ratios, and cwm/naive: the median over the rounds of the ratio of the two
+tracers' times in the same round.
 Run with the tracer's directory on sys.path.
 """
 
@@ -123,15 +126,29 @@ def main():
     tot = {"untraced": 0.0, "cwm": 0.0, "naive": 0.0}
     for name in WORKLOADS:
         src = context(name)
-        u = c = v = float("inf")
-        for _ in range(n):  # interleaved, best of n each
-            u = min(u, untraced(src))
-            ct, frames = cwm(src)
-            c = min(c, ct)
-            v = min(v, naive(src)[0])
+        us, cs, vs = [], [], []
+        for i in range(n):
+            # Interleaved, and the two tracers in turn first: on a shared
+            # machine the load moves, and the pair of one round sees the
+            # same load.
+            us.append(untraced(src))
+            if i % 2 == 0:
+                ct, frames = cwm(src)
+                vt = naive(src)[0]
+            else:
+                vt = naive(src)[0]
+                ct, frames = cwm(src)
+            cs.append(ct)
+            vs.append(vt)
+        u, c, v = min(us), min(cs), min(vs)
+        # cwm/naive is the median over the rounds of the ratio of the pair
+        # measured together: a burst of load on one run moves neither the
+        # median nor the other tracer's time.
+        pairs = sorted(ct / vt for ct, vt in zip(cs, vs))
         report[name] = {"untraced_s": round(u, 4), "cwm_s": round(c, 4), "naive_s": round(v, 4),
                         "frames": frames, "cwm_ratio": round(c / u, 1), "naive_ratio": round(v / u, 1),
-                        "cwm_over_naive": round((c / u) / (v / u), 3)}
+                        "cwm_over_naive": round(pairs[len(pairs) // 2], 3),
+                        "rounds": [round(r, 3) for r in pairs]}
         tot["untraced"] += u
         tot["cwm"] += c
         tot["naive"] += v
