@@ -206,3 +206,37 @@ func TestRepoDepth(t *testing.T) {
 		}
 	}
 }
+
+// TestRepoUnittest records a repository whose tests are plain unittest
+// modules: the recorder wraps unittest's command line instead of loading
+// into pytest.
+func TestRepoUnittest(t *testing.T) {
+	rt := testRuntime(t)
+	src := filepath.Join(t.TempDir(), "bareunit")
+	if err := os.CopyFS(src, os.DirFS("../envbuild/testdata/bareunit")); err != nil {
+		t.Fatal(err)
+	}
+	env, err := envbuild.Build(context.Background(), rt, envbuild.Options{Home: shared.home, Source: src, Runs: 1, NoCoverage: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.TestCommand.Framework != "unittest" {
+		t.Fatalf("bareunit runs with %s, want unittest", env.TestCommand.Framework)
+	}
+	tests, err := recordTests(env, RepoOptions{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ep := range cutAll(env, tests, EpisodeOptions{StepIn: 0}) {
+		if !ep.Status.Complete() {
+			t.Errorf("%s: %s (%s)", ep.ID, ep.Status, ep.Error)
+		}
+		got = append(got, ep.Function.Qualname+" "+string(ep.Status))
+	}
+	sort.Strings(got)
+	want := []string{"circle_area exception", "circle_area ok", "rectangle_area ok", "rectangle_area ok"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("episodes (-want +got):\n%s", diff)
+	}
+}

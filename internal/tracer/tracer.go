@@ -10,6 +10,11 @@
 // timeout or death (Recycle 1: a new fork per function). A function that
 // hangs, crashes or exhausts memory ends as a Result with a status and a
 // reason; it never stops the pool.
+//
+// Repository tracing (repo.go, episodes.go) records each test of a
+// repository's suite in sandboxes on its environment (TraceTests, with
+// repotrace.py loaded into the test runner) and cuts the recordings into
+// function-level episodes (Cut, CWM-SPEC 1.5).
 package tracer
 
 import (
