@@ -9,12 +9,14 @@ sequence of their indices) are fragments.py.
 
 Why the line path looks the way it does: it runs for every line of the
 traced program, so its cost is the tracer's overhead. A line of the frame
-recorded just before (the common case) only looks at locals whose object
-changed, or whose type is mutable; a list or dict of immutable atoms is
-compared by identity with a shallow snapshot instead of being repr'd
-again (values.snapshot); and the fragment is found in a memo keyed by the
-line, the names of the locals and the texts that changed, so an unchanged
-step costs no string building at all.
+recorded just before (the common case) looks at no local at all when the
+version tag of f_locals did not move (cpython.py), otherwise only at those
+whose object changed; a local of a mutable type holding immutable atoms is
+compared by identity with a shallow snapshot instead of being repr'd again
+(values.snapshot, values.rescan); and the fragment is found in a memo keyed
+by the line, the names of the locals and the texts (or int values) that
+changed, so a step seen before costs no string building at all
+(fragments.py). docs/traces.md, "Recording", says what each saves.
 """
 
 import array
@@ -273,9 +275,9 @@ def _on_event(frame, event, arg, type=type, len=len, int=int, stable=_STABLE):
                     for k in _bvol:
                         v = loc[k]
                         s = _snaps.get(k)
-                        # A list of the same
-                        # objects (a memcmp of its item array; s[8] reads
-                        # the array's address, s[3] is the old one).
+                        # A list of the same objects: a memcmp of its item
+                        # array (s[8] reads the array's address, s[3] is the
+                        # old one; values.snapshot).
                         if (s is not None and s[0] == 1 and len(v) == s[6]
                                 and s[8].value == s[3] and s[4].raw == s[5]):
                             continue
