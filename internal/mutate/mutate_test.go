@@ -74,6 +74,50 @@ func generate(t *testing.T, src string, funcs []string, req Request) (*Result, [
 // original.
 type r struct{ old, new string }
 
+// TestFamiliesMatchSpec holds the operators to CWM-SPEC section 3:
+//
+//	"apply one of five mutation families (share of all trajectories):
+//	functions 7% (remove part or all of a body), arguments 9% (remove
+//	parameters from a definition, reorder call arguments), variables 6%
+//	(swap every occurrence of a pair), statements 11% (remove an import or
+//	a return), operators 12% (replace binary, unary or boolean operators).
+//	A mutation must parse, and must make the associated tests fail."
+//
+// (Parsing is checked by TestOperators' "does not compile" counts; failing
+// tests by the tasks package.)
+func TestFamiliesMatchSpec(t *testing.T) {
+	spec := []struct {
+		family string
+		does   string
+		ops    []string
+	}{
+		{Functions, "remove part or all of a body", []string{"remove_part", "remove_body"}},
+		{Arguments, "remove parameters from a definition, reorder call arguments", []string{"remove_parameter", "reorder_call_arguments"}},
+		{Variables, "swap every occurrence of a pair", []string{"swap_variables"}},
+		{Statements, "remove an import or a return", []string{"remove_import", "remove_import_name", "remove_return"}},
+		{Operators, "replace binary, unary or boolean operators", []string{"binary_operator", "unary_operator", "boolean_operator", "comparison_operator"}},
+	}
+	if len(Families) != len(spec) {
+		t.Errorf("Families = %v, want the spec's five", Families)
+	}
+	for i, s := range spec {
+		if i < len(Families) && Families[i] != s.family {
+			t.Errorf("Families[%d] = %s, want %s (the spec's order)", i, Families[i], s.family)
+		}
+		got := append([]string(nil), FamilyOperators[s.family]...)
+		want := append([]string(nil), s.ops...)
+		sort.Strings(got)
+		sort.Strings(want)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("operators of %s (%q) (-want +got):\n%s", s.family, s.does, diff)
+		}
+	}
+}
+
+// TestOperators checks every operator's exact output on small sources:
+// the mutated span changes, nothing else does (comments and layout
+// elsewhere stay byte for byte, since each expected mutant is the
+// original with one replacement).
 func TestOperators(t *testing.T) {
 	cases := []struct {
 		name     string

@@ -70,6 +70,11 @@ func calcEnv(t *testing.T) (*envbuild.Env, calcRepo) {
 	return buildEnv(t, envbuild.Options{Source: repo.dir, Test: "python -m pytest -q"}), repo
 }
 
+// TestCommits: CWM-SPEC section 3, "Issue-fix: check out the commit
+// before a real bug-fixing PR, give the issue text; the tests must fail
+// before and the fix must be necessary and sufficient." The fix commit
+// becomes a task; the commit whose new test passes without its change is
+// rejected with that reason.
 func TestCommits(t *testing.T) {
 	env, repo := calcEnv(t)
 	ctx := context.Background()

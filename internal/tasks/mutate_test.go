@@ -17,7 +17,10 @@ import (
 
 // TestMutateTextkit is the demo: at least 30 verified tasks from the
 // example repository, covering all five families, each of which holds
-// when re-validated, three times in a row.
+// when re-validated, three times in a row. CWM-SPEC section 3:
+// "Mutate-fix: start from a repository whose tests pass; take functions
+// covered by those tests; apply one of five mutation families [...] A
+// mutation must parse, and must make the associated tests fail."
 func TestMutateTextkit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and mutates the example repository")

@@ -176,7 +176,9 @@ func TestModuleName(t *testing.T) {
 }
 
 // TestDecontamination refuses a repository on the list by name or URL,
-// and a fork of a listed repository by its root commit.
+// and a fork of a listed repository by its root commit. CWM-SPEC section
+// 3: "Repositories of the evaluation set (SWE-bench) and their forks are
+// excluded (decontamination)."
 func TestDecontamination(t *testing.T) {
 	env, repo := calcEnv(t)
 	ctx := context.Background()
