@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"os"
 	"sort"
@@ -20,6 +19,7 @@ import (
 	"cwm/internal/jsonl"
 	"cwm/internal/progress"
 	"cwm/internal/sandbox"
+	"cwm/internal/shard"
 	"cwm/internal/task"
 )
 
@@ -136,9 +136,9 @@ func (c *forageCmd) run(ctx context.Context, e *Env, args []string) error {
 	if h := agent.History(c.history); h != agent.HistorySquash && h != agent.HistoryAmend {
 		return usagef("--history %q: want squash or amend", c.history)
 	}
-	shard, nshards, err := parseShard(c.shard)
+	part, err := shard.Parse(c.shard)
 	if err != nil {
-		return err
+		return usagef("--shard: %v", err)
 	}
 	proto, err := agent.NewProtocol(c.protocol, c.toolRole)
 	if err != nil {
@@ -173,7 +173,7 @@ func (c *forageCmd) run(ctx context.Context, e *Env, args []string) error {
 	var mine []pair
 	for i := range tasks {
 		for s := 0; s < c.samples; s++ {
-			if inShard(tasks[i].InstanceID, s, shard, nshards) {
+			if part.Has(pairKey(tasks[i].InstanceID, s)) {
 				mine = append(mine, pair{&tasks[i], s})
 			}
 		}
@@ -338,34 +338,6 @@ func resolveEnvs(home string, todo []pair) (map[string]*envbuild.Env, error) {
 		envs[id] = env
 	}
 	return envs, nil
-}
-
-// parseShard reads --shard i/n, defaulting to the Kubernetes Indexed Job's
-// JOB_COMPLETION_INDEX and the job's completions, which the pod template
-// passes as JOB_COMPLETIONS (the downward API does not expose them).
-func parseShard(s string) (int, int, error) {
-	if s == "" {
-		idx, n := os.Getenv("JOB_COMPLETION_INDEX"), os.Getenv("JOB_COMPLETIONS")
-		if idx == "" || n == "" {
-			return 0, 1, nil
-		}
-		s = idx + "/" + n
-	}
-	a, b, ok := strings.Cut(s, "/")
-	i, err1 := strconv.Atoi(a)
-	n, err2 := strconv.Atoi(b)
-	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
-		return 0, 0, usagef("shard %q: want i/n with 0 <= i < n", s)
-	}
-	return i, n, nil
-}
-
-// inShard assigns a pair to a shard by a hash of its key, so the split
-// does not depend on the order of the tasks file and survives additions.
-func inShard(id string, sample, shard, n int) bool {
-	h := fnv.New64a()
-	io.WriteString(h, pairKey(id, sample))
-	return h.Sum64()%uint64(n) == uint64(shard)
 }
 
 // optFloat and optInt are flags that remember whether they were given, so

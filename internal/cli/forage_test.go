@@ -166,45 +166,6 @@ func TestForageUsage(t *testing.T) {
 	}
 }
 
-func TestShards(t *testing.T) {
-	cases := []struct {
-		flag, index, completions string
-		i, n                     int
-	}{
-		{"", "", "", 0, 1},
-		{"1/4", "", "", 1, 4},
-		{"", "2", "3", 2, 3},
-		{"0/2", "2", "3", 0, 2}, // the flag wins
-	}
-	for _, c := range cases {
-		t.Setenv("JOB_COMPLETION_INDEX", c.index)
-		t.Setenv("JOB_COMPLETIONS", c.completions)
-		i, n, err := parseShard(c.flag)
-		if err != nil || i != c.i || n != c.n {
-			t.Errorf("parseShard(%q) with index %q of %q = %d/%d, %v; want %d/%d", c.flag, c.index, c.completions, i, n, err, c.i, c.n)
-		}
-	}
-	// Every pair lands in exactly one shard, and shards are not lopsided.
-	counts := make([]int, 4)
-	for k := 0; k < 1000; k++ {
-		hits := 0
-		for s := 0; s < 4; s++ {
-			if inShard("task-"+string(rune('a'+k%26))+strings.Repeat("x", k/26), k%3, s, 4) {
-				hits++
-				counts[s]++
-			}
-		}
-		if hits != 1 {
-			t.Fatalf("pair %d is in %d shards", k, hits)
-		}
-	}
-	for s, n := range counts {
-		if n < 150 {
-			t.Errorf("shard %d has %d of 1000 pairs", s, n)
-		}
-	}
-}
-
 // TestForageChild is the cwm process TestForageKilled kills: the test
 // binary re-executed, running the command line in CWM_FORAGE_CHILD.
 func TestForageChild(t *testing.T) {

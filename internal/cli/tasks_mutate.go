@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"cwm/internal/mutate"
+	"cwm/internal/shard"
 	"cwm/internal/tasks"
 )
 
@@ -55,7 +56,7 @@ func (c *tasksMutateCmd) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.perFunction, "per-function", 0, "at most `K` tasks per function (0: no cap)")
 	fs.IntVar(&c.perOperator, "per-operator", 8, "sites of one operator sampled per function")
 	fs.Int64Var(&c.seed, "seed", 1, "seed of the candidates' order and sampling")
-	fs.StringVar(&c.shard, "shard", "", "take part `i/n` of the functions (0 <= i < n)")
+	fs.StringVar(&c.shard, "shard", "", "take part `i/n` of the functions (0 <= i < n; default: the indexed job's JOB_COMPLETION_INDEX/JOB_COMPLETIONS, else all)")
 	fs.IntVar(&c.workers, "workers", 1, "validate `N` candidates at once, each in its own sandbox")
 	fs.StringVar(&c.functions, "functions", "", "only these comma-separated covered functions (names as env coverage takes them)")
 	fs.StringVar(&c.excludeRepos, "exclude-repos", "", "decontamination list `FILE` (default: the SWE-bench repositories; none: no check)")
@@ -72,7 +73,7 @@ func (c *tasksMutateCmd) run(ctx context.Context, e *Env, args []string) error {
 	if c.env == "" || c.out == "" {
 		return usagef("--env and --out are required")
 	}
-	shard, err := tasks.ParseShard(c.shard)
+	shard, err := shard.Parse(c.shard)
 	if err != nil {
 		return usagef("--shard: %v", err)
 	}

@@ -402,9 +402,12 @@ func (p *Process) reason(info *exitInfo, res Result) Reason {
 	if info.Killed != "" {
 		return Reason(info.Killed)
 	}
-	after := p.s.cg.counters()
-	if after.oomKills > p.counters.oomKills && (res.Signal == syscall.SIGKILL || res.ExitCode != 0) {
-		return ReasonMemory
+	if res.Signal == syscall.SIGKILL || res.ExitCode != 0 {
+		// Only a failed command can have been ended by the OOM killer, so a
+		// clean exit skips reading the counters.
+		if p.s.cg.counters().oomKills > p.counters.oomKills {
+			return ReasonMemory
+		}
 	}
 	// A shell reports a child killed by signal N as exit status 128+N.
 	switch {

@@ -11,8 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 	"cwm/internal/jsonl"
 	"cwm/internal/mutate"
 	"cwm/internal/sandbox"
+	"cwm/internal/shard"
 	"cwm/internal/task"
 	"cwm/internal/testrun"
 )
@@ -38,7 +37,7 @@ type MutateOptions struct {
 	// Seed orders the candidates and samples the sites.
 	Seed int64
 	// Shard takes a deterministic part of the functions.
-	Shard Shard
+	Shard shard.Shard
 	// Workers validate candidates at once, each in its own sandbox
 	// (default 1).
 	Workers int
@@ -59,33 +58,6 @@ type MutateOptions struct {
 	// Progress receives a progress bar; nil for none.
 	Progress io.Writer
 	Log      *slog.Logger
-}
-
-// Shard is part Index of Count (0 <= Index < Count).
-type Shard struct{ Index, Count int }
-
-// ParseShard reads "i/n".
-func ParseShard(s string) (Shard, error) {
-	if s == "" {
-		return Shard{0, 1}, nil
-	}
-	a, b, ok := strings.Cut(s, "/")
-	i, err1 := strconv.Atoi(a)
-	n, err2 := strconv.Atoi(b)
-	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
-		return Shard{}, fmt.Errorf("shard %q: want i/n with 0 <= i < n", s)
-	}
-	return Shard{i, n}, nil
-}
-
-// has reports whether key belongs to the shard.
-func (s Shard) has(key string) bool {
-	if s.Count <= 1 {
-		return true
-	}
-	h := fnv.New64a()
-	h.Write([]byte(key))
-	return int(h.Sum64()%uint64(s.Count)) == s.Index
 }
 
 // FamilyCounts is the funnel of one family.
@@ -303,7 +275,7 @@ func (r *mutateRun) candidates(ctx context.Context, sb *sandbox.Sandbox, cov *en
 		}
 	}
 	keep := func(file string, fn mutate.Func, affects []mutate.Func) bool {
-		if !r.opts.Shard.has(file + "\x00" + fn.Name) {
+		if !r.opts.Shard.Has(file + "\x00" + fn.Name) {
 			return false
 		}
 		if len(wanted) == 0 {

@@ -13,6 +13,7 @@ import (
 
 	"cwm/internal/envbuild"
 	"cwm/internal/mutate"
+	"cwm/internal/shard"
 	"cwm/internal/testrun"
 )
 
@@ -61,35 +62,6 @@ func TestProblemStatement(t *testing.T) {
 		"The other tests still pass. Fix the code so that these tests pass again without breaking the others; the tests themselves are correct.\n"
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("problemStatement (-want +got):\n%s", diff)
-	}
-}
-
-func TestParseShard(t *testing.T) {
-	cases := []struct {
-		in   string
-		want Shard
-		ok   bool
-	}{
-		{"", Shard{0, 1}, true}, {"0/1", Shard{0, 1}, true}, {"2/3", Shard{2, 3}, true},
-		{"3/3", Shard{}, false}, {"-1/2", Shard{}, false}, {"1", Shard{}, false}, {"a/b", Shard{}, false},
-	}
-	for _, c := range cases {
-		got, err := ParseShard(c.in)
-		if (err == nil) != c.ok || got != c.want {
-			t.Errorf("ParseShard(%q) = %v, %v; want %v, ok %v", c.in, got, err, c.want, c.ok)
-		}
-	}
-	// Every key lands in exactly one shard, the same one every time.
-	for _, key := range []string{"a.py\x00f", "b.py\x00g", "c.py\x00C.m"} {
-		n := 0
-		for i := 0; i < 4; i++ {
-			if (Shard{i, 4}).has(key) {
-				n++
-			}
-		}
-		if n != 1 {
-			t.Errorf("key %q is in %d of 4 shards", key, n)
-		}
 	}
 }
 
@@ -252,8 +224,8 @@ func TestCandidatesDeterministic(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sb.Close()
-	keys := func(seed int64, shard Shard) []string {
-		r := &mutateRun{env: env, repo: "textkit", opts: MutateOptions{Seed: seed, Shard: shard, Families: mutate.Families},
+	keys := func(seed int64, sh shard.Shard) []string {
+		r := &mutateRun{env: env, repo: "textkit", opts: MutateOptions{Seed: seed, Shard: sh, Families: mutate.Families},
 			summary: &Summary{Families: map[string]*FamilyCounts{}}}
 		for _, f := range mutate.AllFamilies {
 			r.summary.Families[f] = &FamilyCounts{}
@@ -268,14 +240,14 @@ func TestCandidatesDeterministic(t *testing.T) {
 		}
 		return out
 	}
-	a, b := keys(1, Shard{0, 1}), keys(1, Shard{0, 1})
+	a, b := keys(1, shard.Shard{Index: 0, Count: 1}), keys(1, shard.Shard{Index: 0, Count: 1})
 	if len(a) < 100 || !cmp.Equal(a, b) {
 		t.Fatalf("seed 1 twice: %d and %d candidates, equal %v", len(a), len(b), cmp.Equal(a, b))
 	}
-	if c := keys(2, Shard{0, 1}); cmp.Equal(a, c) {
+	if c := keys(2, shard.Shard{Index: 0, Count: 1}); cmp.Equal(a, c) {
 		t.Errorf("seeds 1 and 2 give the same order")
 	}
-	s0, s1 := keys(1, Shard{0, 2}), keys(1, Shard{1, 2})
+	s0, s1 := keys(1, shard.Shard{Index: 0, Count: 2}), keys(1, shard.Shard{Index: 1, Count: 2})
 	seen := map[string]bool{}
 	for _, k := range append(append([]string{}, s0...), s1...) {
 		if seen[k] {
