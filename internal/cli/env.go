@@ -22,6 +22,14 @@ func resolveEnv(e *Env, ref string) (*envbuild.Env, error) {
 	return env, nil
 }
 
+// progressTo is where a command's progress goes: stderr, unless quiet.
+func progressTo(e *Env, quiet bool) io.Writer {
+	if quiet {
+		return nil
+	}
+	return e.Stderr
+}
+
 // newRuntime starts a sandbox runtime for one command. Sandboxes are not
 // kept warm: the command ends soon after.
 func newRuntime(e *Env) (*sandbox.Runtime, error) {

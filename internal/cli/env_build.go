@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -97,10 +96,7 @@ func (c *envBuildCmd) run(ctx context.Context, e *Env, args []string) error {
 		return err
 	}
 	defer rt.Close()
-	var progress io.Writer = e.Stderr
-	if c.quiet {
-		progress = nil
-	}
+	progress := progressTo(e, c.quiet)
 	env, err := envbuild.Build(ctx, rt, envbuild.Options{
 		Home: e.Home, Source: args[0], Rev: c.rev, Name: c.envName, Install: c.install, Test: c.test,
 		Runs: c.runs, Base: c.base, Online: c.online, Force: c.force, NoCoverage: c.noCoverage,

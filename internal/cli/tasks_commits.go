@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 
 	"cwm/internal/tasks"
@@ -74,23 +73,12 @@ func (c *tasksCommitsCmd) run(ctx context.Context, e *Env, args []string) error 
 		}
 		issue = string(b)
 	}
-	excl, err := exclusions(c.excludeRepos)
-	if err != nil {
-		return err
-	}
-	env, err := resolveEnv(e, c.env)
-	if err != nil {
-		return err
-	}
-	rt, err := newRuntime(e)
+	excl, env, rt, err := openTaskSource(e, c.env, c.excludeRepos)
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
-	var progress io.Writer = e.Stderr
-	if c.quiet {
-		progress = nil
-	}
+	progress := progressTo(e, c.quiet)
 	ds, err := tasks.Commits(ctx, rt, env, tasks.CommitOptions{Out: c.out, Commits: commits, Auto: c.auto,
 		Max: c.max, IssueText: issue, Home: e.Home, Runs: c.runs, TimeoutFactor: c.timeoutFactor,
 		Exclude: excl, Progress: progress, Log: e.Log})

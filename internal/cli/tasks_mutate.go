@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"strings"
 
 	"cwm/internal/mutate"
@@ -86,23 +85,12 @@ func (c *tasksMutateCmd) run(ctx context.Context, e *Env, args []string) error {
 	if c.max < 0 || c.perFunction < 0 || c.workers < 1 || c.perOperator < 1 {
 		return usagef("--max and --per-function must be >= 0, --workers and --per-operator >= 1")
 	}
-	excl, err := exclusions(c.excludeRepos)
-	if err != nil {
-		return err
-	}
-	env, err := resolveEnv(e, c.env)
-	if err != nil {
-		return err
-	}
-	rt, err := newRuntime(e)
+	excl, env, rt, err := openTaskSource(e, c.env, c.excludeRepos)
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
-	var progress io.Writer = e.Stderr
-	if c.quiet {
-		progress = nil
-	}
+	progress := progressTo(e, c.quiet)
 	sum, err := tasks.Mutate(ctx, rt, env, tasks.MutateOptions{
 		Out: c.out, Families: fams, Max: c.max, PerFunction: c.perFunction, PerOperator: c.perOperator,
 		Seed: c.seed, Shard: shard, Workers: c.workers, Functions: splitList(c.functions),

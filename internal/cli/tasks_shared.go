@@ -3,6 +3,8 @@ package cli
 import (
 	"strings"
 
+	"cwm/internal/envbuild"
+	"cwm/internal/sandbox"
 	"cwm/internal/tasks"
 )
 
@@ -16,6 +18,25 @@ func exclusions(flagValue string) (*tasks.Exclusions, error) {
 		return nil, nil
 	}
 	return tasks.LoadExclusions(flagValue)
+}
+
+// openTaskSource opens what the task makers start from: the exclusions
+// of --exclude-repos, the environment and a sandbox runtime (the caller
+// closes it).
+func openTaskSource(e *Env, envRef, excludeRepos string) (*tasks.Exclusions, *envbuild.Env, *sandbox.Runtime, error) {
+	excl, err := exclusions(excludeRepos)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	env, err := resolveEnv(e, envRef)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	rt, err := newRuntime(e)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return excl, env, rt, nil
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.

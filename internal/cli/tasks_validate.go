@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 
 	"cwm/internal/task"
 	"cwm/internal/tasks"
@@ -62,10 +61,7 @@ func (c *tasksValidateCmd) run(ctx context.Context, e *Env, args []string) error
 		return err
 	}
 	defer rt.Close()
-	var progress io.Writer = e.Stderr
-	if c.quiet || c.json {
-		progress = nil
-	}
+	progress := progressTo(e, c.quiet || c.json)
 	verdicts, err := tasks.Validate(ctx, rt, ts, tasks.ValidateOptions{Home: e.Home, Workers: c.workers,
 		Runs: c.runs, TimeoutFactor: c.timeoutFactor, Progress: progress})
 	if err != nil {

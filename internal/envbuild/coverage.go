@@ -127,7 +127,7 @@ func computeCoverage(ctx context.Context, rt *sandbox.Runtime, cfg sandbox.Confi
 	fmt.Fprintf(log, "\n$ %s\n[%s, %v]\n", strings.Join(rep.Argv, " "), rep.Result.Describe(), rep.Result.Duration.Round(time.Millisecond))
 	data, err := s.ReadFile(ctx, "/tmp/cwmcov/out.json", 0)
 	if err != nil {
-		return &CoverageInfo{Note: "the coverage run wrote no map: " + rep.Result.Describe() + lastLine(rep.Result.Stderr)}, nil
+		return &CoverageInfo{Note: "the coverage run wrote no map: " + rep.Result.Describe() + testrun.LastLine(rep.Result.Stderr)}, nil
 	}
 	var raw struct {
 		Tests map[string]struct {

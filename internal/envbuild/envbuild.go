@@ -372,7 +372,7 @@ func pythonVersion(ctx context.Context, s *sandbox.Sandbox, python string) (stri
 		return "", fmt.Errorf("find Python in the sandbox: %w", err)
 	}
 	if !res.Success() {
-		return "", fmt.Errorf("find Python in the sandbox: %s%s", res.Describe(), lastLine(res.Stderr))
+		return "", fmt.Errorf("find Python in the sandbox: %s%s", res.Describe(), testrun.LastLine(res.Stderr))
 	}
 	return strings.TrimSpace(string(res.Stdout)), nil
 }

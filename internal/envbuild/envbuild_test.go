@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"cwm/internal/sandbox"
+	"cwm/internal/sandbox/sandboxtest"
 	"cwm/internal/testrun"
 )
 
@@ -27,21 +28,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	home, err := os.MkdirTemp("", "cwm-envbuild-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	rt, err := sandbox.NewRuntime(sandbox.Options{Home: home})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	testRT, testHome = rt, home
-	code := m.Run()
-	rt.Close()
-	removeTree(home)
-	os.Exit(code)
+	sandboxtest.Main(m, "envbuild", func(rt *sandbox.Runtime, home string) { testRT, testHome = rt, home })
 }
 
 // copyRepo copies a test repository to a fresh directory (a plain

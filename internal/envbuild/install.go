@@ -65,7 +65,7 @@ func (in *installer) run(ctx context.Context, st *Step) error {
 	}
 	st.Status = "ok"
 	if !res.Success() {
-		st.Status, st.Note = "failed", res.Describe()+lastLine(res.Stderr, res.Stdout)
+		st.Status, st.Note = "failed", res.Describe()+testrun.LastLine(res.Stderr, res.Stdout)
 	}
 	return nil
 }
@@ -316,7 +316,7 @@ func (in *installer) runPip(ctx context.Context, st *Step, p pipPlan, dir string
 				st.Status, st.Note = "failed", "the build backend "+mod+" is not installed"
 				return nil
 			}
-			st.Status, st.Note = "failed", res.Describe()+lastLine(res.Stderr, res.Stdout)
+			st.Status, st.Note = "failed", res.Describe()+testrun.LastLine(res.Stderr, res.Stdout)
 			return nil
 		}
 		name := requirementName(m[1])
@@ -365,23 +365,4 @@ func topModule(mod string) string {
 
 func roundSeconds(d time.Duration) float64 {
 	return float64(d.Round(time.Millisecond)) / float64(time.Second)
-}
-
-// lastLine is ": " and the last non-empty line of the first stream that
-// has one, for short notes.
-func lastLine(streams ...[]byte) string {
-	for _, b := range streams {
-		s := strings.TrimSpace(string(b))
-		if s == "" {
-			continue
-		}
-		if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-			s = s[i+1:]
-		}
-		if len(s) > 300 {
-			s = s[:300] + "..."
-		}
-		return ": " + s
-	}
-	return ""
 }

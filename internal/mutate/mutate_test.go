@@ -2,7 +2,6 @@ package mutate
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -12,26 +11,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"cwm/internal/sandbox"
+	"cwm/internal/sandbox/sandboxtest"
 )
 
 var testRT *sandbox.Runtime
 
 func TestMain(m *testing.M) {
-	home, err := os.MkdirTemp("", "cwm-mutate-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	rt, err := sandbox.NewRuntime(sandbox.Options{Home: home})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	testRT = rt
-	code := m.Run()
-	rt.Close()
-	os.RemoveAll(home)
-	os.Exit(code)
+	sandboxtest.Main(m, "mutate", func(rt *sandbox.Runtime, _ string) { testRT = rt })
 }
 
 // generate runs mutate.py, on the host's Python inside a sandbox, over one

@@ -13,6 +13,7 @@ import (
 
 	"cwm/internal/envbuild"
 	"cwm/internal/sandbox"
+	"cwm/internal/sandbox/sandboxtest"
 )
 
 // The tests share one runtime and one $CWM_HOME; each environment is built
@@ -23,21 +24,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	home, err := os.MkdirTemp("", "cwm-tasks-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	rt, err := sandbox.NewRuntime(sandbox.Options{Home: home})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	testRT, testHome = rt, home
-	code := m.Run()
-	rt.Close()
-	os.RemoveAll(home)
-	os.Exit(code)
+	sandboxtest.Main(m, "tasks", func(rt *sandbox.Runtime, home string) { testRT, testHome = rt, home })
 }
 
 type onceEnv struct {

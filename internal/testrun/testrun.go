@@ -172,7 +172,7 @@ func Run(ctx context.Context, s *sandbox.Sandbox, c Command, opts Options) (*Rep
 			ended := res.Describe()
 			if data, err := s.ReadFile(ctx, stream, 0); err == nil && len(data) > 0 {
 				rep.Tests = parseStream(data, ended)
-				rep.Note = "pytest ended without its report (" + ended + tail(res.Stderr, res.Stdout) + "); outcomes from cwm's per-test stream"
+				rep.Note = "pytest ended without its report (" + ended + LastLine(res.Stderr, res.Stdout) + "); outcomes from cwm's per-test stream"
 				break
 			}
 			if c.Framework == Shell && res.Reason == sandbox.ReasonNone {
@@ -184,10 +184,10 @@ func Run(ctx context.Context, s *sandbox.Sandbox, c Command, opts Options) (*Rep
 				rep.Tests = []Test{{ID: c.Line, Outcome: o, Time: res.Duration}}
 				rep.Note = "no JUnit report: the command counts as one test"
 			} else {
-				rep.Note = "pytest wrote no report: " + res.Describe() + tail(res.Stderr, res.Stdout)
+				rep.Note = "pytest wrote no report: " + res.Describe() + LastLine(res.Stderr, res.Stdout)
 			}
 		case err == nil && res.ExitCode == 4 && c.Framework == Pytest:
-			rep.Note = "pytest stopped before running tests (usage error)" + tail(res.Stdout, res.Stderr)
+			rep.Note = "pytest stopped before running tests (usage error)" + LastLine(res.Stdout, res.Stderr)
 		case err != nil:
 			return nil, fmt.Errorf("read test report %s: %w", junit, err)
 		default:
@@ -211,7 +211,7 @@ func installPlugin(ctx context.Context, s *sandbox.Sandbox) error {
 	}
 	res, err := s.Exec(ctx, sandbox.Cmd{Args: []string{"mkdir", "-p", pluginDir}, Timeout: time.Minute})
 	if err == nil && !res.Success() {
-		err = errors.New(res.Describe() + tail(res.Stderr))
+		err = errors.New(res.Describe() + LastLine(res.Stderr))
 	}
 	if err == nil {
 		err = s.WriteFile(ctx, pluginDir+"/cwmreport.py", cwmreportPy, 0o644)
@@ -248,8 +248,9 @@ func withoutNotFound(ids []string, outputs ...[]byte) []string {
 	return kept
 }
 
-// tail returns the last line of the first non-empty stream, for notes.
-func tail(streams ...[]byte) string {
+// LastLine is ": " and the last non-empty line of the first stream that
+// has one (at most 300 bytes), for short notes after a description.
+func LastLine(streams ...[]byte) string {
 	for _, b := range streams {
 		s := strings.TrimSpace(string(b))
 		if s == "" {
