@@ -109,8 +109,10 @@ func computeCoverage(ctx context.Context, rt *sandbox.Runtime, cfg sandbox.Confi
 	if _, err := s.Exec(ctx, sandbox.Cmd{Args: []string{"mkdir", "-p", "/tmp/cwmcov"}}); err != nil {
 		return nil, fmt.Errorf("prepare coverage run: %w", err)
 	}
-	if err := s.WriteFile(ctx, "/tmp/cwmcov/cwmcov.py", cwmcovPy, 0o644); err != nil {
-		return nil, fmt.Errorf("prepare coverage run: %w", err)
+	for name, data := range map[string][]byte{"cwmcov.py": cwmcovPy, testrun.PertestModule + ".py": testrun.PertestPy} {
+		if err := s.WriteFile(ctx, "/tmp/cwmcov/"+name, data, 0o644); err != nil {
+			return nil, fmt.Errorf("prepare coverage run: %w", err)
+		}
 	}
 	opts := testrun.Options{
 		Env:           []string{"PYTHONPATH=/tmp/cwmcov", "CWMCOV_OUT=/tmp/cwmcov/out.json", "CWMCOV_ROOT=/repo"},

@@ -27,6 +27,8 @@ import os
 import sys
 import threading
 
+import _cwm_pertest as pertest
+
 ROOT = os.path.realpath(os.environ.get("CWMCOV_ROOT", "/repo")).rstrip("/") + "/"
 OUT = os.environ.get("CWMCOV_OUT", "/tmp/cwmcov.json")
 TEST_DIRS = ("tests", "test", "testing")
@@ -164,39 +166,14 @@ except ImportError:  # unittest-only environments
     pytest = None
 
 if pytest is not None:
-
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_protocol(item, nextitem):
-        RECORDER.start(item.nodeid)
-        try:
-            yield
-        finally:
-            RECORDER.stop()
+    pytest_runtest_protocol = pertest.pytest_hook(RECORDER)
 
     def pytest_sessionfinish(session, exitstatus):
         RECORDER.dump()
 
 
-def _unittest_main(argv):
-    import unittest
-
-    class Result(unittest.TextTestResult):
-        def startTest(self, test):
-            RECORDER.start(test.id())
-            super().startTest(test)
-
-        def stopTest(self, test):
-            super().stopTest(test)
-            RECORDER.stop()
-
-    class Runner(unittest.TextTestRunner):
-        resultclass = Result
-
+if __name__ == "__main__":
     try:
-        unittest.main(module=None, argv=["python -m unittest"] + argv, testRunner=Runner)
+        pertest.unittest_main(RECORDER, sys.argv[1:])
     finally:
         RECORDER.dump()
-
-
-if __name__ == "__main__":
-    _unittest_main(sys.argv[1:])

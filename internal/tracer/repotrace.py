@@ -29,6 +29,7 @@ import signal
 import sys
 import time
 
+import _cwm_pertest as pertest
 import _cwm_record as record
 import _cwm_tracer as tracer
 import _cwm_values as values
@@ -111,33 +112,8 @@ except ImportError:  # unittest-only environments
     pytest = None
 
 if pytest is not None:
-
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_protocol(item, nextitem):
-        RECORDER.start(item.nodeid)
-        try:
-            yield
-        finally:
-            RECORDER.stop()
-
-
-def _unittest_main(argv):
-    import unittest
-
-    class Result(unittest.TextTestResult):
-        def startTest(self, test):
-            RECORDER.start(test.id())
-            super().startTest(test)
-
-        def stopTest(self, test):
-            super().stopTest(test)
-            RECORDER.stop()
-
-    class Runner(unittest.TextTestRunner):
-        resultclass = Result
-
-    unittest.main(module=None, argv=["python -m unittest"] + argv, testRunner=Runner)
+    pytest_runtest_protocol = pertest.pytest_hook(RECORDER)
 
 
 if __name__ == "__main__":
-    _unittest_main(sys.argv[1:])
+    pertest.unittest_main(RECORDER, sys.argv[1:])

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"cwm/internal/sandbox"
+	"cwm/internal/testrun"
 )
 
 // worker is one fork server in its own sandbox. It serves one request at a
@@ -113,8 +114,11 @@ func installPy(ctx context.Context, sb *sandbox.Sandbox) error {
 	if err != nil || !r.Success() {
 		return fmt.Errorf("create %s in the trace worker sandbox: %v %s", pyDir, err, r.Stderr)
 	}
+	files := map[string][]byte{testrun.PertestModule + ".py": testrun.PertestPy}
 	for name, dst := range pyNames {
-		data, _ := pyFiles.ReadFile(name)
+		files[dst], _ = pyFiles.ReadFile(name)
+	}
+	for dst, data := range files {
 		if err := sb.WriteFile(ctx, pyDir+"/"+dst, data, 0o644); err != nil {
 			return fmt.Errorf("write %s into the trace worker sandbox: %w", dst, err)
 		}
