@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -141,6 +142,12 @@ func unprivilegedChild() {
 	defer rt.Close()
 	v, why := rt.Cgroups()
 	fmt.Printf("cgroups %d %s\n", v, why)
+	if v == 0 {
+		// Without cgroups the memory limit is an rlimit init carries too.
+		_, err := rt.New(ctx, Config{Limits: Limits{Memory: 64 << 20}})
+		var ce *ConfigError
+		fmt.Printf("64 MiB without cgroups => %v %v\n", errors.As(err, &ce), err)
+	}
 	s, err := rt.New(ctx, Config{Limits: Limits{Memory: 256 << 20, Timeout: 5 * time.Second}})
 	if err != nil {
 		fmt.Println("error:", err)
@@ -187,6 +194,9 @@ func TestUnprivileged(t *testing.T) {
 			t.Skipf("unprivileged user namespaces are disabled here: %s", out)
 		}
 		t.Fatalf("unprivileged run failed: %v", err)
+	}
+	if strings.Contains(string(out), "cgroups 0 ") && !strings.Contains(string(out), "64 MiB without cgroups => true invalid memory limit") {
+		t.Errorf("a 64 MiB limit without cgroups was not refused as a configuration error")
 	}
 	for _, want := range []string{"id -u => 0\n", "cat /tmp/f => x\n", "=> readonly\n", "=> memory-limited\n", "tr -d ' ' => lo\n"} {
 		if !strings.Contains(string(out), want) {

@@ -193,15 +193,36 @@ func (rt *Runtime) New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	if err != nil {
 		return nil, &ConfigError{Err: err}
 	}
+	if rt.cg.version == 0 && cfg.Limits.Memory < MinRlimitMemory {
+		return nil, &ConfigError{Err: fmt.Errorf("invalid memory limit %d bytes: without cgroups (%s) it is a per-process rlimit that sandbox init is subject to as well, and must be at least %d MiB",
+			cfg.Limits.Memory, rt.cg.reason, MinRlimitMemory>>20)}
+	}
 	key := cfg.key()
 	rt.mu.Lock()
 	if rt.closed {
 		rt.mu.Unlock()
 		return nil, errors.New("sandbox runtime is closed")
 	}
-	if list := rt.idle[key]; len(list) > 0 {
+	for len(rt.idle[key]) > 0 {
+		list := rt.idle[key]
 		s := list[len(list)-1]
 		rt.idle[key] = list[:len(list)-1]
+		rt.mu.Unlock()
+		if s.recycled != nil {
+			<-s.recycled
+			s.recycled = nil
+			if s.recycleErr != nil {
+				go s.destroy()
+				rt.mu.Lock()
+				continue
+			}
+		}
+		rt.mu.Lock()
+		if rt.closed {
+			rt.mu.Unlock()
+			go s.destroy()
+			return nil, errors.New("sandbox runtime is closed")
+		}
 		rt.live[s] = true
 		rt.mu.Unlock()
 		s.cfg = cfg // same filesystem and limits; env and workdir may differ
@@ -233,6 +254,21 @@ func (rt *Runtime) release(s *Sandbox, reusable bool) error {
 		n += len(l)
 	}
 	keep := reusable && !rt.closed && rt.warm > 0 && n < rt.warm
+	if keep && !s.busy() {
+		// Every command has been waited for, so init has already killed
+		// all the sandbox's processes: nothing of it runs any more. The
+		// reset for its next user goes on in the background, and New
+		// waits for it if it takes this sandbox before it is done.
+		s.recycled = make(chan struct{})
+		s.idleSince = time.Now()
+		rt.idle[s.key] = append(rt.idle[s.key], s)
+		rt.mu.Unlock()
+		go func() {
+			s.recycleErr = s.recycle()
+			close(s.recycled)
+		}()
+		return nil
+	}
 	rt.mu.Unlock()
 	if keep {
 		if err := s.recycle(); err == nil {
@@ -248,6 +284,11 @@ func (rt *Runtime) release(s *Sandbox, reusable bool) error {
 	}
 	return s.destroy()
 }
+
+// MinRlimitMemory is the smallest memory limit a runtime without cgroups
+// accepts: there the limit is each process's RLIMIT_DATA, inherited from
+// sandbox init, whose own private memory is some 80 MiB.
+const MinRlimitMemory = 256 << 20
 
 // ConfigError is an invalid sandbox configuration: a missing layer, a bad
 // limit. Commands report it as a usage error.

@@ -46,6 +46,12 @@ type Sandbox struct {
 	deadErr   error
 	closed    atomic.Bool
 	idleSince time.Time
+
+	// recycled, while set, is closed when the reset that readies this
+	// warm sandbox for its next user has finished; recycleErr is its
+	// outcome.
+	recycled   chan struct{}
+	recycleErr error
 }
 
 // ID is the sandbox's identifier (the name of its run directory).
@@ -206,7 +212,10 @@ func rlimits(l Limits, noCgroup bool) []rlimit {
 	}
 	if noCgroup {
 		rl = append(rl,
-			rlimit{Res: unix.RLIMIT_AS, Cur: uint64(l.Memory), Max: uint64(l.Memory), Name: "memory"},
+			// RLIMIT_DATA (private writable memory) rather than RLIMIT_AS:
+			// address space reserved but unused (Go's and Java's heaps,
+			// sanitizers, sandbox init itself at over 1 GiB) does not count.
+			rlimit{Res: unix.RLIMIT_DATA, Cur: uint64(l.Memory), Max: uint64(l.Memory), Name: "memory"},
 			rlimit{Res: unix.RLIMIT_NPROC, Cur: uint64(l.Pids), Max: uint64(l.Pids), Name: "processes"})
 	}
 	return rl
@@ -337,6 +346,14 @@ func (s *Sandbox) resetTo(ctx context.Context, op string, seed func(upper string
 	return nil
 }
 
+// busy reports whether a command started in the sandbox has not been
+// waited for.
+func (s *Sandbox) busy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pending) > 0
+}
+
 func (s *Sandbox) recycle() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -396,7 +413,10 @@ func (s *Sandbox) Clone(ctx context.Context) (*Sandbox, error) {
 }
 
 // Close ends the sandbox: every process in it is killed, its upper layer
-// is dropped. Close is idempotent.
+// is dropped. A sandbox the runtime keeps warm for reuse is reset in the
+// background when none of its commands is running (their processes are
+// already gone); the next New that takes it waits for that. Close is
+// idempotent.
 func (s *Sandbox) Close() error {
 	if !s.closed.CompareAndSwap(false, true) {
 		return nil
