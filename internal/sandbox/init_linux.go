@@ -72,7 +72,7 @@ func runInit() {
 		for range drop {
 		}
 	}()
-	c, err := newConn(os.NewFile(3, "host"))
+	c, err := newConn(3)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "cwm sandbox init: %v\n", err)
 		os.Exit(111)

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -91,25 +91,29 @@ type exitInfo struct {
 }
 
 // conn is one end of the host-init socket, on Go's poller so that a waiting
-// reader holds no thread.
+// reader holds no thread. It is built on os.File rather than package net,
+// whose initialisers sandbox init would otherwise run before it starts.
 type conn struct {
-	c   *net.UnixConn
+	f   *os.File
+	rc  syscall.RawConn
 	buf []byte
 	oob []byte
 }
 
-func newConn(f *os.File) (*conn, error) {
-	fc, err := net.FileConn(f)
-	f.Close()
-	if err != nil {
+// newConn takes over fd, a SOCK_SEQPACKET socket.
+func newConn(fd int) (*conn, error) {
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
 		return nil, err
 	}
-	uc, ok := fc.(*net.UnixConn)
-	if !ok {
-		fc.Close()
-		return nil, fmt.Errorf("socket is %T, not a unix socket", fc)
+	// A non-blocking descriptor makes a pollable File.
+	f := os.NewFile(uintptr(fd), "sandbox-socket")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, err
 	}
-	return &conn{c: uc, buf: make([]byte, maxPacket), oob: make([]byte, unix.CmsgSpace(4*8))}, nil
+	return &conn{f: f, rc: rc, buf: make([]byte, maxPacket), oob: make([]byte, unix.CmsgSpace(4*8))}, nil
 }
 
 // send writes one message with optional file descriptors. Callers serialise
@@ -130,8 +134,15 @@ func (c *conn) send(v any, files ...*os.File) error {
 		}
 		oob = unix.UnixRights(fds...)
 	}
-	_, _, err = c.c.WriteMsgUnix(b, oob, nil)
-	return err
+	var serr error
+	err = c.rc.Write(func(fd uintptr) bool {
+		serr = unix.Sendmsg(int(fd), b, oob, nil, 0)
+		return serr != unix.EAGAIN
+	})
+	if err != nil {
+		return err
+	}
+	return serr
 }
 
 var errClosed = errors.New("connection closed")
@@ -139,7 +150,15 @@ var errClosed = errors.New("connection closed")
 // recv reads one message and the descriptors that came with it. Only one
 // goroutine may call recv.
 func (c *conn) recv(v any) ([]*os.File, error) {
-	n, oobn, _, _, err := c.c.ReadMsgUnix(c.buf, c.oob)
+	var n, oobn int
+	var rerr error
+	err := c.rc.Read(func(fd uintptr) bool {
+		n, oobn, _, _, rerr = unix.Recvmsg(int(fd), c.buf, c.oob, unix.MSG_CMSG_CLOEXEC)
+		return rerr != unix.EAGAIN
+	})
+	if err == nil {
+		err = rerr
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +174,6 @@ func (c *conn) recv(v any) ([]*os.File, error) {
 				continue
 			}
 			for _, fd := range fds {
-				unix.CloseOnExec(fd)
 				files = append(files, os.NewFile(uintptr(fd), "passed"))
 			}
 		}
@@ -170,7 +188,7 @@ func (c *conn) recv(v any) ([]*os.File, error) {
 	return files, nil
 }
 
-func (c *conn) close() error { return c.c.Close() }
+func (c *conn) close() error { return c.f.Close() }
 
 func closeAll(files []*os.File) {
 	for _, f := range files {

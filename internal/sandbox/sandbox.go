@@ -107,9 +107,9 @@ func (rt *Runtime) start(ctx context.Context, cfg Config, seed func(upper string
 	if err != nil {
 		return nil, fmt.Errorf("socketpair: %w", err)
 	}
-	host, child := os.NewFile(uintptr(fds[0]), "sandbox"), os.NewFile(uintptr(fds[1]), "sandbox-init")
+	child := os.NewFile(uintptr(fds[1]), "sandbox-init")
 	defer child.Close()
-	if s.c, err = newConn(host); err != nil {
+	if s.c, err = newConn(fds[0]); err != nil {
 		return nil, err
 	}
 	logf, err := os.Create(s.dir + "/init.log")
