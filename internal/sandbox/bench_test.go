@@ -28,8 +28,23 @@ func p50(ds []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-func BenchmarkStartExecClose(b *testing.B) {
+// startExecClose is one measured cycle: a sandbox from rt runs true and is
+// closed.
+func startExecClose(b *testing.B, rt *Runtime) time.Duration {
 	ctx := context.Background()
+	t0 := time.Now()
+	s, err := rt.New(ctx, Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if r, err := s.Exec(ctx, Cmd{Args: []string{"true"}}); err != nil || r.ExitCode != 0 {
+		b.Fatal(err, r)
+	}
+	s.Close()
+	return time.Since(t0)
+}
+
+func BenchmarkStartExecClose(b *testing.B) {
 	bwrap, err := exec.LookPath("bwrap")
 	if err != nil {
 		b.Skip("bwrap not installed (make setup installs it)")
@@ -41,18 +56,8 @@ func BenchmarkStartExecClose(b *testing.B) {
 		}
 		var cwm, bw []time.Duration
 		for i := 0; i < b.N; i++ {
+			cwm = append(cwm, startExecClose(b, rt))
 			t0 := time.Now()
-			s, err := rt.New(ctx, Config{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			r, err := s.Exec(ctx, Cmd{Args: []string{"true"}})
-			if err != nil || r.ExitCode != 0 {
-				b.Fatal(err, r)
-			}
-			s.Close()
-			cwm = append(cwm, time.Since(t0))
-			t0 = time.Now()
 			if out, err := exec.Command(bwrap, bwrapArgs("true")...).CombinedOutput(); err != nil {
 				b.Fatal(err, string(out))
 			}
@@ -64,16 +69,7 @@ func BenchmarkStartExecClose(b *testing.B) {
 			// after Close, is then waited for by the next New.
 			var b2b []time.Duration
 			for i := 0; i < b.N; i++ {
-				t0 := time.Now()
-				s, err := rt.New(ctx, Config{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if r, err := s.Exec(ctx, Cmd{Args: []string{"true"}}); err != nil || r.ExitCode != 0 {
-					b.Fatal(err, r)
-				}
-				s.Close()
-				b2b = append(b2b, time.Since(t0))
+				b2b = append(b2b, startExecClose(b, rt))
 			}
 			b.ReportMetric(float64(p50(b2b).Microseconds())/1000, "warm_backtoback_p50_ms")
 		}
