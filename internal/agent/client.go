@@ -146,7 +146,11 @@ func (r *Retries) add(o Retries) {
 
 // Reply is the model's answer to a Request.
 type Reply struct {
-	Message      Message
+	Message Message
+	// Reasoning is the thinking a reasoning model's server returns beside
+	// the message (reasoning_content, or reasoning), if any. It is kept
+	// out of Message: it is not sent back to the model.
+	Reasoning    string
 	FinishReason string
 	Usage        Usage
 	// Cost is in USD (0 when prices are not configured).
@@ -330,6 +334,7 @@ func (c *Client) fill(rep *Reply, res *openai.ChatCompletion, sent []Message) {
 	ch := res.Choices[0]
 	rep.FinishReason = ch.FinishReason
 	rep.Message = Message{Role: RoleAssistant, Content: ch.Message.Content}
+	rep.Reasoning = reasoning(ch.Message.RawJSON())
 	for _, tc := range ch.Message.ToolCalls {
 		typ := tc.Type
 		if typ == "" {
@@ -348,4 +353,27 @@ func (c *Client) fill(rep *Reply, res *openai.ChatCompletion, sent []Message) {
 		}
 	}
 	rep.Cost = (float64(rep.Usage.PromptTokens)*c.cfg.PriceInput + float64(rep.Usage.CompletionTokens)*c.cfg.PriceOutput) / 1e6
+}
+
+// reasoning extracts the thinking that servers of reasoning models put
+// beside an assistant message: vLLM and SGLang as reasoning_content, others
+// as reasoning.
+func reasoning(raw string) string {
+	if !strings.Contains(raw, `"reasoning`) {
+		return ""
+	}
+	var m struct {
+		ReasoningContent *string `json:"reasoning_content"`
+		Reasoning        *string `json:"reasoning"`
+	}
+	if json.Unmarshal([]byte(raw), &m) != nil {
+		return ""
+	}
+	switch {
+	case m.ReasoningContent != nil && *m.ReasoningContent != "":
+		return *m.ReasoningContent
+	case m.Reasoning != nil:
+		return *m.Reasoning
+	}
+	return ""
 }

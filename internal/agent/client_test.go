@@ -189,3 +189,18 @@ func TestClientRequest(t *testing.T) {
 		t.Errorf("usage without a report = %+v, want the bytes/4 estimate %+v", rep.Usage, want)
 	}
 }
+
+func TestReasoningField(t *testing.T) {
+	for _, c := range []struct{ raw, want string }{
+		{`{"role":"assistant","content":"x","reasoning_content":"think"}`, "think"},
+		{`{"role":"assistant","content":"x","reasoning":"think2"}`, "think2"},
+		{`{"role":"assistant","content":"x","reasoning_content":null,"reasoning":"r"}`, "r"},
+		{`{"role":"assistant","content":"x","reasoning_content":"","reasoning":"r"}`, "r"},
+		{`{"role":"assistant","content":"the reasoning is sound"}`, ""},
+		{`{"role":"assistant","content":"x","reasoning_content":null}`, ""},
+	} {
+		if got := reasoning(c.raw); got != c.want {
+			t.Errorf("reasoning(%s) = %q, want %q", c.raw, got, c.want)
+		}
+	}
+}

@@ -192,7 +192,8 @@ func (r *Runner) converse(ctx context.Context, tb *Toolbox, tr *Trajectory, l Li
 		tr.Messages = append(tr.Messages, rep.Message)
 		tr.ModelCalls = append(tr.ModelCalls, ModelCall{Turn: turn, PromptTokens: rep.Usage.PromptTokens,
 			CompletionTokens: rep.Usage.CompletionTokens, Estimated: rep.Usage.Estimated, Cost: rep.Cost,
-			FinishReason: rep.FinishReason, Retries: rep.Retries.Total(), Seconds: rep.Duration.Seconds()})
+			FinishReason: rep.FinishReason, Retries: rep.Retries.Total(), Seconds: rep.Duration.Seconds(),
+			Reasoning: rep.Reasoning})
 		tr.Retries.add(rep.Retries)
 		tr.ModelSeconds += rep.Duration.Seconds()
 		tr.Cost += rep.Cost

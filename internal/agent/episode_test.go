@@ -446,6 +446,34 @@ func TestModelServerDies(t *testing.T) {
 	}
 }
 
+// TestReasoningKept checks that the thinking a reasoning model's server
+// returns beside the message (vLLM's reasoning_content) is recorded with
+// its model call and not sent back to the model on later turns.
+func TestReasoningKept(t *testing.T) {
+	script := func(r *agenttest.Request) agenttest.Reply {
+		if r.Turn() == 0 {
+			rep := agenttest.Tool("bash", "echo thinking-done")
+			rep.Reasoning = "First look around the repository."
+			return rep
+		}
+		return agenttest.Tool("submit", "/nonexistent.patch")
+	}
+	h := newHarness(t, script, "cwm", Limits{MaxTurns: 2})
+	tr := h.run(t)
+	if len(tr.ModelCalls) != 2 || tr.ModelCalls[0].Reasoning != "First look around the repository." || tr.ModelCalls[1].Reasoning != "" {
+		t.Fatalf("model calls = %+v, want the first reply's reasoning on the first call only", tr.ModelCalls)
+	}
+	reqs := h.server.Requests()
+	if len(reqs) != 2 || strings.Contains(string(reqs[1].Body), "reasoning") || strings.Contains(string(reqs[1].Body), "First look around") {
+		t.Errorf("the second request sent the reasoning back: %s", reqs[len(reqs)-1].Body)
+	}
+	for _, m := range tr.Messages {
+		if strings.Contains(m.Content, "First look around") {
+			t.Errorf("reasoning leaked into message %+v", m)
+		}
+	}
+}
+
 func TestFunctionCallingEpisode(t *testing.T) {
 	calls := func(name, args string) agenttest.Reply {
 		return agenttest.Reply{ToolCalls: []agenttest.ToolCall{agenttest.Call("call_"+name, name, args)}}

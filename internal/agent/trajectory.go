@@ -100,6 +100,10 @@ type ModelCall struct {
 	FinishReason string  `json:"finish_reason"`
 	Retries      int     `json:"retries"`
 	Seconds      float64 `json:"seconds"`
+	// Reasoning is the model's thinking for this reply when its server
+	// returned it beside the message (see docs/forage.md); the message in
+	// Messages is what the model was shown again on later turns.
+	Reasoning string `json:"reasoning,omitempty"`
 }
 
 // Step is one tool call (or one reply without a runnable call) and what

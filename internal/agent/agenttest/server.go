@@ -7,6 +7,7 @@ package agenttest
 
 import (
 	"encoding/json"
+	"io"
 	"fmt"
 	"net"
 	"net/http"
@@ -60,6 +61,8 @@ type Request struct {
 	Stop        []string  `json:"stop"`
 	// Header is the request's HTTP header.
 	Header http.Header `json:"-"`
+	// Body is the request's body as received.
+	Body []byte `json:"-"`
 }
 
 // Turn is the number of assistant messages in the request: 0 for the
@@ -95,6 +98,9 @@ type Reply struct {
 	// Content and ToolCalls make the assistant message.
 	Content   string
 	ToolCalls []ToolCall
+	// Reasoning, when set, is sent as the message's reasoning_content, as
+	// vLLM and SGLang send a reasoning model's thinking.
+	Reasoning string
 	// Usage overrides the reported usage; by default it is bytes/4 of the
 	// request and reply. NoUsage omits it.
 	Usage   *Usage
@@ -157,11 +163,15 @@ func (s *Server) Requests() []*Request {
 
 func (s *Server) complete(w http.ResponseWriter, hr *http.Request) {
 	var req Request
-	if err := json.NewDecoder(hr.Body).Decode(&req); err != nil {
+	raw, err := io.ReadAll(hr.Body)
+	if err == nil {
+		err = json.Unmarshal(raw, &req)
+	}
+	if err != nil {
 		writeError(w, http.StatusBadRequest, "bad request body: "+err.Error())
 		return
 	}
-	req.Header = hr.Header.Clone()
+	req.Header, req.Body = hr.Header.Clone(), raw
 	if s.record {
 		s.mu.Lock()
 		s.requests = append(s.requests, &req)
@@ -195,6 +205,9 @@ func (s *Server) complete(w http.ResponseWriter, hr *http.Request) {
 		return
 	}
 	msg := map[string]any{"role": "assistant", "content": rep.Content}
+	if rep.Reasoning != "" {
+		msg["reasoning_content"] = rep.Reasoning
+	}
 	finish := "stop"
 	if len(rep.ToolCalls) > 0 {
 		msg["tool_calls"] = rep.ToolCalls
