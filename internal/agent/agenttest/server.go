@@ -7,8 +7,8 @@ package agenttest
 
 import (
 	"encoding/json"
-	"io"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
