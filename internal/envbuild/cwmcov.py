@@ -159,17 +159,11 @@ class Recorder:
 
 
 RECORDER = Recorder()
+pytest_runtest_protocol = pertest.pytest_hook(RECORDER)
 
-try:
-    import pytest
-except ImportError:  # unittest-only environments
-    pytest = None
 
-if pytest is not None:
-    pytest_runtest_protocol = pertest.pytest_hook(RECORDER)
-
-    def pytest_sessionfinish(session, exitstatus):
-        RECORDER.dump()
+def pytest_sessionfinish(session, exitstatus):
+    RECORDER.dump()
 
 
 if __name__ == "__main__":

@@ -8,8 +8,12 @@ these call them around every test, its fixtures included.
 
 
 def pytest_hook(recorder):
-    """The plugin's pytest_runtest_protocol hook wrapper."""
-    import pytest
+    """The plugin's pytest_runtest_protocol hook wrapper; None where pytest
+    is not installed (unittest-only environments), as no pytest loads it."""
+    try:
+        import pytest
+    except ImportError:
+        return None
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(item, nextitem):

@@ -105,14 +105,7 @@ class Recorder:
 
 
 RECORDER = Recorder()
-
-try:
-    import pytest
-except ImportError:  # unittest-only environments
-    pytest = None
-
-if pytest is not None:
-    pytest_runtest_protocol = pertest.pytest_hook(RECORDER)
+pytest_runtest_protocol = pertest.pytest_hook(RECORDER)
 
 
 if __name__ == "__main__":
