@@ -134,7 +134,7 @@ func Build(ctx context.Context, rt *sandbox.Runtime, opts Options) (*Env, error)
 	if err != nil {
 		return nil, err
 	}
-	removeTree(scratch)
+	sandbox.RemoveAll(scratch)
 	if err := addGitExcludes(repo); err != nil {
 		return nil, fmt.Errorf("configure the layer's repository: %w", err)
 	}
@@ -188,8 +188,8 @@ func Build(ctx context.Context, rt *sandbox.Runtime, opts Options) (*Env, error)
 	if err := mergeUpper(compiled, layer, isBytecode); err != nil {
 		return nil, err
 	}
-	removeTree(installed)
-	removeTree(compiled)
+	sandbox.RemoveAll(installed)
+	sandbox.RemoveAll(compiled)
 
 	// Baseline: every run in a fresh sandbox, so no run sees another's
 	// leftovers.
@@ -343,7 +343,7 @@ func publish(store *Store, stg *stage, final string, force bool) error {
 		if err := os.Rename(final, trash); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("replace environment %s: %w", filepath.Base(final), err)
 		}
-		defer removeTree(trash)
+		defer sandbox.RemoveAll(trash)
 	}
 	if err := os.Rename(stg.dir, final); err != nil {
 		return fmt.Errorf("store environment: %w", err)

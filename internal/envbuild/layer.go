@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"cwm/internal/sandbox"
 )
 
 // layerRoots are the top-level directories an environment's layer keeps
@@ -42,12 +44,12 @@ func mergeUpper(upper, layer string, keep func(rel string) bool) error {
 			switch st.Mode & unix.S_IFMT {
 			case unix.S_IFCHR:
 				if st.Rdev == 0 { // a whiteout: the path was deleted
-					return removeTree(dst)
+					return sandbox.RemoveAll(dst)
 				}
 				return nil
 			case unix.S_IFDIR:
-				if isOpaque(p) && rel != root {
-					if err := removeTree(dst); err != nil {
+				if sandbox.IsOpaque(p) && rel != root {
+					if err := sandbox.RemoveAll(dst); err != nil {
 						return err
 					}
 				}
@@ -63,10 +65,10 @@ func mergeUpper(upper, layer string, keep func(rel string) bool) error {
 				if err != nil {
 					return err
 				}
-				removeTree(dst)
+				sandbox.RemoveAll(dst)
 				return os.Symlink(link, dst)
 			case unix.S_IFREG:
-				removeTree(dst)
+				sandbox.RemoveAll(dst)
 				if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 					return err
 				}
@@ -81,16 +83,6 @@ func mergeUpper(upper, layer string, keep func(rel string) bool) error {
 		}
 	}
 	return nil
-}
-
-func isOpaque(p string) bool {
-	for _, name := range []string{"trusted.overlay.opaque", "user.overlay.opaque"} {
-		buf := make([]byte, 8)
-		if n, err := unix.Lgetxattr(p, name, buf); err == nil && n > 0 && buf[0] == 'y' {
-			return true
-		}
-	}
-	return false
 }
 
 // isBytecode selects compiled Python files, the only thing the warm-up

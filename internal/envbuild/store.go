@@ -237,7 +237,7 @@ func (st *Store) Remove(e *Env) error {
 	if err := os.Rename(e.Dir, trash); err != nil {
 		return fmt.Errorf("remove environment %s: %w", e.ID, err)
 	}
-	if err := removeTree(trash); err != nil {
+	if err := sandbox.RemoveAll(trash); err != nil {
 		return fmt.Errorf("remove environment %s: %w", e.ID, err)
 	}
 	return nil
@@ -272,7 +272,7 @@ func (st *Store) GC() ([]string, error) {
 				continue
 			}
 		}
-		if err := removeTree(p); err != nil {
+		if err := sandbox.RemoveAll(p); err != nil {
 			if first == nil {
 				first = fmt.Errorf("remove %s: %w", p, err)
 			}
@@ -301,12 +301,12 @@ func (st *Store) newStage() (*stage, error) {
 	os.Chmod(dir, 0o755)
 	lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
-		removeTree(dir)
+		sandbox.RemoveAll(dir)
 		return nil, err
 	}
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		lock.Close()
-		removeTree(dir)
+		sandbox.RemoveAll(dir)
 		return nil, fmt.Errorf("lock build directory: %w", err)
 	}
 	return &stage{dir: dir, lock: lock}, nil
@@ -315,7 +315,7 @@ func (st *Store) newStage() (*stage, error) {
 // discard removes the stage (after a failed or redundant build).
 func (s *stage) discard() {
 	s.lock.Close()
-	removeTree(s.dir)
+	sandbox.RemoveAll(s.dir)
 }
 
 // buildAlive reports whether a build directory's builder still runs.
@@ -326,21 +326,6 @@ func buildAlive(dir string) bool {
 	}
 	defer f.Close()
 	return unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil
-}
-
-// removeTree is os.RemoveAll that also removes directories a suite or an
-// install left without write permission.
-func removeTree(p string) error {
-	if err := os.RemoveAll(p); err == nil {
-		return nil
-	}
-	filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-		if d != nil && d.IsDir() {
-			os.Chmod(path, 0o700)
-		}
-		return nil
-	})
-	return os.RemoveAll(p)
 }
 
 // diskUsage is what a tree costs on disk (allocated blocks, hard links

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -117,7 +118,7 @@ func delegateV2(dir string) error {
 	}
 	have := strings.Fields(string(ctrl))
 	for _, want := range []string{"memory", "pids"} {
-		if !contains(have, want) {
+		if !slices.Contains(have, want) {
 			return fmt.Errorf("controller %s not delegated (have %q)", want, have)
 		}
 	}
@@ -133,15 +134,6 @@ func delegateV2(dir string) error {
 		return fmt.Errorf("move cwm to %s: %w", leaf, err)
 	}
 	return os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+memory +pids"), 0)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // cgroupPrefix starts the names of this process's sandbox cgroups, which

@@ -144,7 +144,7 @@ func (rt *Runtime) Close() error {
 		}
 	}
 	rt.devNull.Close()
-	if err := removeAll(rt.dir); err != nil && first == nil {
+	if err := RemoveAll(rt.dir); err != nil && first == nil {
 		first = err
 	}
 	rt.lock.Close()
@@ -360,7 +360,7 @@ func hostSkeleton(home string) (string, []string, error) {
 		return "", nil, err
 	}
 	if err := os.Rename(tmp, dir); err != nil {
-		removeAll(tmp)
+		RemoveAll(tmp)
 		if _, serr := os.Stat(dir); serr == nil {
 			return dir, hostDirs, nil // another cwm made it first
 		}
@@ -378,9 +378,10 @@ func fnv64(b []byte) uint64 {
 	return h
 }
 
-// removeAll is os.RemoveAll that also removes directories left without
-// permissions (overlayfs leaves its work directory mode 000).
-func removeAll(p string) error {
+// RemoveAll is os.RemoveAll that also removes directories left without
+// permissions (overlayfs leaves its work directory mode 000, layers are
+// read-only).
+func RemoveAll(p string) error {
 	err := os.RemoveAll(p)
 	if err == nil {
 		return nil
@@ -428,7 +429,7 @@ func Reap(run string, log *slog.Logger) error {
 		if pid, _, ok := strings.Cut(strings.TrimPrefix(e.Name(), "p"), "-"); ok {
 			reapCgroups("cwm-"+pid+"-", log)
 		}
-		if err := removeAll(dir); err != nil && first == nil {
+		if err := RemoveAll(dir); err != nil && first == nil {
 			first = err
 		}
 		if lock != nil {

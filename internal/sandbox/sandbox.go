@@ -437,7 +437,7 @@ func (s *Sandbox) destroy() error {
 	if err := s.cg.destroy(); err != nil {
 		first = err
 	}
-	if err := removeAll(s.dir); err != nil && first == nil {
+	if err := RemoveAll(s.dir); err != nil && first == nil {
 		first = fmt.Errorf("remove sandbox directory: %w", err)
 	}
 	return first

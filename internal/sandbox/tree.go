@@ -158,7 +158,7 @@ func diffUpper(upper string, lowers []string) ([]Change, error) {
 				}
 				return nil
 			}
-			if isOpaque(p) {
+			if IsOpaque(p) {
 				// Everything the lowers had below here is gone unless
 				// the upper has it again.
 				for _, name := range lowerNames(lowers, rel) {
@@ -203,14 +203,16 @@ func lookupLower(lowers []string, rel string) (string, *unix.Stat_t, bool) {
 // layer l, which hides deeper layers.
 func dirOpaqueIn(l, rel string) bool {
 	for dir := filepath.Dir(rel); dir != "." && dir != "/"; dir = filepath.Dir(dir) {
-		if isOpaque(filepath.Join(l, dir)) {
+		if IsOpaque(filepath.Join(l, dir)) {
 			return true
 		}
 	}
 	return false
 }
 
-func isOpaque(p string) bool {
+// IsOpaque reports whether directory p of an upper layer is marked opaque:
+// it hides what the layers below hold at the same path.
+func IsOpaque(p string) bool {
 	for _, name := range []string{"user.overlay.opaque", "trusted.overlay.opaque"} {
 		buf := make([]byte, 8)
 		if n, err := unix.Lgetxattr(p, name, buf); err == nil && n > 0 && buf[0] == 'y' {
@@ -234,7 +236,7 @@ func lowerNames(lowers []string, rel string) []string {
 				names = append(names, e.Name())
 			}
 		}
-		if isOpaque(filepath.Join(l, rel)) {
+		if IsOpaque(filepath.Join(l, rel)) {
 			break
 		}
 	}

@@ -4,9 +4,7 @@ package sandboxtest
 
 import (
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"cwm/internal/sandbox"
@@ -30,22 +28,6 @@ func Main(m *testing.M, pkg string, setup func(rt *sandbox.Runtime, home string)
 	setup(rt, home)
 	code := m.Run()
 	rt.Close()
-	removeAll(home)
+	sandbox.RemoveAll(home)
 	os.Exit(code)
-}
-
-// removeAll removes a tree even where tests left directories read-only
-// (environment layers are, and an unprivileged user cannot remove their
-// entries otherwise).
-func removeAll(p string) {
-	if os.RemoveAll(p) == nil {
-		return
-	}
-	filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-		if d != nil && d.IsDir() {
-			os.Chmod(path, 0o700)
-		}
-		return nil
-	})
-	os.RemoveAll(p)
 }
