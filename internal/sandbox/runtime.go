@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -328,7 +329,9 @@ func hostSkeleton(home string) (string, []string, error) {
 		}
 	}
 	desc, _ := json.Marshal(entries)
-	sum := fnv64(desc)
+	h := fnv.New64a()
+	h.Write(desc)
+	sum := h.Sum64()
 	dir := filepath.Join(home, "base", "host-"+strconv.FormatUint(sum, 16))
 	if _, err := os.Stat(dir); err == nil {
 		return dir, hostDirs, nil
@@ -367,15 +370,6 @@ func hostSkeleton(home string) (string, []string, error) {
 		return "", nil, err
 	}
 	return dir, hostDirs, nil
-}
-
-func fnv64(b []byte) uint64 {
-	h := uint64(14695981039346656037)
-	for _, c := range b {
-		h ^= uint64(c)
-		h *= 1099511628211
-	}
-	return h
 }
 
 // RemoveAll is os.RemoveAll that also removes directories left without
