@@ -1,10 +1,10 @@
 package sandbox
 
 import (
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -211,6 +211,7 @@ func (c Config) key() string {
 		Limits Limits
 		Host   string
 	}{c.Base, c.Layers, c.Limits, c.Hostname})
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:8])
+	h := fnv.New128a()
+	h.Write(b)
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -24,28 +24,31 @@ func sandboxProcs(t *testing.T, s *Sandbox) []string {
 	return strings.Fields(string(b))
 }
 
+// containmentCases are commands that misbehave, each with the limit that
+// must stop it.
+var containmentCases = []struct {
+	name   string
+	cmd    string
+	limits Limits
+	want   Reason
+	within time.Duration
+}{
+	{"fork bomb", "b() { b | b & }; b; sleep 100", Limits{Pids: 64, Timeout: 30 * time.Second}, ReasonPids, 10 * time.Second},
+	{"memory hog", "python3 -c 'x = bytearray(1 << 30); x[::4096] = b\"x\" * len(x[::4096])'", Limits{Memory: 64 << 20}, ReasonMemory, 10 * time.Second},
+	{"infinite loop", "while :; do :; done", Limits{Timeout: time.Second}, ReasonTimeout, 5 * time.Second},
+	{"gigabytes to stdout", "head -c 5G /dev/zero", Limits{Output: 32 << 20}, ReasonOutput, 10 * time.Second},
+	{"ignores SIGTERM", "trap '' TERM; while :; do sleep 0.1; done", Limits{Timeout: time.Second}, ReasonTimeout, 5 * time.Second},
+	{"daemonised grandchild", "setsid bash -c 'sleep 1000 & disown' & (sleep 1000 &) ; trap '' TERM; sleep 1000", Limits{Timeout: time.Second}, ReasonTimeout, 5 * time.Second},
+	{"cpu time", "python3 -c 'while True: pass'", Limits{CPU: time.Second, Timeout: 20 * time.Second}, ReasonCPU, 10 * time.Second},
+	{"file size", "head -c 10M /dev/zero > /tmp/big", Limits{FileSize: 1 << 20}, ReasonFileSize, 10 * time.Second},
+}
+
 func TestContainment(t *testing.T) {
 	rt := newRuntime(t, Options{})
 	if v, why := rt.Cgroups(); v == 0 {
 		t.Skipf("no cgroups: %s", why)
 	}
-	cases := []struct {
-		name   string
-		cmd    string
-		limits Limits
-		want   Reason
-		within time.Duration
-	}{
-		{"fork bomb", "b() { b | b & }; b; sleep 100", Limits{Pids: 64, Timeout: 30 * time.Second}, ReasonPids, 10 * time.Second},
-		{"memory hog", "python3 -c 'x = bytearray(1 << 30); x[::4096] = b\"x\" * len(x[::4096])'", Limits{Memory: 64 << 20}, ReasonMemory, 10 * time.Second},
-		{"infinite loop", "while :; do :; done", Limits{Timeout: time.Second}, ReasonTimeout, 5 * time.Second},
-		{"gigabytes to stdout", "head -c 5G /dev/zero", Limits{Output: 32 << 20}, ReasonOutput, 10 * time.Second},
-		{"ignores SIGTERM", "trap '' TERM; while :; do sleep 0.1; done", Limits{Timeout: time.Second}, ReasonTimeout, 5 * time.Second},
-		{"daemonised grandchild", "setsid bash -c 'sleep 1000 & disown' & (sleep 1000 &) ; trap '' TERM; sleep 1000", Limits{Timeout: time.Second}, ReasonTimeout, 5 * time.Second},
-		{"cpu time", "python3 -c 'while True: pass'", Limits{CPU: time.Second, Timeout: 20 * time.Second}, ReasonCPU, 10 * time.Second},
-		{"file size", "head -c 10M /dev/zero > /tmp/big", Limits{FileSize: 1 << 20}, ReasonFileSize, 10 * time.Second},
-	}
-	for _, c := range cases {
+	for _, c := range containmentCases {
 		t.Run(c.name, func(t *testing.T) {
 			s := newSandbox(t, rt, Config{Limits: c.limits})
 			done := make(chan struct{})

@@ -148,7 +148,8 @@ func unprivilegedChild() {
 		var ce *ConfigError
 		fmt.Printf("64 MiB without cgroups => %v %v\n", errors.As(err, &ce), err)
 	}
-	s, err := rt.New(ctx, Config{Limits: Limits{Memory: 256 << 20, Timeout: 5 * time.Second}})
+	cfg := Config{Limits: Limits{Memory: 256 << 20, Timeout: 5 * time.Second}}
+	s, err := rt.New(ctx, cfg)
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
@@ -161,6 +162,12 @@ func unprivilegedChild() {
 			os.Exit(1)
 		}
 		fmt.Printf("%s => %s", c, r.Stdout)
+		// The same in a one-shot sandbox.
+		if r, err = rt.Run(ctx, cfg, Cmd{Shell: c}); err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("one-shot %s => %s", c, r.Stdout)
 	}
 	s.Close()
 	os.Exit(0)
@@ -199,8 +206,8 @@ func TestUnprivileged(t *testing.T) {
 		t.Errorf("a 64 MiB limit without cgroups was not refused as a configuration error")
 	}
 	for _, want := range []string{"id -u => 0\n", "cat /tmp/f => x\n", "=> readonly\n", "=> memory-limited\n", "tr -d ' ' => lo\n"} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("unprivileged output lacks %q", want)
+		if strings.Count(string(out), want) != 2 {
+			t.Errorf("unprivileged output lacks %q from New and Exec, or from Run", want)
 		}
 	}
 }

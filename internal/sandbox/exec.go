@@ -128,6 +128,10 @@ type Process struct {
 	killOnce sync.Once
 	killWhy  chan Reason // first reason the host asked init to kill it
 
+	// stop, when set, kills the command instead of asking init to (a
+	// one-shot sandbox has no init to ask).
+	stop func()
+
 	readers  sync.WaitGroup
 	rpipes   []*os.File
 	out      [2]*capture
@@ -327,6 +331,10 @@ func (p *Process) watchPids() {
 func (p *Process) kill(why Reason) {
 	p.killOnce.Do(func() {
 		p.killWhy <- why
+		if p.stop != nil {
+			p.stop()
+			return
+		}
 		p.s.send(request{Op: "kill", Target: p.id, Reason: string(why)})
 	})
 }
@@ -358,9 +366,18 @@ func (p *Process) Wait() (Result, error) {
 		p.readers.Wait()
 		return Result{}, err
 	}
+	info := r.Exit
+	if info == nil {
+		return Result{}, fmt.Errorf("sandbox: exit reply without status")
+	}
+	return p.finish(info), nil
+}
+
+// finish waits for the command's output to drain and builds its result.
+func (p *Process) finish(info *exitInfo) Result {
 	dur := time.Since(p.start)
-	// Init has killed everything the command started, so the pipes reach
-	// EOF promptly; the timer guards against a writer init cannot see.
+	// Every process of the command is dead, so the pipes reach EOF
+	// promptly; the timer guards against a writer that was not seen.
 	done := make(chan struct{})
 	go func() { p.readers.Wait(); close(done) }()
 	select {
@@ -370,10 +387,6 @@ func (p *Process) Wait() (Result, error) {
 			f.Close()
 		}
 		<-done
-	}
-	info := r.Exit
-	if info == nil {
-		return Result{}, fmt.Errorf("sandbox: exit reply without status")
 	}
 	res := Result{
 		ExitCode:    info.Code,
@@ -387,7 +400,7 @@ func (p *Process) Wait() (Result, error) {
 		MaxRSS:      info.MaxRSS,
 	}
 	res.Reason = p.reason(info, res)
-	return res, nil
+	return res
 }
 
 func (p *Process) reason(info *exitInfo, res Result) Reason {

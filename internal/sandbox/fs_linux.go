@@ -40,62 +40,8 @@ var keptCaps = map[int]bool{
 
 func (in *initState) build(s *setupMsg) error {
 	in.setup = s
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("make mounts private: %w", err)
-	}
-	t := s.Scratch
-	if err := unix.Mount("tmpfs", t, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=4m"); err != nil {
-		return fmt.Errorf("mount scratch tmpfs: %w", err)
-	}
-	for i, l := range s.Lowers {
-		if err := bindRO(l, fmt.Sprintf("%s/l%d", t, i)); err != nil {
-			return fmt.Errorf("bind layer %s: %w", l, err)
-		}
-	}
-	for _, d := range s.HostDirs {
-		if err := bindRO(d, t+"/h"+d); err != nil {
-			return fmt.Errorf("bind host %s: %w", d, err)
-		}
-	}
-	if err := bind(s.State, t+"/state", 0); err != nil {
-		return fmt.Errorf("bind state: %w", err)
-	}
-	if err := mkdirMount("proc", t+"/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return fmt.Errorf("mount proc: %w", err)
-	}
-	if err := buildDev(t + "/dev"); err != nil {
+	if err := setupPlan(s).run(); err != nil {
 		return err
-	}
-	for _, d := range []string{"/root", "/.old"} {
-		if err := os.Mkdir(t+d, 0o755); err != nil {
-			return err
-		}
-	}
-	if err := unix.PivotRoot(t, t+"/.old"); err != nil {
-		return fmt.Errorf("pivot_root: %w", err)
-	}
-	if err := unix.Chdir("/"); err != nil {
-		return err
-	}
-	if err := unix.Unmount("/.old", unix.MNT_DETACH); err != nil {
-		return fmt.Errorf("detach host root: %w", err)
-	}
-	os.Remove("/.old")
-	if err := unix.Sethostname([]byte(s.Hostname)); err != nil {
-		return fmt.Errorf("set hostname: %w", err)
-	}
-	if err := loopbackUp(); err != nil {
-		return fmt.Errorf("bring up loopback: %w", err)
-	}
-	// No nested user namespaces: they would hand commands back the
-	// capabilities dropped below.
-	if err := os.WriteFile("/proc/sys/user/max_user_namespaces", []byte("0"), 0); err != nil {
-		return fmt.Errorf("forbid nested user namespaces: %w", err)
-	}
-	for _, r := range s.Rlimits {
-		if err := syscall.Setrlimit(r.Res, &syscall.Rlimit{Cur: r.Cur, Max: r.Max}); err != nil {
-			return fmt.Errorf("set %s limit: %w", r.Name, err)
-		}
 	}
 	if err := in.startForker(); err != nil {
 		return err
@@ -130,13 +76,11 @@ func (in *initState) startForker() error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread is the forker for life
-		for c := 0; c <= 63; c++ {
-			if !keptCaps[c] {
-				if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && err != unix.EINVAL {
-					errc <- fmt.Errorf("drop capability %d: %w", c, err)
-					return
-				}
-			}
+		caps := &plan{}
+		caps.dropCaps()
+		if err := caps.run(); err != nil {
+			errc <- err
+			return
 		}
 		errc <- nil
 		for r := range in.forks {
@@ -154,75 +98,8 @@ func (in *initState) forkExec(path string, argv []string, attr *syscall.ProcAttr
 	return r.pid, r.err
 }
 
-func buildDev(dev string) error {
-	if err := mkdirMount("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k"); err != nil {
-		return fmt.Errorf("mount /dev: %w", err)
-	}
-	for _, n := range devNodes {
-		p := dev + "/" + n
-		if err := os.WriteFile(p, nil, 0o666); err != nil {
-			return err
-		}
-		if err := unix.Mount("/dev/"+n, p, "", unix.MS_BIND, ""); err != nil {
-			return fmt.Errorf("bind /dev/%s: %w", n, err)
-		}
-	}
-	links := [][2]string{{"/proc/self/fd", "fd"}, {"/proc/self/fd/0", "stdin"},
-		{"/proc/self/fd/1", "stdout"}, {"/proc/self/fd/2", "stderr"}, {"pts/ptmx", "ptmx"}}
-	for _, l := range links {
-		if err := os.Symlink(l[0], dev+"/"+l[1]); err != nil {
-			return err
-		}
-	}
-	if err := os.Mkdir(dev+"/shm", 0o1777); err != nil {
-		return err
-	}
-	if err := mkdirMount("devpts", dev+"/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC,
-		"newinstance,ptmxmode=0666,mode=0620"); err != nil {
-		return fmt.Errorf("mount devpts: %w", err)
-	}
-	// Read-only: what commands write under /dev must not outlive a reset.
-	// Device nodes stay writable; pts and shm are mounts of their own.
-	if err := unix.Mount("", dev, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC, ""); err != nil {
-		return fmt.Errorf("remount /dev read-only: %w", err)
-	}
-	return nil
-}
-
-// mountGen mounts generation gen of the overlay at /root, with the host
-// directories, /proc and /dev inside it.
-func (in *initState) mountGen(gen int) error {
-	s := in.setup
-	g := fmt.Sprintf("/state/g%d", gen)
-	for _, d := range []string{g, g + "/upper", g + "/work"} {
-		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			return err
-		}
-	}
-	lowers := make([]string, len(s.Lowers))
-	for i := range s.Lowers {
-		lowers[i] = fmt.Sprintf("/l%d", i)
-	}
-	opts := "lowerdir=" + strings.Join(lowers, ":") + ",upperdir=" + g + "/upper,workdir=" + g + "/work,userxattr"
-	if err := unix.Mount("overlay", "/root", "overlay", unix.MS_NOSUID, opts); err != nil {
-		return fmt.Errorf("mount overlay (%s): %w", opts, err)
-	}
-	for _, d := range s.HostDirs {
-		if err := unix.Mount("/h"+d, "/root"+d, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("bind host %s: %w", d, err)
-		}
-	}
-	if err := unix.Mount("/proc", "/root/proc", "", unix.MS_BIND, ""); err != nil {
-		return fmt.Errorf("bind proc: %w", err)
-	}
-	if err := unix.Mount("/dev", "/root/dev", "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-		return fmt.Errorf("bind dev: %w", err)
-	}
-	if err := unix.Mount("shm", "/root/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
-		return fmt.Errorf("mount /dev/shm: %w", err)
-	}
-	return nil
-}
+// mountGen mounts generation gen of the overlay at /root (see genPlan).
+func (in *initState) mountGen(gen int) error { return genPlan(in.setup, gen).run() }
 
 // reset kills every command and swaps in a fresh upper layer (generation
 // gen, which the host may have filled beforehand). The old generation is
@@ -290,46 +167,6 @@ func isEmptyDir(p string) bool {
 func exists(p string) bool {
 	_, err := os.Lstat(p)
 	return err == nil
-}
-
-func bind(src, dst string, extra uintptr) error {
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		return err
-	}
-	return unix.Mount(src, dst, "", unix.MS_BIND|unix.MS_REC|extra, "")
-}
-
-// bindRO binds src at dst read-only, including every mount below src.
-func bindRO(src, dst string) error {
-	if err := bind(src, dst, 0); err != nil {
-		return err
-	}
-	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
-	return unix.MountSetattr(unix.AT_FDCWD, dst, unix.AT_RECURSIVE, attr)
-}
-
-func mkdirMount(src, dst, fstype string, flags uintptr, data string) error {
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		return err
-	}
-	return unix.Mount(src, dst, fstype, flags, data)
-}
-
-func loopbackUp() error {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	ifr, err := unix.NewIfreq("lo")
-	if err != nil {
-		return err
-	}
-	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
-		return err
-	}
-	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP | unix.IFF_RUNNING)
-	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
 }
 
 // removeSysVIPC deletes the System V shared memory, semaphores and message

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strconv"
 	"sync"
 	"syscall"
@@ -58,7 +57,6 @@ type exitStatus struct {
 }
 
 func runInit() {
-	debug.SetGCPercent(400)
 	// Signals from inside the sandbox must not stop init: pid 1 of a pid
 	// namespace only receives signals it handles, and Go's handlers would
 	// otherwise exit on SIGTERM and friends. They are caught and dropped,

@@ -2,8 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -82,9 +80,7 @@ func NewRuntime(opts Options) (*Runtime, error) {
 	if err := Reap(run, log); err != nil {
 		log.Warn("removing stale sandbox state", "err", err)
 	}
-	var b [6]byte
-	rand.Read(b[:])
-	rt.dir = filepath.Join(run, fmt.Sprintf("p%d-%s", os.Getpid(), hex.EncodeToString(b[:])))
+	rt.dir = filepath.Join(run, fmt.Sprintf("p%d-%s", os.Getpid(), randomHex(6)))
 	if err := os.Mkdir(rt.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
@@ -190,13 +186,9 @@ func (rt *Runtime) janitor() {
 // New returns a sandbox for cfg: a warm one reset from an earlier Close when
 // one is available, otherwise a new one.
 func (rt *Runtime) New(ctx context.Context, cfg Config) (*Sandbox, error) {
-	cfg, err := cfg.normalize()
+	cfg, err := rt.check(cfg)
 	if err != nil {
-		return nil, &ConfigError{Err: err}
-	}
-	if rt.cg.version == 0 && cfg.Limits.Memory < MinRlimitMemory {
-		return nil, &ConfigError{Err: fmt.Errorf("invalid memory limit %d bytes: without cgroups (%s) it is a per-process rlimit that sandbox init is subject to as well, and must be at least %d MiB",
-			cfg.Limits.Memory, rt.cg.reason, MinRlimitMemory>>20)}
+		return nil, err
 	}
 	key := cfg.key()
 	rt.mu.Lock()
@@ -243,6 +235,19 @@ func (rt *Runtime) New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	}
 	rt.live[s] = true
 	return s, nil
+}
+
+// check normalizes cfg and checks it against what this host can enforce.
+func (rt *Runtime) check(cfg Config) (Config, error) {
+	cfg, err := cfg.normalize()
+	if err != nil {
+		return cfg, &ConfigError{Err: err}
+	}
+	if rt.cg.version == 0 && cfg.Limits.Memory < MinRlimitMemory {
+		return cfg, &ConfigError{Err: fmt.Errorf("invalid memory limit %d bytes: without cgroups (%s) it is a per-process rlimit that sandbox init is subject to as well, and must be at least %d MiB",
+			cfg.Limits.Memory, rt.cg.reason, MinRlimitMemory>>20)}
+	}
+	return cfg, nil
 }
 
 // release takes back a closed sandbox: keep it warm if there is room,

@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -60,49 +59,36 @@ func (s *Sandbox) ID() string { return s.id }
 // Config returns the sandbox's normalized configuration.
 func (s *Sandbox) Config() Config { return s.cfg }
 
-func randomID() string {
-	var b [8]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+func randomID() string { return randomHex(8) }
+
+// randomHex returns n random bytes from the kernel, in hex. (Not
+// crypto/rand, whose dependencies would initialise before sandbox init
+// can start; see init_linux.go.)
+func randomHex(n int) string {
+	b := make([]byte, n)
+	for got := 0; got < n; {
+		m, err := unix.Getrandom(b[got:], 0)
+		if err != nil && err != unix.EINTR {
+			panic(fmt.Sprintf("getrandom: %v", err))
+		}
+		got += max(m, 0)
+	}
+	return hex.EncodeToString(b)
 }
 
 // start creates a new sandbox. seed, when set, fills the first upper layer
 // before the overlay is mounted (for Clone).
 func (rt *Runtime) start(ctx context.Context, cfg Config, seed func(upper string) error) (_ *Sandbox, err error) {
 	s := &Sandbox{rt: rt, id: randomID(), cfg: cfg, key: cfg.key(), pending: map[uint64]chan reply{}, dead: make(chan struct{})}
-	s.dir = filepath.Join(rt.dir, s.id)
 	defer func() {
 		if err != nil {
 			s.destroy()
 		}
 	}()
-	for _, d := range []string{s.dir, s.dir + "/scratch", s.dir + "/state"} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			return nil, fmt.Errorf("create sandbox directory: %w", err)
-		}
+	setup, err := s.prepare(seed)
+	if err != nil {
+		return nil, err
 	}
-	os.Chmod(s.dir+"/state", 0o755)
-	if seed != nil {
-		if err := os.MkdirAll(s.dir+"/state/g0/upper", 0o755); err != nil {
-			return nil, err
-		}
-		if err := seed(s.dir + "/state/g0/upper"); err != nil {
-			return nil, fmt.Errorf("copy upper layer: %w", err)
-		}
-	}
-	l := cfg.Limits
-	lowers := append(append([]string{}, cfg.Layers...), cfg.Base)
-	var hostDirs []string
-	if cfg.Base == "" {
-		lowers[len(lowers)-1] = rt.skel
-		hostDirs = rt.hostFS
-	}
-	setup := &setupMsg{
-		Scratch: s.dir + "/scratch", State: s.dir + "/state", Lowers: lowers, HostDirs: hostDirs,
-		Hostname: cfg.Hostname, Rlimits: rlimits(l, rt.cg.version == 0), NoCgroup: rt.cg.version == 0,
-		Memory: l.Memory, Pids: l.Pids,
-	}
-
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("socketpair: %w", err)
@@ -120,7 +106,7 @@ func (rt *Runtime) start(ctx context.Context, cfg Config, seed func(upper string
 	cmd := &exec.Cmd{
 		Path:       "/proc/self/exe",
 		Args:       []string{initArg0},
-		Env:        []string{},
+		Env:        []string{"GOGC=400"}, // init allocates little; collect it rarely
 		ExtraFiles: []*os.File{child},
 		Stderr:     logf,
 		SysProcAttr: &syscall.SysProcAttr{
@@ -148,21 +134,8 @@ func (rt *Runtime) start(ctx context.Context, cfg Config, seed func(upper string
 	}()
 	// Init waits for its setup message, so the cgroup is made while its
 	// runtime starts, and it is in the cgroup before it starts anything.
-	rec := sandboxRecord{InitPid: cmd.Process.Pid, InitStart: procStart(cmd.Process.Pid)}
-	if rt.cg.version != 0 {
-		if s.cg, err = rt.cg.create(s.id, l); err != nil {
-			return nil, err
-		}
-		rec.Cgroups = s.cg.dirs
-	}
-	b, _ := json.Marshal(rec)
-	if err := os.WriteFile(s.dir+"/sandbox.json", b, 0o600); err != nil {
+	if err := s.enter(cmd.Process.Pid); err != nil {
 		return nil, err
-	}
-	if s.cg != nil {
-		if err := s.cg.add(cmd.Process.Pid); err != nil {
-			return nil, err
-		}
 	}
 	go s.readLoop()
 	_, err = s.call(ctx, request{Op: "setup", Setup: setup})
@@ -176,6 +149,60 @@ func (rt *Runtime) start(ctx context.Context, cfg Config, seed func(upper string
 		return nil, fmt.Errorf("set up sandbox: %w", err)
 	}
 	return s, nil
+}
+
+// prepare creates the sandbox's run directory and describes its set-up.
+// seed, when set, fills the first upper layer (for Clone).
+func (s *Sandbox) prepare(seed func(upper string) error) (*setupMsg, error) {
+	rt, cfg := s.rt, s.cfg
+	s.dir = filepath.Join(rt.dir, s.id)
+	for _, d := range []string{s.dir, s.dir + "/scratch", s.dir + "/state"} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return nil, fmt.Errorf("create sandbox directory: %w", err)
+		}
+	}
+	os.Chmod(s.dir+"/state", 0o755)
+	if seed != nil {
+		if err := os.MkdirAll(s.dir+"/state/g0/upper", 0o755); err != nil {
+			return nil, err
+		}
+		if err := seed(s.dir + "/state/g0/upper"); err != nil {
+			return nil, fmt.Errorf("copy upper layer: %w", err)
+		}
+	}
+	l := cfg.Limits
+	lowers := append(append([]string{}, cfg.Layers...), cfg.Base)
+	var hostDirs []string
+	if cfg.Base == "" {
+		lowers[len(lowers)-1] = rt.skel
+		hostDirs = rt.hostFS
+	}
+	return &setupMsg{
+		Scratch: s.dir + "/scratch", State: s.dir + "/state", Lowers: lowers, HostDirs: hostDirs,
+		Hostname: cfg.Hostname, Rlimits: rlimits(l, rt.cg.version == 0), NoCgroup: rt.cg.version == 0,
+		Memory: l.Memory, Pids: l.Pids,
+	}, nil
+}
+
+// enter records pid as the sandbox's first process, so that a later cwm
+// can reap it if this one dies, and puts it in the sandbox's cgroup.
+func (s *Sandbox) enter(pid int) error {
+	rec := sandboxRecord{InitPid: pid, InitStart: procStart(pid)}
+	if s.rt.cg.version != 0 {
+		var err error
+		if s.cg, err = s.rt.cg.create(s.id, s.cfg.Limits); err != nil {
+			return err
+		}
+		rec.Cgroups = s.cg.dirs
+	}
+	b, _ := json.Marshal(rec)
+	if err := os.WriteFile(s.dir+"/sandbox.json", b, 0o600); err != nil {
+		return err
+	}
+	if s.cg != nil {
+		return s.cg.add(pid)
+	}
+	return nil
 }
 
 // idMap maps the sandbox's root to the caller. As root, uids 1-65535 are

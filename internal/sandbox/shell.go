@@ -3,8 +3,6 @@ package sandbox
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -104,10 +102,8 @@ func (sh *Shell) start(ctx context.Context) error {
 		outR.Close()
 		return fmt.Errorf("start shell: %w", err)
 	}
-	var nonce [8]byte
-	rand.Read(nonce[:])
 	sh.id, sh.ch, sh.in = id, ch, inW
-	sh.marker = []byte("\x1e__CWM_" + hex.EncodeToString(nonce[:]) + "__")
+	sh.marker = []byte("\x1e__CWM_" + randomHex(8) + "__")
 	sh.chunks = make(chan []byte, 64)
 	sh.buf = sh.buf[:0]
 	go readChunks(outR, sh.chunks)
