@@ -1,20 +1,16 @@
 // Command cwm builds the data a code world model learns from: executable
 // environments, execution traces, verified tasks, agent trajectories and
 // their rewards. See README.md and docs/.
+//
+// 'cwm sandbox run' and 'cwm sandbox shell' never reach main: they run from
+// a package initialiser (see cwm/internal/cli/sandboxcmd).
 package main
 
 import (
-	"context"
-	"os"
-	"os/signal"
-	"syscall"
-
 	"cwm/internal/cli"
+	"cwm/internal/command"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	command.Main(cli.Program)
 }

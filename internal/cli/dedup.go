@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"cwm/internal/command"
 	"cwm/internal/dedup"
 	"cwm/internal/jsonl"
 )
@@ -23,11 +24,11 @@ type dedupCmd struct {
 	json             bool
 }
 
-func (*dedupCmd) name() string { return "dedup" }
-func (*dedupCmd) synopsis() string {
+func (*dedupCmd) Name() string { return "dedup" }
+func (*dedupCmd) Synopsis() string {
 	return "remove near-duplicate trajectories per repository (MinHash LSH)"
 }
-func (*dedupCmd) usage() string {
+func (*dedupCmd) Usage() string {
 	return `--in TRAJ.jsonl --out KEPT.jsonl [flags]
 Removes near-duplicate trajectories as CWM's ForagerAgent data was
 (CWM-SPEC 3): per repository, over the concatenated actions, so that every
@@ -48,7 +49,7 @@ stdout) with the line it duplicates and their Jaccard similarity. The
 result is deterministic. See docs/rewards.md.`
 }
 
-func (c *dedupCmd) flags(fs *flag.FlagSet) {
+func (c *dedupCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.in, "in", "", "trajectories `file` (JSONL)")
 	fs.StringVar(&c.out, "out", "", "`file` to write the kept lines to (replaced)")
 	fs.StringVar(&c.dropped, "dropped", "", "`file` to write a JSONL record of each dropped line to (replaced)")
@@ -147,15 +148,15 @@ type dedupReport struct {
 	Dropped   []droppedLine `json:"dropped"`
 }
 
-func (c *dedupCmd) run(ctx context.Context, e *Env, args []string) error {
+func (c *dedupCmd) Run(ctx context.Context, e *command.Env, args []string) error {
 	if len(args) > 0 {
-		return usagef("unexpected arguments %q", args)
+		return command.Usagef("unexpected arguments %q", args)
 	}
 	if c.in == "" || c.out == "" {
-		return usagef("--in and --out are required")
+		return command.Usagef("--in and --out are required")
 	}
 	if !(c.threshold > 0 && c.threshold <= 1) {
-		return usagef("--threshold %v is not in (0, 1]", c.threshold)
+		return command.Usagef("--threshold %v is not in (0, 1]", c.threshold)
 	}
 	var lines [][]byte
 	var lineNos []int
@@ -250,7 +251,7 @@ func groupValue(raw json.RawMessage) string {
 // written to a file, the text report lists.
 const dedupShown = 20
 
-func (c *dedupCmd) printReport(e *Env, rep dedupReport) error {
+func (c *dedupCmd) printReport(e *command.Env, rep dedupReport) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "kept %d of %d lines (%d dropped) in %d groups by %s, Jaccard threshold %v\n",
 		rep.Kept, rep.Lines, len(rep.Dropped), rep.Groups, rep.GroupedBy, rep.Threshold)

@@ -8,13 +8,14 @@ import (
 	"io"
 	"strings"
 
+	"cwm/internal/command"
 	"cwm/internal/envbuild"
 	"cwm/internal/sandbox"
 )
 
 // resolveEnv finds the environment named by ref (id, unique id prefix or
 // name).
-func resolveEnv(e *Env, ref string) (*envbuild.Env, error) {
+func resolveEnv(e *command.Env, ref string) (*envbuild.Env, error) {
 	env, err := envbuild.NewStore(e.Home).Resolve(ref)
 	if err != nil {
 		return nil, err
@@ -23,7 +24,7 @@ func resolveEnv(e *Env, ref string) (*envbuild.Env, error) {
 }
 
 // progressTo is where a command's progress goes: stderr, unless quiet.
-func progressTo(e *Env, quiet bool) io.Writer {
+func progressTo(e *command.Env, quiet bool) io.Writer {
 	if quiet {
 		return nil
 	}
@@ -32,7 +33,7 @@ func progressTo(e *Env, quiet bool) io.Writer {
 
 // newRuntime starts a sandbox runtime for one command. Sandboxes are not
 // kept warm: the command ends soon after.
-func newRuntime(e *Env) (*sandbox.Runtime, error) {
+func newRuntime(e *command.Env) (*sandbox.Runtime, error) {
 	rt, err := sandbox.NewRuntime(sandbox.Options{Home: e.Home, Log: e.Log, Warm: -1})
 	if err != nil {
 		return nil, fmt.Errorf("start sandbox runtime: %w", err)
@@ -41,7 +42,7 @@ func newRuntime(e *Env) (*sandbox.Runtime, error) {
 }
 
 // openEnvSandbox starts a sandbox on an environment.
-func openEnvSandbox(ctx context.Context, e *Env, env *envbuild.Env) (*sandbox.Sandbox, func(), error) {
+func openEnvSandbox(ctx context.Context, e *command.Env, env *envbuild.Env) (*sandbox.Sandbox, func(), error) {
 	rt, err := newRuntime(e)
 	if err != nil {
 		return nil, nil, err
@@ -92,7 +93,7 @@ func interspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 			return append(pos, args[1:]...), nil
 		case strings.HasPrefix(a, "-") && a != "-":
 			if err := fs.Parse(args); err != nil {
-				return nil, usagef("%v", err)
+				return nil, command.Usagef("%v", err)
 			}
 			args = fs.Args()
 			if len(args) > 0 && args[0] == a {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"cwm/internal/command"
 	"cwm/internal/envbuild"
 )
 
@@ -14,7 +15,7 @@ type envBuildCmd struct {
 	fs             *flag.FlagSet // for flags after the arguments
 	rev            string
 	envName        string
-	install        stringList
+	install        command.StringList
 	test           string
 	runs           int
 	base           string
@@ -25,14 +26,14 @@ type envBuildCmd struct {
 	quiet          bool
 	timeout        time.Duration
 	installTimeout time.Duration
-	memory         byteSize
+	memory         command.ByteSize
 }
 
-func (*envBuildCmd) name() string { return "env build" }
-func (*envBuildCmd) synopsis() string {
+func (*envBuildCmd) Name() string { return "env build" }
+func (*envBuildCmd) Synopsis() string {
 	return "turn a repository into an executable environment"
 }
-func (*envBuildCmd) usage() string {
+func (*envBuildCmd) Usage() string {
 	return `[flags] PATH|GIT-URL
 Copies the repository at --rev (a git repository keeps its history up to
 that revision; a plain directory becomes a one-commit repository whose
@@ -58,7 +59,7 @@ Examples:
   cwm env build --install 'pip install -e .' --test 'pytest -q tests' ./repo`
 }
 
-func (c *envBuildCmd) flags(fs *flag.FlagSet) {
+func (c *envBuildCmd) Flags(fs *flag.FlagSet) {
 	c.fs = fs
 	fs.StringVar(&c.rev, "rev", "", "`REVISION` of a git repository (default HEAD)")
 	fs.StringVar(&c.envName, "name", "", "`NAME` to refer to the environment by (default: the directory's name)")
@@ -77,19 +78,19 @@ func (c *envBuildCmd) flags(fs *flag.FlagSet) {
 	fs.Var(&c.memory, "memory", "memory limit of each sandbox in `BYTES` (suffixes K, M, G)")
 }
 
-func (c *envBuildCmd) run(ctx context.Context, e *Env, args []string) error {
+func (c *envBuildCmd) Run(ctx context.Context, e *command.Env, args []string) error {
 	args, err := interspersed(c.fs, args)
 	if err != nil {
 		return err
 	}
 	if len(args) != 1 {
-		return usagef("want one repository (a path or a git URL), got %d arguments", len(args))
+		return command.Usagef("want one repository (a path or a git URL), got %d arguments", len(args))
 	}
 	if c.runs < 1 || c.runs > 100 {
-		return usagef("--runs %d: want 1 to 100", c.runs)
+		return command.Usagef("--runs %d: want 1 to 100", c.runs)
 	}
 	if c.timeout <= 0 || c.installTimeout <= 0 {
-		return usagef("--timeout and --install-timeout must be positive")
+		return command.Usagef("--timeout and --install-timeout must be positive")
 	}
 	rt, err := newRuntime(e)
 	if err != nil {

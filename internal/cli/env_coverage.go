@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"cwm/internal/command"
 	"cwm/internal/envbuild"
 )
 
@@ -16,11 +17,11 @@ type envCoverageCmd struct {
 	test string
 }
 
-func (*envCoverageCmd) name() string { return "env coverage" }
-func (*envCoverageCmd) synopsis() string {
+func (*envCoverageCmd) Name() string { return "env coverage" }
+func (*envCoverageCmd) Synopsis() string {
 	return "show which functions the passing tests execute"
 }
-func (*envCoverageCmd) usage() string {
+func (*envCoverageCmd) Usage() string {
 	return `[flags] ID [FUNCTION]
 Shows the environment's test-to-code map: for each test that passes in
 every baseline run, the functions and lines of the repository it executes.
@@ -31,19 +32,19 @@ what one test executes. The map is computed at build time, or now if the
 build skipped it.`
 }
 
-func (c *envCoverageCmd) flags(fs *flag.FlagSet) {
+func (c *envCoverageCmd) Flags(fs *flag.FlagSet) {
 	c.fs = fs
 	fs.BoolVar(&c.json, "json", false, "print JSON")
 	fs.StringVar(&c.test, "test", "", "show the functions and lines test `ID` executes")
 }
 
-func (c *envCoverageCmd) run(ctx context.Context, e *Env, args []string) error {
+func (c *envCoverageCmd) Run(ctx context.Context, e *command.Env, args []string) error {
 	args, err := interspersed(c.fs, args)
 	if err != nil {
 		return err
 	}
 	if len(args) < 1 || len(args) > 2 {
-		return usagef("want an environment id or name and an optional function")
+		return command.Usagef("want an environment id or name and an optional function")
 	}
 	env, err := resolveEnv(e, args[0])
 	if err != nil {

@@ -5,25 +5,26 @@ import (
 	"flag"
 	"fmt"
 
+	"cwm/internal/command"
 	"cwm/internal/envbuild"
 )
 
 type envGCCmd struct{}
 
-func (*envGCCmd) name() string     { return "env gc" }
-func (*envGCCmd) synopsis() string { return "remove unusable environments and build leftovers" }
-func (*envGCCmd) usage() string {
+func (*envGCCmd) Name() string     { return "env gc" }
+func (*envGCCmd) Synopsis() string { return "remove unusable environments and build leftovers" }
+func (*envGCCmd) Usage() string {
 	return `
 Removes unusable environments, directories without a valid manifest, the
 leftovers of interrupted builds (never a build that is still running) and
 half-removed environments. Usable environments are kept.`
 }
 
-func (*envGCCmd) flags(fs *flag.FlagSet) {}
+func (*envGCCmd) Flags(fs *flag.FlagSet) {}
 
-func (*envGCCmd) run(ctx context.Context, e *Env, args []string) error {
+func (*envGCCmd) Run(ctx context.Context, e *command.Env, args []string) error {
 	if len(args) > 0 {
-		return usagef("env gc takes no arguments")
+		return command.Usagef("env gc takes no arguments")
 	}
 	removed, err := envbuild.NewStore(e.Home).GC()
 	for _, r := range removed {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"cwm/internal/command"
 	"cwm/internal/envbuild"
 )
 
@@ -13,9 +14,9 @@ type envLsCmd struct {
 	json bool
 }
 
-func (*envLsCmd) name() string     { return "env ls" }
-func (*envLsCmd) synopsis() string { return "list the built environments" }
-func (*envLsCmd) usage() string {
+func (*envLsCmd) Name() string     { return "env ls" }
+func (*envLsCmd) Synopsis() string { return "list the built environments" }
+func (*envLsCmd) Usage() string {
 	return `[--json]
 Lists the environments in $CWM_HOME/envs, oldest first: id, name, whether
 it is usable, its baseline (tests passing in every run / all tests, flaky
@@ -23,13 +24,13 @@ ones), Python, layer size, and the repository. Builds in progress and
 leftovers of interrupted builds are not listed (env gc removes them).`
 }
 
-func (c *envLsCmd) flags(fs *flag.FlagSet) {
+func (c *envLsCmd) Flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.json, "json", false, "print the manifests as a JSON array")
 }
 
-func (c *envLsCmd) run(ctx context.Context, e *Env, args []string) error {
+func (c *envLsCmd) Run(ctx context.Context, e *command.Env, args []string) error {
 	if len(args) > 0 {
-		return usagef("env ls takes no arguments")
+		return command.Usagef("env ls takes no arguments")
 	}
 	envs, err := envbuild.NewStore(e.Home).List()
 	if err != nil {

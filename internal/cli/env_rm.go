@@ -5,25 +5,26 @@ import (
 	"flag"
 	"fmt"
 
+	"cwm/internal/command"
 	"cwm/internal/envbuild"
 )
 
 type envRmCmd struct{}
 
-func (*envRmCmd) name() string     { return "env rm" }
-func (*envRmCmd) synopsis() string { return "remove environments" }
-func (*envRmCmd) usage() string {
+func (*envRmCmd) Name() string     { return "env rm" }
+func (*envRmCmd) Synopsis() string { return "remove environments" }
+func (*envRmCmd) Usage() string {
 	return `ID...
 Removes each environment (by id, unique id prefix or name) with its layer,
 manifest, coverage map and build log. Every argument is resolved before
 anything is removed, so a typo removes nothing.`
 }
 
-func (*envRmCmd) flags(fs *flag.FlagSet) {}
+func (*envRmCmd) Flags(fs *flag.FlagSet) {}
 
-func (*envRmCmd) run(ctx context.Context, e *Env, args []string) error {
+func (*envRmCmd) Run(ctx context.Context, e *command.Env, args []string) error {
 	if len(args) == 0 {
-		return usagef("want at least one environment id or name")
+		return command.Usagef("want at least one environment id or name")
 	}
 	store := envbuild.NewStore(e.Home)
 	var envs []*envbuild.Env

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"cwm/internal/command"
 	"cwm/internal/envbuild"
 )
 
@@ -16,9 +17,9 @@ type envShowCmd struct {
 	tests bool
 }
 
-func (*envShowCmd) name() string     { return "env show" }
-func (*envShowCmd) synopsis() string { return "describe an environment" }
-func (*envShowCmd) usage() string {
+func (*envShowCmd) Name() string     { return "env show" }
+func (*envShowCmd) Synopsis() string { return "describe an environment" }
+func (*envShowCmd) Usage() string {
 	return `[--json] [--tests] ID
 Shows how an environment was built (source, revision, install and test
 commands with where each came from), its baseline and whether it is usable.
@@ -26,19 +27,19 @@ ID is an id, a unique id prefix or a name. --json prints env.json; --tests
 lists every test with its outcome in each baseline run.`
 }
 
-func (c *envShowCmd) flags(fs *flag.FlagSet) {
+func (c *envShowCmd) Flags(fs *flag.FlagSet) {
 	c.fs = fs
 	fs.BoolVar(&c.json, "json", false, "print the manifest (env.json)")
 	fs.BoolVar(&c.tests, "tests", false, "list every test's baseline")
 }
 
-func (c *envShowCmd) run(ctx context.Context, e *Env, args []string) error {
+func (c *envShowCmd) Run(ctx context.Context, e *command.Env, args []string) error {
 	args, err := interspersed(c.fs, args)
 	if err != nil {
 		return err
 	}
 	if len(args) != 1 {
-		return usagef("want one environment id or name")
+		return command.Usagef("want one environment id or name")
 	}
 	env, err := resolveEnv(e, args[0])
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"cwm/internal/command"
 	"cwm/internal/testrun"
 )
 
@@ -19,9 +20,9 @@ type envTestCmd struct {
 	quiet   bool
 }
 
-func (*envTestCmd) name() string     { return "env test" }
-func (*envTestCmd) synopsis() string { return "run an environment's tests in a fresh sandbox" }
-func (*envTestCmd) usage() string {
+func (*envTestCmd) Name() string     { return "env test" }
+func (*envTestCmd) Synopsis() string { return "run an environment's tests in a fresh sandbox" }
+func (*envTestCmd) Usage() string {
 	return `[flags] ID [TEST_ID...]
 Runs the environment's test command (or only the given tests, by the ids
 env show --tests lists: pytest node ids or unittest ids) in a fresh sandbox
@@ -30,7 +31,7 @@ baseline. Exits 0 when every test run passed or was skipped, 1 otherwise
 (a failure, an error, or a requested test that did not run).`
 }
 
-func (c *envTestCmd) flags(fs *flag.FlagSet) {
+func (c *envTestCmd) Flags(fs *flag.FlagSet) {
 	c.fs = fs
 	fs.BoolVar(&c.json, "json", false, "print the outcomes as JSON")
 	fs.BoolVar(&c.quiet, "quiet", false, "print only tests that did not pass and the summary")
@@ -45,13 +46,13 @@ type testOutcomeJSON struct {
 	Message  string  `json:"message,omitempty"`
 }
 
-func (c *envTestCmd) run(ctx context.Context, e *Env, args []string) error {
+func (c *envTestCmd) Run(ctx context.Context, e *command.Env, args []string) error {
 	args, err := interspersed(c.fs, args)
 	if err != nil {
 		return err
 	}
 	if len(args) < 1 {
-		return usagef("want an environment id or name, then optional test ids")
+		return command.Usagef("want an environment id or name, then optional test ids")
 	}
 	env, err := resolveEnv(e, args[0])
 	if err != nil {
@@ -130,7 +131,7 @@ func (c *envTestCmd) run(ctx context.Context, e *Env, args []string) error {
 		fmt.Fprint(e.Stdout, b.String())
 	}
 	if bad > 0 || len(out) == 0 {
-		return exitStatus(1)
+		return command.ExitStatus(1)
 	}
 	return nil
 }

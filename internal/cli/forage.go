@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"cwm/internal/agent"
+	"cwm/internal/command"
 	"cwm/internal/envbuild"
 	"cwm/internal/jsonl"
 	"cwm/internal/progress"
@@ -34,7 +35,7 @@ type forageCmd struct {
 	temperature, topP          optFloat
 	maxTokens                  int
 	seed                       optInt
-	stop                       stringList
+	stop                       command.StringList
 	retries                    int
 	requestTimeout             time.Duration
 	priceIn, priceOut          float64
@@ -48,11 +49,11 @@ type forageCmd struct {
 	grader agent.Grader
 }
 
-func (*forageCmd) name() string { return "forage" }
-func (*forageCmd) synopsis() string {
+func (*forageCmd) Name() string { return "forage" }
+func (*forageCmd) Synopsis() string {
 	return "run an agent on tasks against a model endpoint and record trajectories"
 }
-func (*forageCmd) usage() string {
+func (*forageCmd) Usage() string {
 	return `--tasks TASKS.jsonl --model NAME --base-url URL --out TRAJ.jsonl [flags]
 Runs --samples episodes per task, --concurrency at a time. Each episode
 starts a sandbox on the task's environment, plants the task's bug so that
@@ -75,7 +76,7 @@ Examples:
       --protocol openai --samples 4 --temperature 0.7 --out traj.jsonl`
 }
 
-func (c *forageCmd) flags(fs *flag.FlagSet) {
+func (c *forageCmd) Flags(fs *flag.FlagSet) {
 	d := agent.DefaultLimits
 	fs.StringVar(&c.tasks, "tasks", "", "tasks `file` (JSONL, cwm's task schema)")
 	fs.StringVar(&c.out, "out", "", "trajectories `file` (JSONL; appended to, resumed)")
@@ -118,31 +119,31 @@ type pair struct {
 
 func pairKey(id string, sample int) string { return id + "\x00" + strconv.Itoa(sample) }
 
-func (c *forageCmd) run(ctx context.Context, e *Env, args []string) error {
+func (c *forageCmd) Run(ctx context.Context, e *command.Env, args []string) error {
 	if len(args) > 0 {
-		return usagef("unexpected arguments %q", args)
+		return command.Usagef("unexpected arguments %q", args)
 	}
 	switch {
 	case c.tasks == "" || c.out == "" || c.model == "" || c.baseURL == "":
-		return usagef("--tasks, --out, --model and --base-url are required")
+		return command.Usagef("--tasks, --out, --model and --base-url are required")
 	case c.samples < 1 || c.concurrency < 1:
-		return usagef("--samples and --concurrency must be at least 1")
+		return command.Usagef("--samples and --concurrency must be at least 1")
 	case c.limits.MaxTurns < 1 || c.limits.ContextTokens < 1 || c.limits.CommandTimeout < time.Second || c.limits.WallTime <= 0 || c.limits.MaxFormatErrors < 1:
-		return usagef("--max-turns, --context and --format-errors must be positive, --command-timeout at least 1s")
+		return command.Usagef("--max-turns, --context and --format-errors must be positive, --command-timeout at least 1s")
 	}
 	if err := c.mapping.Validate(); err != nil {
-		return usageError(err.Error())
+		return command.UsageError(err.Error())
 	}
 	if h := agent.History(c.history); h != agent.HistorySquash && h != agent.HistoryAmend {
-		return usagef("--history %q: want squash or amend", c.history)
+		return command.Usagef("--history %q: want squash or amend", c.history)
 	}
 	part, err := shard.Parse(c.shard)
 	if err != nil {
-		return usagef("--shard: %v", err)
+		return command.Usagef("--shard: %v", err)
 	}
 	proto, err := agent.NewProtocol(c.protocol, c.toolRole)
 	if err != nil {
-		return usageError(err.Error())
+		return command.UsageError(err.Error())
 	}
 	retries := c.retries
 	if retries == 0 {
@@ -154,7 +155,7 @@ func (c *forageCmd) run(ctx context.Context, e *Env, args []string) error {
 		MaxRetries: retries, RequestTimeout: c.requestTimeout, PriceInput: c.priceIn, PriceOutput: c.priceOut,
 	})
 	if err != nil {
-		return usageError(err.Error())
+		return command.UsageError(err.Error())
 	}
 	// task.Load treats a missing file as empty, like any resumable input;
 	// here it is a mistake.
@@ -242,7 +243,7 @@ func (c *forageCmd) run(ctx context.Context, e *Env, args []string) error {
 // runAll runs the pairs on c.concurrency workers and returns how many
 // could not run. Each finished episode is written at once, so a crash
 // loses only the episodes in flight.
-func (c *forageCmd) runAll(ctx context.Context, e *Env, runner *agent.Runner, w *jsonl.Writer, bar *progress.Bar,
+func (c *forageCmd) runAll(ctx context.Context, e *command.Env, runner *agent.Runner, w *jsonl.Writer, bar *progress.Bar,
 	envs map[string]*envbuild.Env, todo []pair) int {
 	work := make(chan pair)
 	var mu sync.Mutex

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"sync"
 
+	"cwm/internal/command"
 	"cwm/internal/envbuild"
 	"cwm/internal/jsonl"
 	"cwm/internal/progress"
@@ -25,11 +26,11 @@ type rewardCmd struct {
 	json        bool
 }
 
-func (*rewardCmd) name() string { return "reward" }
-func (*rewardCmd) synopsis() string {
+func (*rewardCmd) Name() string { return "reward" }
+func (*rewardCmd) Synopsis() string {
 	return "grade predicted patches or agent trajectories with the tasks' hidden tests"
 }
-func (*rewardCmd) usage() string {
+func (*rewardCmd) Usage() string {
 	return `--tasks TASKS.jsonl --in PREDICTIONS.jsonl --out SCORED.jsonl [flags]
 Grades every line of --in against its task in --tasks: in a fresh sandbox
 on the task's environment, the task's bug_patch and test_patch are applied,
@@ -50,7 +51,7 @@ interrupted run resumes. Lines naming unknown tasks are reported and
 skipped. Exits 1 when a line could not be graded. See docs/rewards.md.`
 }
 
-func (c *rewardCmd) flags(fs *flag.FlagSet) {
+func (c *rewardCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.tasks, "tasks", "", "tasks `file` (JSONL, cwm's task schema)")
 	fs.StringVar(&c.in, "in", "", "predictions or trajectories `file` (JSONL)")
 	fs.StringVar(&c.out, "out", "", "scored output `file` (JSONL; appended to, resumed)")
@@ -138,18 +139,18 @@ type lineError struct {
 	Error string `json:"error"`
 }
 
-func (c *rewardCmd) run(ctx context.Context, e *Env, args []string) error {
+func (c *rewardCmd) Run(ctx context.Context, e *command.Env, args []string) error {
 	if len(args) > 0 {
-		return usagef("unexpected arguments %q", args)
+		return command.Usagef("unexpected arguments %q", args)
 	}
 	if c.tasks == "" || c.in == "" || c.out == "" {
-		return usagef("--tasks, --in and --out are required")
+		return command.Usagef("--tasks, --in and --out are required")
 	}
 	if err := c.mapping.Validate(); err != nil {
-		return usageError(err.Error())
+		return command.UsageError(err.Error())
 	}
 	if c.concurrency < 1 {
-		return usagef("--concurrency %d is below 1", c.concurrency)
+		return command.Usagef("--concurrency %d is below 1", c.concurrency)
 	}
 	tasks, err := task.Load(c.tasks)
 	if err != nil {
@@ -200,7 +201,7 @@ func (c *rewardCmd) run(ctx context.Context, e *Env, args []string) error {
 		return err
 	}
 	if len(errs) > 0 || len(bad) > 0 {
-		return exitStatus(1)
+		return command.ExitStatus(1)
 	}
 	return nil
 }
@@ -263,7 +264,7 @@ func (c *rewardCmd) readInput(byID map[string]*task.Task, done map[string]bool) 
 
 // gradeAll grades the jobs concurrently and writes each task group once
 // all its lines are graded, with the advantages over the group.
-func (c *rewardCmd) gradeAll(ctx context.Context, e *Env, jobs []*job, groups map[string]int, prior map[string][]float64) ([]lineError, error) {
+func (c *rewardCmd) gradeAll(ctx context.Context, e *command.Env, jobs []*job, groups map[string]int, prior map[string][]float64) ([]lineError, error) {
 	if len(jobs) == 0 {
 		return nil, nil
 	}

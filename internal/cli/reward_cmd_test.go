@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
-	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -15,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"cwm/internal/command"
 )
 
 // calcRepo writes a small buggy repository (div returns 0 for a zero
@@ -61,18 +61,12 @@ func calcRepo(t *testing.T) (string, func(files map[string]string) string) {
 }
 
 // runCommand runs one command as Run would, with its flags parsed, but
-// without looking it up by name.
-func runCommand(t *testing.T, c command, args ...string) (int, string, string) {
+// without looking it up by name, and with its log discarded.
+func runCommand(t *testing.T, c command.Command, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	e := &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Home: defaultHome(), Log: slog.New(slog.DiscardHandler)}
-	fs := flag.NewFlagSet("cwm "+c.name(), flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	c.flags(fs)
-	if err := fs.Parse(args); err != nil {
-		return 2, "", err.Error()
-	}
-	code := exitCode(c.run(context.Background(), e, fs.Args()), c, fs, &errb)
+	e := &command.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Home: command.DefaultHome(), Log: slog.New(slog.DiscardHandler)}
+	code := command.Exec(context.Background(), e, c, args)
 	return code, out.String(), errb.String()
 }
 

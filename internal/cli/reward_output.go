@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"cwm/internal/command"
 	"cwm/internal/jsonl"
 	"cwm/internal/reward"
 )
@@ -169,7 +170,7 @@ type rewardSummary struct {
 
 // summarize reads back --out, which holds this run's lines and earlier
 // runs', and prints the totals and the per-task outcomes.
-func (c *rewardCmd) summarize(e *Env, now, before int, unknown unknownTasks, errs []lineError) error {
+func (c *rewardCmd) summarize(e *command.Env, now, before int, unknown unknownTasks, errs []lineError) error {
 	sum := rewardSummary{GradedNow: now, ScoredBefore: before, UnknownTasks: unknown, Errors: errs, Tasks: []taskSummary{}}
 	if sum.Errors == nil {
 		sum.Errors = []lineError{}

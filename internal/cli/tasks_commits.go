@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"cwm/internal/command"
 	"cwm/internal/tasks"
 )
 
@@ -23,11 +24,11 @@ type tasksCommitsCmd struct {
 	quiet         bool
 }
 
-func (*tasksCommitsCmd) name() string { return "tasks commits" }
-func (*tasksCommitsCmd) synopsis() string {
+func (*tasksCommitsCmd) Name() string { return "tasks commits" }
+func (*tasksCommitsCmd) Synopsis() string {
 	return "make verified issue-fix tasks from fix commits"
 }
-func (*tasksCommitsCmd) usage() string {
+func (*tasksCommitsCmd) Usage() string {
 	return `--env ID (--commits REV,... | --auto) --out TASKS.jsonl [flags]
 Makes one task per fix commit of the environment's history (the
 environment must come from a git repository). The task's environment is
@@ -40,7 +41,7 @@ that changes both tests and Python source. The problem statement is the
 commit message, or the content of --issue-text (one commit only).`
 }
 
-func (c *tasksCommitsCmd) flags(fs *flag.FlagSet) {
+func (c *tasksCommitsCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.env, "env", "", "environment `ID` (id, prefix or name)")
 	fs.StringVar(&c.out, "out", "", "tasks `FILE` (JSONL, appended)")
 	fs.StringVar(&c.commits, "commits", "", "comma-separated fix `commits`")
@@ -54,16 +55,16 @@ func (c *tasksCommitsCmd) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.quiet, "quiet", false, "no progress lines")
 }
 
-func (c *tasksCommitsCmd) run(ctx context.Context, e *Env, args []string) error {
+func (c *tasksCommitsCmd) Run(ctx context.Context, e *command.Env, args []string) error {
 	if len(args) > 0 {
-		return usagef("unexpected arguments %q", args)
+		return command.Usagef("unexpected arguments %q", args)
 	}
 	if c.env == "" || c.out == "" {
-		return usagef("--env and --out are required")
+		return command.Usagef("--env and --out are required")
 	}
 	commits := splitList(c.commits)
 	if (len(commits) == 0) == !c.auto {
-		return usagef("give either --commits or --auto")
+		return command.Usagef("give either --commits or --auto")
 	}
 	issue := ""
 	if c.issueText != "" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"cwm/internal/command"
 	"cwm/internal/mutate"
 	"cwm/internal/shard"
 	"cwm/internal/tasks"
@@ -29,11 +30,11 @@ type tasksMutateCmd struct {
 	quiet         bool
 }
 
-func (*tasksMutateCmd) name() string { return "tasks mutate" }
-func (*tasksMutateCmd) synopsis() string {
+func (*tasksMutateCmd) Name() string { return "tasks mutate" }
+func (*tasksMutateCmd) Synopsis() string {
 	return "make verified mutate-fix tasks from an environment"
 }
-func (*tasksMutateCmd) usage() string {
+func (*tasksMutateCmd) Usage() string {
 	return `--env ID --out TASKS.jsonl [flags]
 Puts bugs into the functions the environment's passing tests execute
 (CWM's families: ` + strings.Join(mutate.Families, ", ") + `; and, when asked
@@ -47,7 +48,7 @@ Decisions go to TASKS.jsonl.decisions.jsonl; a re-run resumes. The
 summary goes to stderr (stdout with --json). See docs/tasks.md.`
 }
 
-func (c *tasksMutateCmd) flags(fs *flag.FlagSet) {
+func (c *tasksMutateCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.env, "env", "", "environment `ID` (id, prefix or name)")
 	fs.StringVar(&c.out, "out", "", "tasks `FILE` (JSONL, appended)")
 	fs.StringVar(&c.families, "families", "", "comma-separated `families` (default CWM's five; procedural is the extra one)")
@@ -65,25 +66,25 @@ func (c *tasksMutateCmd) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.quiet, "quiet", false, "no progress bar")
 }
 
-func (c *tasksMutateCmd) run(ctx context.Context, e *Env, args []string) error {
+func (c *tasksMutateCmd) Run(ctx context.Context, e *command.Env, args []string) error {
 	if len(args) > 0 {
-		return usagef("unexpected arguments %q", args)
+		return command.Usagef("unexpected arguments %q", args)
 	}
 	if c.env == "" || c.out == "" {
-		return usagef("--env and --out are required")
+		return command.Usagef("--env and --out are required")
 	}
 	shard, err := shard.Parse(c.shard)
 	if err != nil {
-		return usagef("--shard: %v", err)
+		return command.Usagef("--shard: %v", err)
 	}
 	fams := splitList(c.families)
 	for _, f := range fams {
 		if _, ok := mutate.FamilyOperators[f]; !ok {
-			return usagef("--families: unknown family %q (want %s)", f, strings.Join(mutate.AllFamilies, ", "))
+			return command.Usagef("--families: unknown family %q (want %s)", f, strings.Join(mutate.AllFamilies, ", "))
 		}
 	}
 	if c.max < 0 || c.perFunction < 0 || c.workers < 1 || c.perOperator < 1 {
-		return usagef("--max and --per-function must be >= 0, --workers and --per-operator >= 1")
+		return command.Usagef("--max and --per-function must be >= 0, --workers and --per-operator >= 1")
 	}
 	excl, env, rt, err := openTaskSource(e, c.env, c.excludeRepos)
 	if err != nil {

@@ -3,6 +3,7 @@ package cli
 import (
 	"strings"
 
+	"cwm/internal/command"
 	"cwm/internal/envbuild"
 	"cwm/internal/sandbox"
 	"cwm/internal/tasks"
@@ -23,7 +24,7 @@ func exclusions(flagValue string) (*tasks.Exclusions, error) {
 // openTaskSource opens what the task makers start from: the exclusions
 // of --exclude-repos, the environment and a sandbox runtime (the caller
 // closes it).
-func openTaskSource(e *Env, envRef, excludeRepos string) (*tasks.Exclusions, *envbuild.Env, *sandbox.Runtime, error) {
+func openTaskSource(e *command.Env, envRef, excludeRepos string) (*tasks.Exclusions, *envbuild.Env, *sandbox.Runtime, error) {
 	excl, err := exclusions(excludeRepos)
 	if err != nil {
 		return nil, nil, nil, err

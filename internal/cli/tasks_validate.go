@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 
+	"cwm/internal/command"
 	"cwm/internal/task"
 	"cwm/internal/tasks"
 )
@@ -18,9 +19,9 @@ type tasksValidateCmd struct {
 	quiet         bool
 }
 
-func (*tasksValidateCmd) name() string     { return "tasks validate" }
-func (*tasksValidateCmd) synopsis() string { return "re-verify every task of a tasks file" }
-func (*tasksValidateCmd) usage() string {
+func (*tasksValidateCmd) Name() string     { return "tasks validate" }
+func (*tasksValidateCmd) Synopsis() string { return "re-verify every task of a tasks file" }
+func (*tasksValidateCmd) Usage() string {
 	return `[flags] TASKS.jsonl
 Re-verifies every task on its environment (which must be in $CWM_HOME):
 the buggy tree (bug_patch and test_patch applied) fails every
@@ -29,7 +30,7 @@ makes every FAIL_TO_PASS and PASS_TO_PASS test pass. Prints the tasks that
 do not hold, with why, and exits 1 if there is any.`
 }
 
-func (c *tasksValidateCmd) flags(fs *flag.FlagSet) {
+func (c *tasksValidateCmd) Flags(fs *flag.FlagSet) {
 	c.fs = fs
 	fs.BoolVar(&c.json, "json", false, "print every verdict as JSON")
 	fs.IntVar(&c.workers, "workers", 1, "check `N` tasks at once")
@@ -38,16 +39,16 @@ func (c *tasksValidateCmd) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.quiet, "quiet", false, "no progress bar")
 }
 
-func (c *tasksValidateCmd) run(ctx context.Context, e *Env, args []string) error {
+func (c *tasksValidateCmd) Run(ctx context.Context, e *command.Env, args []string) error {
 	args, err := interspersed(c.fs, args)
 	if err != nil {
 		return err
 	}
 	if len(args) != 1 {
-		return usagef("want one tasks file")
+		return command.Usagef("want one tasks file")
 	}
 	if c.workers < 1 || c.runs < 1 {
-		return usagef("--workers and --runs must be >= 1")
+		return command.Usagef("--workers and --runs must be >= 1")
 	}
 	ts, err := task.Load(args[0])
 	if err != nil {
@@ -86,7 +87,7 @@ func (c *tasksValidateCmd) run(ctx context.Context, e *Env, args []string) error
 		fmt.Fprintf(e.Stdout, "%d tasks: %d hold, %d do not\n", len(verdicts), len(verdicts)-bad, bad)
 	}
 	if bad > 0 {
-		return exitStatus(1)
+		return command.ExitStatus(1)
 	}
 	return nil
 }

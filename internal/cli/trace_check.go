@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 
+	"cwm/internal/command"
 	"cwm/internal/jsonl"
 	"cwm/internal/trace"
 	"cwm/internal/tracer"
@@ -17,11 +18,11 @@ type traceCheckCmd struct {
 	json bool
 }
 
-func (*traceCheckCmd) name() string { return "trace check" }
-func (*traceCheckCmd) synopsis() string {
+func (*traceCheckCmd) Name() string { return "trace check" }
+func (*traceCheckCmd) Synopsis() string {
 	return "validate a traces file strictly and count what it holds"
 }
-func (*traceCheckCmd) usage() string {
+func (*traceCheckCmd) Usage() string {
 	return `[--json] FILE
 Checks every line of FILE, as written by cwm trace func:
   - ok and exception lines have a text that parses strictly (trace.Parse:
@@ -34,7 +35,7 @@ Prints counts per status and of frames, line events and text bytes, and
 exits 1 naming the invalid lines, if any.`
 }
 
-func (c *traceCheckCmd) flags(fs *flag.FlagSet) {
+func (c *traceCheckCmd) Flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.json, "json", false, "print the statistics and problems as JSON")
 }
 
@@ -53,9 +54,9 @@ type checkStats struct {
 
 const maxProblems = 20
 
-func (c *traceCheckCmd) run(ctx context.Context, e *Env, args []string) error {
+func (c *traceCheckCmd) Run(ctx context.Context, e *command.Env, args []string) error {
 	if len(args) != 1 {
-		return usagef("want one FILE")
+		return command.Usagef("want one FILE")
 	}
 	if _, err := os.Stat(args[0]); err != nil {
 		return err
@@ -113,12 +114,12 @@ func (c *traceCheckCmd) run(ctx context.Context, e *Env, args []string) error {
 		if !c.json {
 			return fmt.Errorf("%d of %d lines are invalid", st.Invalid, st.Lines)
 		}
-		return exitStatus(1)
+		return command.ExitStatus(1)
 	}
 	return nil
 }
 
-func printCheck(e *Env, path string, st *checkStats) {
+func printCheck(e *command.Env, path string, st *checkStats) {
 	var names []string
 	for s := range st.Statuses {
 		names = append(names, s)

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"cwm/internal/command"
 	"cwm/internal/jsonl"
 	"cwm/internal/progress"
 	"cwm/internal/sandbox"
@@ -27,19 +28,19 @@ type traceFuncCmd struct {
 	workers   int
 	timeout   time.Duration
 	maxEvents int
-	maxBytes  byteSize
+	maxBytes  command.ByteSize
 	maxRepr   int
-	memory    byteSize
+	memory    command.ByteSize
 	fuzz      int
 	seed      int64
 	fresh     bool
 }
 
-func (*traceFuncCmd) name() string { return "trace func" }
-func (*traceFuncCmd) synopsis() string {
+func (*traceFuncCmd) Name() string { return "trace func" }
+func (*traceFuncCmd) Synopsis() string {
 	return "trace Python functions in CWM's trace format"
 }
-func (*traceFuncCmd) usage() string {
+func (*traceFuncCmd) Usage() string {
 	return `--in FUNCS.jsonl --out TRACES.jsonl [flags]
 Traces each function of FUNCS.jsonl in a sandboxed Python 3.11 and appends
 one line per trace to TRACES.jsonl (see docs/traces.md for both formats).
@@ -69,7 +70,7 @@ Examples:
   cwm trace func --in funcs.jsonl --out traces.jsonl --fuzz 8 --seed 1`
 }
 
-func (c *traceFuncCmd) flags(fs *flag.FlagSet) {
+func (c *traceFuncCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.in, "in", "", "input `FILE` of functions (JSON lines)")
 	fs.StringVar(&c.out, "out", "", "output `FILE` of traces (JSON lines, appended)")
 	fs.IntVar(&c.workers, "workers", runtime.NumCPU(), "worker processes, each in its own sandbox")
@@ -121,14 +122,14 @@ type traceRecord struct {
 	FuzzOf string `json:"fuzz_of"`
 }
 
-func (c *traceFuncCmd) run(ctx context.Context, e *Env, args []string) error {
+func (c *traceFuncCmd) Run(ctx context.Context, e *command.Env, args []string) error {
 	switch {
 	case len(args) > 0:
-		return usagef("unexpected arguments %q", args)
+		return command.Usagef("unexpected arguments %q", args)
 	case c.in == "" || c.out == "":
-		return usagef("--in and --out are required")
+		return command.Usagef("--in and --out are required")
 	case c.workers <= 0 || c.timeout <= 0 || c.maxEvents <= 0 || c.maxBytes <= 0 || c.maxRepr < 64 || c.fuzz < 0:
-		return usagef("--workers, --timeout, --max-events, --max-bytes must be positive, --max-repr at least 64, --fuzz not negative")
+		return command.Usagef("--workers, --timeout, --max-events, --max-bytes must be positive, --max-repr at least 64, --fuzz not negative")
 	}
 	funcs, err := readFuncs(c.in)
 	if err != nil {

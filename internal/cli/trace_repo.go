@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"cwm/internal/command"
 	"cwm/internal/envbuild"
 	"cwm/internal/jsonl"
 	"cwm/internal/progress"
@@ -31,16 +32,16 @@ type traceRepoCmd struct {
 	workers         int
 	timeout         time.Duration
 	maxEvents       int
-	maxBytes        byteSize
+	maxBytes        command.ByteSize
 	maxRepr         int
 	maxTestEvents   int
 }
 
-func (*traceRepoCmd) name() string { return "trace repo" }
-func (*traceRepoCmd) synopsis() string {
+func (*traceRepoCmd) Name() string { return "trace repo" }
+func (*traceRepoCmd) Synopsis() string {
 	return "trace a repository's tests and cut function-level episodes"
 }
-func (*traceRepoCmd) usage() string {
+func (*traceRepoCmd) Usage() string {
 	return `--env ID --out TRACES.jsonl [flags]
 Runs the environment's passing tests (those passing in every baseline run)
 with the tracer installed around each test, recording the calls of the
@@ -66,7 +67,7 @@ Examples:
   cwm trace repo --env textkit --out e.jsonl --tests test_distance --step-in 0 --seed 3`
 }
 
-func (c *traceRepoCmd) flags(fs *flag.FlagSet) {
+func (c *traceRepoCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.env, "env", "", "environment `ID` or name (cwm env ls)")
 	fs.StringVar(&c.out, "out", "", "output `FILE` of episodes (JSON lines, appended)")
 	fs.StringVar(&c.tests, "tests", "", "only tests whose id matches `PATTERN` (a glob, or else a substring)")
@@ -83,16 +84,16 @@ func (c *traceRepoCmd) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.maxTestEvents, "max-test-events", 1000000, "line events recorded per test (past it: the rest of the test is not recorded)")
 }
 
-func (c *traceRepoCmd) run(ctx context.Context, e *Env, args []string) error {
+func (c *traceRepoCmd) Run(ctx context.Context, e *command.Env, args []string) error {
 	switch {
 	case len(args) > 0:
-		return usagef("unexpected arguments %q", args)
+		return command.Usagef("unexpected arguments %q", args)
 	case c.env == "" || c.out == "":
-		return usagef("--env and --out are required")
+		return command.Usagef("--env and --out are required")
 	case c.maxDepth < 0 || c.stepIn < 0 || c.stepIn > 1 || c.perFunction < 0:
-		return usagef("--max-depth and --max-episodes-per-function must not be negative, --step-in between 0 and 1")
+		return command.Usagef("--max-depth and --max-episodes-per-function must not be negative, --step-in between 0 and 1")
 	case c.workers <= 0 || c.timeout <= 0 || c.maxEvents <= 0 || c.maxBytes <= 0 || c.maxRepr < 64 || c.maxTestEvents <= 0:
-		return usagef("--workers, --timeout, --max-events, --max-bytes, --max-test-events must be positive, --max-repr at least 64")
+		return command.Usagef("--workers, --timeout, --max-events, --max-bytes, --max-test-events must be positive, --max-repr at least 64")
 	}
 	env, err := resolveEnv(e, c.env)
 	if err != nil {
@@ -152,7 +153,7 @@ func matchTests(ids []string, pattern string) ([]string, error) {
 	glob := strings.ContainsAny(pattern, "*?[")
 	if glob {
 		if _, err := path.Match(pattern, ""); err != nil {
-			return nil, usagef("--tests %q: %v", pattern, err)
+			return nil, command.Usagef("--tests %q: %v", pattern, err)
 		}
 	}
 	var out []string
@@ -223,7 +224,7 @@ type repoRun struct {
 	kept       int                  // episodes written by sample
 }
 
-func (s *repoRun) trace(ctx context.Context, e *Env, env *envbuild.Env, todo []string, target string) error {
+func (s *repoRun) trace(ctx context.Context, e *command.Env, env *envbuild.Env, todo []string, target string) error {
 	c := s.cmd
 	w, err := jsonl.Append(target)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"cwm/internal/command"
 	"cwm/internal/jsonl"
 	"cwm/internal/trace"
 )
@@ -19,9 +20,9 @@ type traceShowCmd struct {
 	source bool
 }
 
-func (*traceShowCmd) name() string     { return "trace show" }
-func (*traceShowCmd) synopsis() string { return "show one trace step by step" }
-func (*traceShowCmd) usage() string {
+func (*traceShowCmd) Name() string     { return "trace show" }
+func (*traceShowCmd) Synopsis() string { return "show one trace step by step" }
+func (*traceShowCmd) Usage() string {
 	return `[flags] FILE ID
 Shows the trace with id ID from FILE (written by cwm trace func): the
 context with line numbers, then every step: its event, the line it is on
@@ -30,16 +31,16 @@ context with line numbers, then every step: its event, the line it is on
 show their value after "=>" or "!!".`
 }
 
-func (c *traceShowCmd) flags(fs *flag.FlagSet) {
+func (c *traceShowCmd) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.width, "width", 60, "longest value shown, in characters (0: no limit)")
 	fs.BoolVar(&c.source, "source", true, "print the context before the steps")
 }
 
 var errFound = errors.New("found")
 
-func (c *traceShowCmd) run(ctx context.Context, e *Env, args []string) error {
+func (c *traceShowCmd) Run(ctx context.Context, e *command.Env, args []string) error {
 	if len(args) != 2 {
-		return usagef("want FILE and ID")
+		return command.Usagef("want FILE and ID")
 	}
 	var rec *traceRecord
 	err := jsonl.Scan(args[0], func(n int, line []byte) error {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+
+	"cwm/internal/command"
 )
 
 // Version is set at build time with -ldflags "-X cwm/internal/cli.Version=...".
@@ -13,14 +15,14 @@ var Version = "dev"
 
 type versionCmd struct{}
 
-func (*versionCmd) name() string        { return "version" }
-func (*versionCmd) synopsis() string    { return "print cwm's version" }
-func (*versionCmd) usage() string       { return "" }
-func (*versionCmd) flags(*flag.FlagSet) {}
+func (*versionCmd) Name() string        { return "version" }
+func (*versionCmd) Synopsis() string    { return "print cwm's version" }
+func (*versionCmd) Usage() string       { return "" }
+func (*versionCmd) Flags(*flag.FlagSet) {}
 
-func (*versionCmd) run(_ context.Context, e *Env, args []string) error {
+func (*versionCmd) Run(_ context.Context, e *command.Env, args []string) error {
 	if len(args) > 0 {
-		return usagef("version takes no arguments")
+		return command.Usagef("version takes no arguments")
 	}
 	rev := ""
 	if bi, ok := debug.ReadBuildInfo(); ok {

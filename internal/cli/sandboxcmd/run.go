@@ -1,4 +1,4 @@
-package cli
+package sandboxcmd
 
 import (
 	"context"
@@ -8,20 +8,21 @@ import (
 	"fmt"
 	"strings"
 
+	"cwm/internal/command"
 	"cwm/internal/sandbox"
 )
 
-type sandboxRunCmd struct {
+type runCmd struct {
 	sandboxFlags
 	shell bool
 	json  bool
 }
 
-func (*sandboxRunCmd) name() string { return "sandbox run" }
-func (*sandboxRunCmd) synopsis() string {
+func (*runCmd) Name() string { return "sandbox run" }
+func (*runCmd) Synopsis() string {
 	return "run one command in a fresh sandbox"
 }
-func (*sandboxRunCmd) usage() string {
+func (*runCmd) Usage() string {
 	return `[flags] -- CMD [ARG...]
 Runs CMD in a new sandbox (user, mount, pid, ipc, uts and network namespaces;
 overlay root over read-only layers; memory, process, CPU and time limits),
@@ -36,15 +37,15 @@ Examples:
   cwm sandbox run --layer ./mylayer --workdir /repo -- python3 -m pytest -q`
 }
 
-func (c *sandboxRunCmd) flags(fs *flag.FlagSet) {
+func (c *runCmd) Flags(fs *flag.FlagSet) {
 	c.sandboxFlags.register(fs)
 	fs.BoolVar(&c.shell, "shell", false, "run the arguments as one bash command line")
 	fs.BoolVar(&c.json, "json", false, "after the command, print its result as JSON on stderr")
 }
 
-func (c *sandboxRunCmd) run(ctx context.Context, e *Env, args []string) error {
+func (c *runCmd) Run(ctx context.Context, e *command.Env, args []string) error {
 	if len(args) == 0 {
-		return usagef("no command given")
+		return command.Usagef("no command given")
 	}
 	cfg, err := c.config()
 	if err != nil {
@@ -63,11 +64,11 @@ func (c *sandboxRunCmd) run(ctx context.Context, e *Env, args []string) error {
 	r, err := s.Exec(ctx, cmd)
 	if err != nil {
 		if errors.Is(err, sandbox.ErrEmptyCommand) {
-			return usagef("empty command")
+			return command.Usagef("empty command")
 		}
 		if strings.Contains(err.Error(), "command not found") {
 			fmt.Fprintf(e.Stderr, "cwm sandbox run: %v\n", err)
-			return exitStatus(127)
+			return command.ExitStatus(127)
 		}
 		return err
 	}
@@ -77,7 +78,7 @@ func (c *sandboxRunCmd) run(ctx context.Context, e *Env, args []string) error {
 	if r.Reason != sandbox.ReasonNone {
 		fmt.Fprintf(e.Stderr, "cwm sandbox run: command stopped after %v: %s\n", r.Duration.Round(1e6), r.Describe())
 	}
-	return exitStatus(statusOf(r))
+	return command.ExitStatus(StatusOf(r))
 }
 
 func resultJSON(r sandbox.Result) map[string]any {

@@ -1,4 +1,4 @@
-package cli
+package sandboxcmd
 
 import (
 	"os"
@@ -17,13 +17,8 @@ func BenchmarkSandboxRunProcess(b *testing.B) {
 	if err != nil {
 		b.Skip("bwrap not installed (make setup installs it)")
 	}
+	bin := buildCWM(b)
 	dir := b.TempDir()
-	bin := filepath.Join(dir, "cwm")
-	build := exec.Command("go", "build", "-o", bin, "cwm/cmd/cwm")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("build cwm: %v\n%s", err, out)
-	}
 	bwrapArgs := []string{"--unshare-all", "--die-with-parent",
 		"--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc",
 		"--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",

@@ -1,4 +1,4 @@
-package cli
+package command
 
 import (
 	"fmt"
@@ -6,17 +6,17 @@ import (
 	"strings"
 )
 
-// stringList is a repeatable string flag.
-type stringList []string
+// StringList is a repeatable string flag.
+type StringList []string
 
-func (l *stringList) String() string     { return strings.Join(*l, ",") }
-func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+func (l *StringList) String() string     { return strings.Join(*l, ",") }
+func (l *StringList) Set(v string) error { *l = append(*l, v); return nil }
 
-// byteSize is a size flag that accepts suffixes: 512K, 64M, 2G (powers of
+// ByteSize is a size flag that accepts suffixes: 512K, 64M, 2G (powers of
 // 1024) or a plain number of bytes.
-type byteSize int64
+type ByteSize int64
 
-func (b *byteSize) String() string {
+func (b *ByteSize) String() string {
 	n := int64(*b)
 	for _, u := range []struct {
 		suffix string
@@ -29,16 +29,19 @@ func (b *byteSize) String() string {
 	return strconv.FormatInt(n, 10)
 }
 
-func (b *byteSize) Set(v string) error {
-	n, err := parseBytes(v)
+func (b *ByteSize) Set(v string) error {
+	n, err := ParseBytes(v)
 	if err != nil {
 		return err
 	}
-	*b = byteSize(n)
+	*b = ByteSize(n)
 	return nil
 }
 
-func parseBytes(v string) (int64, error) {
+// ParseBytes parses a size: a number of bytes, optionally fractional and
+// followed by K, M, G or T (powers of 1024; a trailing "B" or "iB" is
+// allowed, case does not matter).
+func ParseBytes(v string) (int64, error) {
 	s := strings.TrimSpace(strings.ToUpper(v))
 	s = strings.TrimSuffix(strings.TrimSuffix(s, "B"), "I")
 	mult := int64(1)

@@ -1,4 +1,4 @@
-package cli
+package sandboxcmd
 
 import (
 	"context"
@@ -12,27 +12,28 @@ import (
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
+	"cwm/internal/command"
 	"cwm/internal/sandbox"
 )
 
-type sandboxShellCmd struct {
+type shellCmd struct {
 	sandboxFlags
 }
 
-func (*sandboxShellCmd) name() string     { return "sandbox shell" }
-func (*sandboxShellCmd) synopsis() string { return "open an interactive bash in a fresh sandbox" }
-func (*sandboxShellCmd) usage() string {
+func (*shellCmd) Name() string     { return "sandbox shell" }
+func (*shellCmd) Synopsis() string { return "open an interactive bash in a fresh sandbox" }
+func (*shellCmd) Usage() string {
 	return `[flags]
 Opens bash in a new sandbox. On a terminal the shell gets a pseudo-terminal
 of its own (job control, line editing); otherwise bash reads commands from
 stdin. Everything written inside is gone when the shell exits.`
 }
 
-func (c *sandboxShellCmd) flags(fs *flag.FlagSet) { c.sandboxFlags.register(fs) }
+func (c *shellCmd) Flags(fs *flag.FlagSet) { c.sandboxFlags.register(fs) }
 
-func (c *sandboxShellCmd) run(ctx context.Context, e *Env, args []string) error {
+func (c *shellCmd) Run(ctx context.Context, e *command.Env, args []string) error {
 	if len(args) > 0 {
-		return usagef("sandbox shell takes no arguments")
+		return command.Usagef("sandbox shell takes no arguments")
 	}
 	cfg, err := c.config()
 	if err != nil {
@@ -43,21 +44,26 @@ func (c *sandboxShellCmd) run(ctx context.Context, e *Env, args []string) error 
 		return err
 	}
 	defer done()
-	in, isFile := e.Stdin.(*os.File)
-	if isFile && term.IsTerminal(int(in.Fd())) {
-		return c.interactive(ctx, s, in, e.Stdout)
+	return Shell(ctx, s, e)
+}
+
+// Shell runs bash in s and returns its exit status as a
+// command.ExitStatus. When e.Stdin is a terminal, bash is interactive on a
+// pseudo-terminal of its own; otherwise it reads commands from e.Stdin.
+func Shell(ctx context.Context, s *sandbox.Sandbox, e *command.Env) error {
+	if in, ok := e.Stdin.(*os.File); ok && term.IsTerminal(int(in.Fd())) {
+		return interactive(ctx, s, in, e.Stdout)
 	}
-	cmd := sandbox.Cmd{Args: []string{"/bin/bash"}, Stdin: e.Stdin, Stdout: e.Stdout, Stderr: e.Stderr, Capture: 4096}
-	r, err := s.Exec(ctx, cmd)
+	r, err := s.Exec(ctx, sandbox.Cmd{Args: []string{"/bin/bash"}, Stdin: e.Stdin, Stdout: e.Stdout, Stderr: e.Stderr, Capture: 4096})
 	if err != nil {
 		return err
 	}
-	return exitStatus(statusOf(r))
+	return command.ExitStatus(StatusOf(r))
 }
 
 // interactive runs bash on a new pseudo-terminal and relays the user's
 // terminal to it in raw mode.
-func (c *sandboxShellCmd) interactive(ctx context.Context, s *sandbox.Sandbox, tty *os.File, out io.Writer) error {
+func interactive(ctx context.Context, s *sandbox.Sandbox, tty *os.File, out io.Writer) error {
 	master, slave, err := openPTY()
 	if err != nil {
 		return fmt.Errorf("open pseudo-terminal: %w", err)
@@ -92,29 +98,5 @@ func (c *sandboxShellCmd) interactive(ctx context.Context, s *sandbox.Sandbox, t
 	if err != nil {
 		return err
 	}
-	return exitStatus(statusOf(r))
-}
-
-// openPTY opens a new pseudo-terminal pair on the host's devpts.
-func openPTY() (master, slave *os.File, err error) {
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	fd := int(m.Fd())
-	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
-		m.Close()
-		return nil, nil, err
-	}
-	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
-	if err != nil {
-		m.Close()
-		return nil, nil, err
-	}
-	sl, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		m.Close()
-		return nil, nil, err
-	}
-	return m, sl, nil
+	return command.ExitStatus(StatusOf(r))
 }
