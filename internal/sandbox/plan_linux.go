@@ -190,12 +190,16 @@ func (p *plan) dev(root, dev string) {
 	p.mount("remount /dev read-only", "", dev, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC, "")
 }
 
-// genPlan mounts generation gen of the overlay at /root, with the host
-// directories, /proc and /dev inside it. It runs after setupPlan, in the
-// pivoted root.
+// genPlan mounts generation gen of the overlay at /root (see overlayPlan).
 func genPlan(s *setupMsg, gen int) *plan {
+	return overlayPlan(s, fmt.Sprintf("/state/g%d", gen))
+}
+
+// overlayPlan mounts the overlay at /root with its upper and work
+// directories in g, and the host directories, /proc and /dev inside it. It
+// runs after setupPlan, in the pivoted root.
+func overlayPlan(s *setupMsg, g string) *plan {
 	p := &plan{}
-	g := fmt.Sprintf("/state/g%d", gen)
 	p.mkdirAll("/state", g+"/upper")
 	p.mkdirAll("/state", g+"/work")
 	lowers := make([]string, len(s.Lowers))

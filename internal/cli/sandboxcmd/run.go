@@ -51,20 +51,25 @@ func (c *runCmd) Run(ctx context.Context, e *command.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	s, done, err := openSandbox(ctx, e, cfg)
+	rt, err := openRuntime(e)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer rt.Close()
 	cmd := sandbox.Cmd{Args: args, Stdout: e.Stdout, Stderr: e.Stderr, Capture: 4096}
 	if c.shell {
 		cmd = sandbox.Cmd{Shell: strings.Join(args, " "), Stdout: e.Stdout, Stderr: e.Stderr, Capture: 4096}
 	}
 	cmd.Stdin = e.Stdin // an *os.File is passed to the command as it is
-	r, err := s.Exec(ctx, cmd)
+	// One command, so a one-shot sandbox: no sandbox init to start.
+	r, err := rt.Run(ctx, cfg, cmd)
 	if err != nil {
-		if errors.Is(err, sandbox.ErrEmptyCommand) {
+		var ce *sandbox.ConfigError
+		switch {
+		case errors.Is(err, sandbox.ErrEmptyCommand):
 			return command.Usagef("empty command")
+		case errors.As(err, &ce):
+			return startErr(err)
 		}
 		if strings.Contains(err.Error(), "command not found") {
 			fmt.Fprintf(e.Stderr, "cwm sandbox run: %v\n", err)

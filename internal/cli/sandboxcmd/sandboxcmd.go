@@ -21,20 +21,31 @@ var Commands = []func() command.Command{
 
 // openSandbox starts a runtime and one sandbox; close releases both.
 func openSandbox(ctx context.Context, e *command.Env, cfg sandbox.Config) (*sandbox.Sandbox, func(), error) {
-	rt, err := sandbox.NewRuntime(sandbox.Options{Home: e.Home, Log: e.Log, Warm: -1})
+	rt, err := openRuntime(e)
 	if err != nil {
 		return nil, nil, err
 	}
 	s, err := rt.New(ctx, cfg)
 	if err != nil {
 		rt.Close()
-		var ce *sandbox.ConfigError
-		if errors.As(err, &ce) {
-			return nil, nil, command.UsageError(ce.Error())
-		}
-		return nil, nil, fmt.Errorf("start sandbox: %w", err)
+		return nil, nil, startErr(err)
 	}
 	return s, func() { s.Close(); rt.Close() }, nil
+}
+
+// openRuntime starts a runtime that keeps no sandbox warm: the command
+// uses one and exits.
+func openRuntime(e *command.Env) (*sandbox.Runtime, error) {
+	return sandbox.NewRuntime(sandbox.Options{Home: e.Home, Log: e.Log, Warm: -1})
+}
+
+// startErr turns a configuration the sandbox refused into a usage error.
+func startErr(err error) error {
+	var ce *sandbox.ConfigError
+	if errors.As(err, &ce) {
+		return command.UsageError(ce.Error())
+	}
+	return fmt.Errorf("start sandbox: %w", err)
 }
 
 // StatusOf maps a command's result to the exit status cwm exits with:
