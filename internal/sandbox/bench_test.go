@@ -44,43 +44,56 @@ func startExecClose(b *testing.B, rt *Runtime) time.Duration {
 	return time.Since(t0)
 }
 
+// BenchmarkStartExecClose times a sandbox that starts, runs true and is
+// closed, from Go, against bwrap in the same run: cold (no reuse: a new
+// sandbox init each time), warm (the default runtime, which reuses closed
+// sandboxes) and one-shot (Runtime.Run, no sandbox init).
 func BenchmarkStartExecClose(b *testing.B) {
 	bwrap, err := exec.LookPath("bwrap")
 	if err != nil {
 		b.Skip("bwrap not installed (make setup installs it)")
 	}
-	for _, warm := range []int{-1, 8} {
-		rt, err := NewRuntime(Options{Home: b.TempDir(), Warm: warm})
+	for _, mode := range []struct {
+		name string
+		warm int
+	}{{"cold", -1}, {"warm", 8}, {"oneshot", -1}} {
+		rt, err := NewRuntime(Options{Home: b.TempDir(), Warm: mode.warm})
 		if err != nil {
 			b.Fatal(err)
 		}
+		cycle := func() time.Duration { return startExecClose(b, rt) }
+		if mode.name == "oneshot" {
+			cycle = func() time.Duration {
+				t0 := time.Now()
+				if r, err := rt.Run(context.Background(), Config{}, Cmd{Args: []string{"true"}}); err != nil || r.ExitCode != 0 {
+					b.Fatal(err, r)
+				}
+				return time.Since(t0)
+			}
+		}
 		var cwm, bw []time.Duration
 		for i := 0; i < b.N; i++ {
-			cwm = append(cwm, startExecClose(b, rt))
+			cwm = append(cwm, cycle())
 			t0 := time.Now()
 			if out, err := exec.Command(bwrap, bwrapArgs("true")...).CombinedOutput(); err != nil {
 				b.Fatal(err, string(out))
 			}
 			bw = append(bw, time.Since(t0))
 		}
-		if warm > 0 {
+		if mode.name == "warm" {
 			// The same cycles back to back, nothing in between: a warm
 			// sandbox's reset for reuse, which runs in the background
 			// after Close, is then waited for by the next New.
 			var b2b []time.Duration
 			for i := 0; i < b.N; i++ {
-				b2b = append(b2b, startExecClose(b, rt))
+				b2b = append(b2b, cycle())
 			}
 			b.ReportMetric(float64(p50(b2b).Microseconds())/1000, "warm_backtoback_p50_ms")
 		}
 		rt.Close()
-		name := "cold"
-		if warm > 0 {
-			name = "warm"
-		}
-		b.ReportMetric(float64(p50(cwm).Microseconds())/1000, name+"_p50_ms")
-		b.ReportMetric(float64(p50(bw).Microseconds())/1000, name+"_bwrap_p50_ms")
-		b.ReportMetric(float64(p50(cwm))/float64(p50(bw)), name+"_ratio")
+		b.ReportMetric(float64(p50(cwm).Microseconds())/1000, mode.name+"_p50_ms")
+		b.ReportMetric(float64(p50(bw).Microseconds())/1000, mode.name+"_bwrap_p50_ms")
+		b.ReportMetric(float64(p50(cwm))/float64(p50(bw)), mode.name+"_ratio")
 	}
 }
 

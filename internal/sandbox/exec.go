@@ -156,18 +156,7 @@ func (s *Sandbox) Start(ctx context.Context, cmd Cmd) (*Process, error) {
 	if s.closed.Load() {
 		return nil, ErrDead
 	}
-	capN := cmd.Capture
-	if capN <= 0 {
-		capN = 1 << 20
-	}
-	p := &Process{s: s, ctx: ctx, killWhy: make(chan Reason, 1), limit: s.cfg.Limits.Output,
-		out: [2]*capture{newCapture(capN), newCapture(capN)}}
-	switch {
-	case cmd.OutputLimit > 0:
-		p.limit = cmd.OutputLimit
-	case cmd.OutputLimit < 0:
-		p.limit = math.MaxInt64
-	}
+	p := newProcess(ctx, s, cmd)
 	msg := &execMsg{Argv: argv, Env: mergeEnv(s.cfg.Env, cmd.Env), Dir: s.resolve(cmd.Dir),
 		Timeout: int64(s.timeout(cmd.Timeout)), Grace: int64(grace(cmd.Grace))}
 	if cmd.TTY != nil {
@@ -180,59 +169,114 @@ func (s *Sandbox) Start(ctx context.Context, cmd Cmd) (*Process, error) {
 		p.start = time.Now()
 		return p, nil
 	}
-	var stdin *os.File
-	var stdinW *os.File
+	st, err := p.openStdio(cmd)
+	if err != nil {
+		return nil, err
+	}
+	p.counters = s.cg.counters()
+	p.id, p.ch, p.pid, err = s.spawn(ctx, msg, st.cmd[0], st.cmd[1], st.cmd[2])
+	st.closeCmd()
+	if err != nil {
+		st.closeHost(p)
+		return nil, err
+	}
+	p.start = time.Now()
+	p.startIO(cmd, st)
+	return p, nil
+}
+
+// newProcess prepares the bookkeeping of cmd: its captured output and its
+// output limit.
+func newProcess(ctx context.Context, s *Sandbox, cmd Cmd) *Process {
+	capN := cmd.Capture
+	if capN <= 0 {
+		capN = 1 << 20
+	}
+	p := &Process{s: s, ctx: ctx, killWhy: make(chan Reason, 1), limit: s.cfg.Limits.Output,
+		out: [2]*capture{newCapture(capN), newCapture(capN)}}
+	switch {
+	case cmd.OutputLimit > 0:
+		p.limit = cmd.OutputLimit
+	case cmd.OutputLimit < 0:
+		p.limit = math.MaxInt64
+	}
+	return p
+}
+
+// stdio is a command's standard descriptors and the host's ends of them.
+type stdio struct {
+	cmd    [3]*os.File // what the command gets as stdin, stdout and stderr
+	piped  []*os.File  // those of cmd that are pipe ends the host made
+	stdinW *os.File    // where cmd.Stdin is copied to, unless it is a file
+}
+
+// openStdio makes the pipes for cmd's output (p.rpipes are the read ends)
+// and its stdin: /dev/null, cmd.Stdin itself if it is a file, or a pipe
+// that startIO fills from it.
+func (p *Process) openStdio(cmd Cmd) (*stdio, error) {
+	st := &stdio{}
+	st.cmd[0] = p.s.rt.devNull
 	switch r := cmd.Stdin.(type) {
 	case nil:
-		stdin = s.rt.devNull
 	case *os.File:
-		stdin = r
+		st.cmd[0] = r
 	default:
 		pr, pw, err := os.Pipe()
 		if err != nil {
 			return nil, err
 		}
-		defer pr.Close()
-		stdin, stdinW = pr, pw
+		st.cmd[0], st.stdinW = pr, pw
+		st.piped = append(st.piped, pr)
 	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return nil, err
-	}
-	p.rpipes = []*os.File{outR, errR}
-	p.counters = s.cg.counters()
-	p.id, p.ch, p.pid, err = s.spawn(ctx, msg, stdin, outW, errW)
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		outR.Close()
-		errR.Close()
-		if stdinW != nil {
-			stdinW.Close()
+	for i := 1; i <= 2; i++ {
+		r, w, err := os.Pipe()
+		if err != nil {
+			st.closeCmd()
+			st.closeHost(p)
+			return nil, err
 		}
-		return nil, err
+		p.rpipes = append(p.rpipes, r)
+		st.cmd[i] = w
+		st.piped = append(st.piped, w)
 	}
-	p.start = time.Now()
-	if stdinW != nil {
+	return st, nil
+}
+
+// closeCmd closes the host's copies of the command's pipe ends, once the
+// command has them.
+func (st *stdio) closeCmd() {
+	for _, f := range st.piped {
+		f.Close()
+	}
+	st.piped = nil
+}
+
+// closeHost closes the host's ends when the command did not start.
+func (st *stdio) closeHost(p *Process) {
+	for _, f := range p.rpipes {
+		f.Close()
+	}
+	if st.stdinW != nil {
+		st.stdinW.Close()
+	}
+}
+
+// startIO starts feeding stdin, reading stdout and stderr, and watching
+// the sandbox's process limit.
+func (p *Process) startIO(cmd Cmd, st *stdio) {
+	if st.stdinW != nil {
 		go func() {
-			io.Copy(stdinW, cmd.Stdin)
-			stdinW.Close()
+			io.Copy(st.stdinW, cmd.Stdin)
+			st.stdinW.Close()
 		}()
 	}
 	p.readers.Add(2)
-	go p.read(0, outR, cmd.Stdout)
-	go p.read(1, errR, cmd.Stderr)
-	if s.cg != nil {
+	go p.read(0, p.rpipes[0], cmd.Stdout)
+	go p.read(1, p.rpipes[1], cmd.Stderr)
+	if p.s.cg != nil {
 		p.stopPids = make(chan struct{})
 		go p.watchPids()
 	}
-	return p, nil
 }
 
 // spawn asks init to start a command with the given stdin, stdout and

@@ -214,6 +214,32 @@ func openRoot(p string, flags int, mode uint32) (*os.File, error) {
 	return os.NewFile(uintptr(fd), p), nil
 }
 
+// commandPaths lists where name may be found, in the order execvp would
+// try: name itself when it has a slash, else each directory of PATH.
+func commandPaths(name string, env []string, dir string) []string {
+	if strings.Contains(name, "/") {
+		return []string{name}
+	}
+	pathEnv := "/usr/local/bin:/usr/bin:/bin"
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathEnv = v
+		}
+	}
+	var out []string
+	for _, d := range strings.Split(pathEnv, ":") {
+		if d == "" {
+			d = "."
+		}
+		p := path.Join(d, name)
+		if !path.IsAbs(p) {
+			p = path.Join(dir, p)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
 // lookPath finds an executable the way execvp would, but inside the sandbox.
 func (in *initState) lookPath(name string, env []string, dir string) (string, error) {
 	if d, err := openRoot(dir, unix.O_PATH|unix.O_DIRECTORY, 0); err != nil {
@@ -224,20 +250,7 @@ func (in *initState) lookPath(name string, env []string, dir string) (string, er
 	if strings.Contains(name, "/") {
 		return name, nil
 	}
-	pathEnv := "/usr/local/bin:/usr/bin:/bin"
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			pathEnv = v
-		}
-	}
-	for _, d := range strings.Split(pathEnv, ":") {
-		if d == "" {
-			d = "."
-		}
-		p := path.Join(d, name)
-		if !path.IsAbs(p) {
-			p = path.Join(dir, p)
-		}
+	for _, p := range commandPaths(name, env, dir) {
 		f, err := openRoot(p, unix.O_PATH, 0)
 		if err != nil {
 			continue

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -74,7 +73,7 @@ func (rt *Runtime) Run(ctx context.Context, cfg Config, cmd Cmd) (Result, error)
 	if err != nil {
 		return Result{}, err
 	}
-	if o, err = newOneShot(s, setup, cmd, argv); err != nil {
+	if o, err = newOneShot(ctx, s, setup, cmd, argv); err != nil {
 		return Result{}, err
 	}
 	return o.run(ctx, cmd)
@@ -91,8 +90,8 @@ type oneShot struct {
 	keep  []any // what childArgs points to
 
 	syncW, report *os.File
-	files         []*os.File // closed after the fork
-	stdinW        *os.File
+	files         []*os.File // the child's, closed after the fork
+	stdio         *stdio
 	stack         []byte // unmapped once pid 1 is gone
 }
 
@@ -123,25 +122,13 @@ const (
 	reportFork  = 5 // pid 1 could not fork the command
 )
 
-func newOneShot(s *Sandbox, setup *setupMsg, cmd Cmd, argv []string) (_ *oneShot, err error) {
-	o := &oneShot{s: s, argv: argv, p: &Process{s: s}}
+func newOneShot(ctx context.Context, s *Sandbox, setup *setupMsg, cmd Cmd, argv []string) (_ *oneShot, err error) {
+	o := &oneShot{s: s, argv: argv, p: newProcess(ctx, s, cmd)}
 	defer func() {
 		if err != nil {
 			o.close()
 		}
 	}()
-	capN := cmd.Capture
-	if capN <= 0 {
-		capN = 1 << 20
-	}
-	o.p = &Process{s: s, killWhy: make(chan Reason, 1), limit: s.cfg.Limits.Output,
-		out: [2]*capture{newCapture(capN), newCapture(capN)}}
-	switch {
-	case cmd.OutputLimit > 0:
-		o.p.limit = cmd.OutputLimit
-	case cmd.OutputLimit < 0:
-		o.p.limit = 1<<63 - 1
-	}
 	syncR, syncW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -154,34 +141,12 @@ func newOneShot(s *Sandbox, setup *setupMsg, cmd Cmd, argv []string) (_ *oneShot
 	}
 	o.report = report
 	o.files = append(o.files, reportW)
-	stdin := s.rt.devNull
-	switch r := cmd.Stdin.(type) {
-	case nil:
-	case *os.File:
-		stdin = r
-	default:
-		pr, pw, err := os.Pipe()
-		if err != nil {
-			return nil, err
-		}
-		o.files = append(o.files, pr)
-		stdin, o.stdinW = pr, pw
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
+	if o.stdio, err = o.p.openStdio(cmd); err != nil {
 		return nil, err
 	}
-	o.files = append(o.files, outW)
-	o.p.rpipes = append(o.p.rpipes, outR)
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	o.files = append(o.files, errW)
-	o.p.rpipes = append(o.p.rpipes, errR)
-	// The child's descriptors are numbered above 2 so that moving them to
-	// 0, 1 and 2 cannot overwrite one another.
-	for i, f := range []*os.File{stdin, outW, errW} {
+	// The child's copies are numbered above 2 so that moving them to 0, 1
+	// and 2 cannot overwrite one another.
+	for i, f := range o.stdio.cmd {
 		fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 10)
 		if err != nil {
 			return nil, err
@@ -260,32 +225,6 @@ func (o *oneShot) prologue() *plan {
 	return p
 }
 
-// commandPaths lists where name may be found, in the order execvp would
-// try: name itself when it has a slash, else each directory of PATH.
-func commandPaths(name string, env []string, dir string) []string {
-	if strings.Contains(name, "/") {
-		return []string{name}
-	}
-	pathEnv := "/usr/local/bin:/usr/bin:/bin"
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			pathEnv = v
-		}
-	}
-	var out []string
-	for _, d := range strings.Split(pathEnv, ":") {
-		if d == "" {
-			d = "."
-		}
-		p := path.Join(d, name)
-		if !path.IsAbs(p) {
-			p = path.Join(dir, p)
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
 func (o *oneShot) close() {
 	if o.stack != nil {
 		unix.Munmap(o.stack)
@@ -301,11 +240,9 @@ func (o *oneShot) close() {
 	if o.report != nil {
 		o.report.Close()
 	}
-	if o.stdinW != nil {
-		o.stdinW.Close()
-	}
-	for _, f := range o.p.rpipes {
-		f.Close()
+	if o.stdio != nil {
+		o.stdio.closeCmd()
+		o.stdio.closeHost(o.p)
 	}
 }
 
@@ -348,31 +285,9 @@ func (o *oneShot) run(ctx context.Context, cmd Cmd) (Result, error) {
 		return Result{}, fmt.Errorf("start sandbox: %w", err)
 	}
 	p.start = time.Now()
-	if o.stdinW != nil {
-		w := o.stdinW
-		o.stdinW = nil
-		go func() {
-			defer w.Close()
-			buf := make([]byte, 32<<10)
-			for {
-				n, err := cmd.Stdin.Read(buf)
-				if n > 0 {
-					if _, werr := w.Write(buf[:n]); werr != nil {
-						return
-					}
-				}
-				if err != nil {
-					return
-				}
-			}
-		}()
-	}
-	p.readers.Add(2)
-	go p.read(0, p.rpipes[0], cmd.Stdout)
-	go p.read(1, p.rpipes[1], cmd.Stderr)
-	if s.cg != nil {
-		p.stopPids = make(chan struct{})
-		go p.watchPids()
+	o.stdio.closeCmd()
+	p.startIO(cmd, o.stdio)
+	if p.stopPids != nil {
 		defer close(p.stopPids)
 	}
 	reports := make(chan [8]uint64, 4)
