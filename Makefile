@@ -37,7 +37,7 @@ test: setup
 bench: setup build
 	$(GO) test -run '^$$' -bench 'StartExecClose|ShellRoundTrip|Reset' -benchtime 200x -timeout 30m ./internal/sandbox/
 	$(GO) test -run '^$$' -bench 'ManyOpen' -benchtime 1x -timeout 30m ./internal/sandbox/
-	$(GO) test -run '^$$' -bench 'SandboxRunProcess' -benchtime 60x -timeout 30m ./internal/cli/sandboxcmd/
+	$(GO) test -run '^$$' -bench 'SandboxRunProcess' -benchtime 300x -timeout 30m ./internal/cli/sandboxcmd/
 	$(GO) test -run '^$$' -bench 'CruxEvalThroughput' -benchtime 3x -timeout 30m ./internal/tracer/
 	$(GO) test -run '^$$' -bench 'TracerOverhead' -benchtime 1x -timeout 30m ./internal/tracer/
 	$(GO) test -run '^$$' -bench 'EnvTest' -benchtime 10x -timeout 30m ./internal/envbuild/
