@@ -69,7 +69,7 @@ func (rt *Runtime) Run(ctx context.Context, cfg Config, cmd Cmd) (Result, error)
 			o.close()
 		}
 	}()
-	setup, err := s.prepare(nil)
+	setup, err := s.prepare("", nil)
 	if err != nil {
 		return Result{}, err
 	}
@@ -184,7 +184,7 @@ func newOneShot(ctx context.Context, s *Sandbox, setup *setupMsg, cmd Cmd, argv 
 	o.args.syncR, o.args.reportW = syncR.Fd(), reportW.Fd()
 	o.setup = o.prologue()
 	o.setup.append(setupPlan(setup))
-	o.setup.append(genPlan(setup, 0))
+	o.setup.append(overlayPlan(setup, "/state"))
 	o.args.setup, o.args.cmd = o.setup.steps, c.steps
 	stack, err := unix.Mmap(-1, 0, childStack, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {

@@ -35,6 +35,7 @@ type Options struct {
 type Runtime struct {
 	home     string
 	dir      string // Home/run/<this process>
+	mnt      string // Home/run/mnt: where each sandbox mounts its root tmpfs, in its own namespace
 	lock     *os.File
 	log      *slog.Logger
 	cg       cgroups
@@ -79,6 +80,12 @@ func NewRuntime(opts Options) (*Runtime, error) {
 	}
 	if err := Reap(run, log); err != nil {
 		log.Warn("removing stale sandbox state", "err", err)
+	}
+	// Every sandbox mounts its tmpfs root here, in a mount namespace of
+	// its own, so one empty directory serves them all.
+	rt.mnt = filepath.Join(run, "mnt")
+	if err := os.Mkdir(rt.mnt, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("create run directory: %w", err)
 	}
 	rt.dir = filepath.Join(run, fmt.Sprintf("p%d-%s", os.Getpid(), randomHex(6)))
 	if err := os.Mkdir(rt.dir, 0o700); err != nil {
@@ -333,9 +340,10 @@ func hostSkeleton(home string) (string, []string, error) {
 			hostDirs = append(hostDirs, "/"+d)
 		}
 	}
-	desc, _ := json.Marshal(entries)
 	h := fnv.New64a()
-	h.Write(desc)
+	for _, e := range entries {
+		fmt.Fprintf(h, "%s\x00%s\x00%o\n", e.name, e.link, e.mode)
+	}
 	sum := h.Sum64()
 	dir := filepath.Join(home, "base", "host-"+strconv.FormatUint(sum, 16))
 	if _, err := os.Stat(dir); err == nil {

@@ -85,7 +85,7 @@ func (rt *Runtime) start(ctx context.Context, cfg Config, seed func(upper string
 			s.destroy()
 		}
 	}()
-	setup, err := s.prepare(seed)
+	setup, err := s.prepare("state", seed)
 	if err != nil {
 		return nil, err
 	}
@@ -152,16 +152,25 @@ func (rt *Runtime) start(ctx context.Context, cfg Config, seed func(upper string
 }
 
 // prepare creates the sandbox's run directory and describes its set-up.
-// seed, when set, fills the first upper layer (for Clone).
-func (s *Sandbox) prepare(seed func(upper string) error) (*setupMsg, error) {
+// state is the directory under it that holds the upper layers ("" for the
+// run directory itself). seed, when set, fills the first upper layer (for
+// Clone).
+func (s *Sandbox) prepare(state string, seed func(upper string) error) (*setupMsg, error) {
 	rt, cfg := s.rt, s.cfg
 	s.dir = filepath.Join(rt.dir, s.id)
-	for _, d := range []string{s.dir, s.dir + "/scratch", s.dir + "/state"} {
+	dirs := []string{s.dir}
+	if state != "" {
+		state = s.dir + "/" + state
+		dirs = append(dirs, state)
+	} else {
+		state = s.dir
+	}
+	for _, d := range dirs {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return nil, fmt.Errorf("create sandbox directory: %w", err)
 		}
 	}
-	os.Chmod(s.dir+"/state", 0o755)
+	os.Chmod(state, 0o755)
 	if seed != nil {
 		if err := os.MkdirAll(s.dir+"/state/g0/upper", 0o755); err != nil {
 			return nil, err
@@ -178,7 +187,7 @@ func (s *Sandbox) prepare(seed func(upper string) error) (*setupMsg, error) {
 		hostDirs = rt.hostFS
 	}
 	return &setupMsg{
-		Scratch: s.dir + "/scratch", State: s.dir + "/state", Lowers: lowers, HostDirs: hostDirs,
+		Scratch: rt.mnt, State: state, Lowers: lowers, HostDirs: hostDirs,
 		Hostname: cfg.Hostname, Rlimits: rlimits(l, rt.cg.version == 0), NoCgroup: rt.cg.version == 0,
 		Memory: l.Memory, Pids: l.Pids,
 	}, nil
