@@ -188,3 +188,46 @@ func TestRunNoLeaks(t *testing.T) {
 	rt.Close()
 	assertNothingLeft(t, home)
 }
+
+// TestRunConcurrent: one-shot sandboxes started at the same time from one
+// process keep their input and output apart, and a sandbox that runs long
+// does not hold up the others (each pid 1 drops the copies it got of the
+// other sandboxes' pipes).
+func TestRunConcurrent(t *testing.T) {
+	rt := newRuntime(t, Options{})
+	long := make(chan error, 1)
+	go func() {
+		_, err := rt.Run(context.Background(), Config{}, Cmd{Args: []string{"sleep", "5"}})
+		long <- err
+	}()
+	const n = 12
+	errs := make(chan error, n)
+	t0 := time.Now()
+	for i := 0; i < n; i++ {
+		go func() {
+			in := fmt.Sprintf("input %d\n", i)
+			r, err := rt.Run(context.Background(), Config{}, Cmd{Shell: "cat; echo $X", Env: []string{fmt.Sprintf("X=%d", i)},
+				Stdin: strings.NewReader(in)})
+			switch {
+			case err != nil:
+				errs <- err
+			case string(r.Stdout) != fmt.Sprintf("%s%d\n", in, i):
+				errs <- fmt.Errorf("run %d: stdout %q", i, r.Stdout)
+			default:
+				errs <- nil
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if d := time.Since(t0); d > 4*time.Second {
+		t.Errorf("%d short runs beside a long one took %v", n, d)
+	}
+	if err := <-long; err != nil {
+		t.Error(err)
+	}
+	assertNoSandboxes(t, rt)
+}
