@@ -22,14 +22,12 @@ func buildCWM(tb testing.TB) string {
 	return bin
 }
 
-// heavy are packages the fast path must finish without initialising.
-//
-// gopkg.in/yaml.v3 is not among them yet: cwm/internal/sandbox imports
-// runtime/debug, which sorts after regexp and gopkg.in/yaml.v3, so both
-// initialise before cwm/internal/sandbox can. The check that the sandbox is
-// the last package to initialise still catches any heavy import of this
-// package.
-var heavy = []string{"github.com/openai", "net/http", "cwm/internal/agent"}
+// heavy are packages the fast path must finish without initialising. The
+// check that the sandbox is the last package to initialise also catches any
+// heavy import of this package; this list catches a heavy import of the
+// sandbox package (regexp and gopkg.in/yaml.v3 sort before it and would
+// initialise first).
+var heavy = []string{"github.com/openai", "net/http", "cwm/internal/agent", "gopkg.in/yaml", "regexp"}
 
 // TestFastPath runs the cwm binary with Go's init trace on: the sandbox
 // commands must do their work right after cwm/internal/sandbox initialises,
