@@ -104,6 +104,18 @@ func (r Result) Describe() string {
 // ErrEmptyCommand is returned for a Cmd with neither Args nor Shell.
 var ErrEmptyCommand = errors.New("empty command")
 
+// argv is the command line cmd runs: Args, or bash -c Shell.
+func (cmd Cmd) argv() ([]string, error) {
+	argv := cmd.Args
+	if cmd.Shell != "" {
+		argv = []string{"/bin/bash", "-c", cmd.Shell}
+	}
+	if len(argv) == 0 || argv[0] == "" {
+		return nil, ErrEmptyCommand
+	}
+	return argv, nil
+}
+
 // Exec runs cmd to completion. The error is non-nil only when the command
 // could not be run at all (not found, bad workdir, sandbox gone); a command
 // that fails or hits a limit is a Result.
@@ -146,12 +158,9 @@ func (p *Process) Pid() int { return p.pid }
 
 // Start starts cmd and returns without waiting for it.
 func (s *Sandbox) Start(ctx context.Context, cmd Cmd) (*Process, error) {
-	argv := cmd.Args
-	if cmd.Shell != "" {
-		argv = []string{"/bin/bash", "-c", cmd.Shell}
-	}
-	if len(argv) == 0 || argv[0] == "" {
-		return nil, ErrEmptyCommand
+	argv, err := cmd.argv()
+	if err != nil {
+		return nil, err
 	}
 	if s.closed.Load() {
 		return nil, ErrDead
@@ -161,7 +170,6 @@ func (s *Sandbox) Start(ctx context.Context, cmd Cmd) (*Process, error) {
 		Timeout: int64(s.timeout(cmd.Timeout)), Grace: int64(grace(cmd.Grace))}
 	if cmd.TTY != nil {
 		msg.TTY = true
-		var err error
 		p.id, p.ch, p.pid, err = s.spawn(ctx, msg, cmd.TTY, cmd.TTY, cmd.TTY)
 		if err != nil {
 			return nil, err

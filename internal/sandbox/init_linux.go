@@ -250,17 +250,7 @@ func (in *initState) exec(req request, files []*os.File) {
 	// orphaned, daemons that double-forked away) goes with it.
 	syscall.Kill(-c.pid, syscall.SIGKILL)
 	in.killStrays()
-	ws := st.ws
-	switch {
-	case ws.Exited():
-		info.Code = ws.ExitStatus()
-	case ws.Signaled():
-		info.Code = -1
-		info.Signal = int(ws.Signal())
-	}
-	info.UserNS = st.ru.Utime.Nano()
-	info.SysNS = st.ru.Stime.Nano()
-	info.MaxRSS = st.ru.Maxrss * 1024
+	info.setExit(st.ws, st.ru.Utime.Nano(), st.ru.Stime.Nano(), st.ru.Maxrss)
 	in.reply(reply{ID: req.ID, Op: "exit", Exit: info})
 }
 

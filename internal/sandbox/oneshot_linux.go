@@ -40,25 +40,17 @@ func (rt *Runtime) Run(ctx context.Context, cfg Config, cmd Cmd) (Result, error)
 		defer s.Close()
 		return s.Exec(ctx, cmd)
 	}
-	argv := cmd.Args
-	if cmd.Shell != "" {
-		argv = []string{"/bin/bash", "-c", cmd.Shell}
-	}
-	if len(argv) == 0 || argv[0] == "" {
-		return Result{}, ErrEmptyCommand
-	}
-	cfg, err := rt.check(cfg)
+	argv, err := cmd.argv()
 	if err != nil {
 		return Result{}, err
 	}
-	s := &Sandbox{rt: rt, id: randomID(), cfg: cfg, dead: make(chan struct{})}
-	rt.mu.Lock()
-	if rt.closed {
-		rt.mu.Unlock()
-		return Result{}, fmt.Errorf("sandbox runtime is closed")
+	if cfg, err = rt.check(cfg); err != nil {
+		return Result{}, err
 	}
-	rt.live[s] = true
-	rt.mu.Unlock()
+	s := &Sandbox{rt: rt, id: randomID(), cfg: cfg, dead: make(chan struct{})}
+	if err := rt.adopt(s); err != nil {
+		return Result{}, err
+	}
 	var o *oneShot
 	defer func() {
 		rt.mu.Lock()
@@ -323,12 +315,7 @@ func (o *oneShot) wait(ctx context.Context, cmd Cmd, reports <-chan [8]uint64) (
 			if err := o.reportErr(r); err != nil {
 				return Result{}, err
 			}
-			ws := syscall.WaitStatus(r[1])
-			info.Code, info.Signal = ws.ExitStatus(), 0
-			if ws.Signaled() {
-				info.Code, info.Signal = -1, int(ws.Signal())
-			}
-			info.UserNS, info.SysNS, info.MaxRSS = int64(r[2]), int64(r[3]), int64(r[4])*1024
+			info.setExit(syscall.WaitStatus(r[1]), int64(r[2]), int64(r[3]), int64(r[4]))
 		case <-timeout.C:
 			info.TimedOut = true
 			// SIGTERM to the command's process group, as Exec does; what
@@ -478,11 +465,10 @@ func childMain(c *childArgs) {
 		}
 	}
 	ru := &c.rusage
-	childReport(c, reportExit, uint64(c.status),
-		uint64(ru.Utime.Sec)*1e9+uint64(ru.Utime.Usec)*1e3)
-	c.report[3] = uint64(ru.Stime.Sec)*1e9 + uint64(ru.Stime.Usec)*1e3
-	c.report[4] = uint64(ru.Maxrss)
-	syscall.RawSyscall(unix.SYS_WRITE, c.reportW, uintptr(unsafe.Pointer(&c.report)), 64)
+	c.report = [8]uint64{reportExit, uint64(c.status),
+		uint64(ru.Utime.Sec)*1e9 + uint64(ru.Utime.Usec)*1e3,
+		uint64(ru.Stime.Sec)*1e9 + uint64(ru.Stime.Usec)*1e3, uint64(ru.Maxrss)}
+	childSend(c)
 	childExit(0)
 }
 
@@ -520,16 +506,22 @@ func childSync(c *childArgs) bool {
 	}
 }
 
-// childReport sends a report; the exit report fills in more words before
-// sending, so it is sent by childMain itself.
+// childReport sends a report of a failure: its kind and two words.
 //
 //go:nosplit
 //go:norace
 func childReport(c *childArgs, kind, a, b uint64) {
 	c.report = [8]uint64{kind, a, b}
-	if kind != reportExit {
-		syscall.RawSyscall(unix.SYS_WRITE, c.reportW, uintptr(unsafe.Pointer(&c.report)), 64)
-	}
+	childSend(c)
+}
+
+// childSend writes c.report to the report pipe, in one write of less than
+// PIPE_BUF bytes, so reports never interleave.
+//
+//go:nosplit
+//go:norace
+func childSend(c *childArgs) {
+	syscall.RawSyscall(unix.SYS_WRITE, c.reportW, uintptr(unsafe.Pointer(&c.report)), 64)
 }
 
 //go:nosplit

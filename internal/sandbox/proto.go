@@ -90,6 +90,18 @@ type exitInfo struct {
 	MaxRSS   int64  `json:"maxrss"` // bytes
 }
 
+// setExit records how a command ended: its wait status, its CPU time in
+// nanoseconds and its peak resident set in KiB, as wait4 reports them.
+func (i *exitInfo) setExit(ws syscall.WaitStatus, userNS, sysNS, maxRSSKiB int64) {
+	switch {
+	case ws.Exited():
+		i.Code, i.Signal = ws.ExitStatus(), 0
+	case ws.Signaled():
+		i.Code, i.Signal = -1, int(ws.Signal())
+	}
+	i.UserNS, i.SysNS, i.MaxRSS = userNS, sysNS, maxRSSKiB*1024
+}
+
 // conn is one end of the host-init socket, on Go's poller so that a waiting
 // reader holds no thread. It is built on os.File rather than package net,
 // whose initialisers sandbox init would otherwise run before it starts.

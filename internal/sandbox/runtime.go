@@ -217,14 +217,10 @@ func (rt *Runtime) New(ctx context.Context, cfg Config) (*Sandbox, error) {
 				continue
 			}
 		}
-		rt.mu.Lock()
-		if rt.closed {
-			rt.mu.Unlock()
+		if err := rt.adopt(s); err != nil {
 			go s.destroy()
-			return nil, errors.New("sandbox runtime is closed")
+			return nil, err
 		}
-		rt.live[s] = true
-		rt.mu.Unlock()
 		s.cfg = cfg // same filesystem and limits; env and workdir may differ
 		s.closed.Store(false)
 		return s, nil
@@ -234,14 +230,22 @@ func (rt *Runtime) New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := rt.adopt(s); err != nil {
+		go s.destroy()
+		return nil, err
+	}
+	return s, nil
+}
+
+// adopt counts s among the runtime's live sandboxes, which Close destroys.
+func (rt *Runtime) adopt(s *Sandbox) error {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if rt.closed {
-		go s.destroy()
-		return nil, errors.New("sandbox runtime is closed")
+		return errors.New("sandbox runtime is closed")
 	}
 	rt.live[s] = true
-	return s, nil
+	return nil
 }
 
 // check normalizes cfg and checks it against what this host can enforce.
