@@ -51,6 +51,10 @@ type Limits struct {
 	// Output is how many bytes one command may write to stdout and stderr
 	// together before it is killed.
 	Output int64
+	// Disk is how many bytes the sandbox may write to its filesystem (its
+	// upper layer, a tmpfs: what is written counts against Memory too).
+	// Past it, writes fail with ENOSPC.
+	Disk int64
 }
 
 // DefaultLimits are the limits used for zero fields of Limits.
@@ -62,6 +66,7 @@ var DefaultLimits = Limits{
 	FileSize:  1 << 30,
 	OpenFiles: 4096,
 	Output:    256 << 20,
+	Disk:      2 << 30,
 }
 
 func (l Limits) withDefaults() Limits {
@@ -87,6 +92,9 @@ func (l Limits) withDefaults() Limits {
 	if l.Output == 0 {
 		l.Output = d.Output
 	}
+	if l.Disk == 0 {
+		l.Disk = d.Disk
+	}
 	return l
 }
 
@@ -107,6 +115,8 @@ func (l Limits) Validate() error {
 		return fmt.Errorf("invalid open files limit %d: must be at least 16", l.OpenFiles)
 	case l.Output < 0:
 		return fmt.Errorf("invalid output limit %d: must be positive", l.Output)
+	case l.Disk < 0 || (l.Disk > 0 && l.Disk < 1<<20):
+		return fmt.Errorf("invalid disk limit %d bytes: must be at least 1 MiB", l.Disk)
 	}
 	return nil
 }

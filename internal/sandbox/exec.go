@@ -59,6 +59,7 @@ const (
 	ReasonOutput    Reason = "output"
 	ReasonCPU       Reason = "cpu"
 	ReasonFileSize  Reason = "filesize"
+	ReasonDisk      Reason = "disk"
 	ReasonCancelled Reason = "cancelled"
 	ReasonReset     Reason = "reset"
 )
@@ -473,6 +474,9 @@ func (p *Process) reason(info *exitInfo, res Result) Reason {
 		if p.s.cg.counters().oomKills > p.counters.oomKills {
 			return ReasonMemory
 		}
+	}
+	if res.ExitCode != 0 && info.DiskFull {
+		return ReasonDisk
 	}
 	// A shell reports a child killed by signal N as exit status 128+N.
 	switch {

@@ -38,12 +38,48 @@ var keptCaps = map[int]bool{
 	unix.CAP_SETFCAP: true,
 }
 
-func (in *initState) build(s *setupMsg) error {
+// initCaps are the capabilities, in the sandbox's namespaces only, that
+// init keeps across its exec when it starts as a uid the sandbox does not
+// map: to build the sandbox (mounts, hostname, loopback, limits), become
+// the sandbox's root, drop the bounding set, chroot commands, kill and
+// signal them whatever their uid, and read and write their files.
+var initCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETUID, unix.CAP_SETGID,
+	unix.CAP_SETPCAP, unix.CAP_SYS_CHROOT, unix.CAP_KILL, unix.CAP_DAC_OVERRIDE,
+	unix.CAP_DAC_READ_SEARCH, unix.CAP_FOWNER, unix.CAP_CHOWN, unix.CAP_SYS_RESOURCE}
+
+// build makes the sandbox from its set-up message and the descriptors
+// passed with it (see setupMsg).
+func (in *initState) build(s *setupMsg, files []*os.File) error {
+	defer closeAll(files)
 	in.setup = s
+	for _, src := range s.mounts() {
+		if src.FD >= 0 {
+			if src.FD >= len(files) {
+				return fmt.Errorf("set-up names descriptor %d of %d", src.FD, len(files))
+			}
+			src.FD = int(files[src.FD].Fd())
+		}
+	}
+	var tasks []*os.File
+	for _, i := range s.Tasks {
+		if i < 0 || i >= len(files) {
+			return fmt.Errorf("set-up names descriptor %d of %d", i, len(files))
+		}
+		tasks = append(tasks, files[i])
+	}
+	if err := scratchPlan(s).run(); err != nil {
+		return err
+	}
+	if os.Getuid() != 0 {
+		// Started as cwm's uid, unmapped here (see initCaps).
+		if err := becomeRoot(); err != nil {
+			return err
+		}
+	}
 	if err := setupPlan(s).run(); err != nil {
 		return err
 	}
-	if err := in.startForker(); err != nil {
+	if err := in.startForker(tasks, !s.NoSeccomp); err != nil {
 		return err
 	}
 	// Not dumpable: commands cannot ptrace init or open /proc/1/mem.
@@ -51,7 +87,24 @@ func (in *initState) build(s *setupMsg) error {
 		return fmt.Errorf("set non-dumpable: %w", err)
 	}
 	in.gen = s.Gen
-	return in.mountGen(s.Gen)
+	if err := tmpfsPlan(s, s.Gen).run(); err != nil {
+		return err
+	}
+	return overlayPlan(s, s.Gen).run()
+}
+
+// becomeRoot makes every thread of init the sandbox's root.
+func becomeRoot() error {
+	if err := syscall.Setresgid(0, 0, 0); err != nil {
+		return fmt.Errorf("become the sandbox's root: %w", err)
+	}
+	if err := syscall.Setgroups(nil); err != nil {
+		return fmt.Errorf("become the sandbox's root: %w", err)
+	}
+	if err := syscall.Setresuid(0, 0, 0); err != nil {
+		return fmt.Errorf("become the sandbox's root: %w", err)
+	}
+	return nil
 }
 
 // forkReq asks the forker thread to start a command.
@@ -68,27 +121,83 @@ type forkRes struct {
 }
 
 // startForker starts the one thread that forks commands. Capabilities,
-// including the bounding set, belong to a thread, not a process; dropping
-// them on this thread alone, and forking only from it, leaves init's other
-// threads able to mount while every command starts without them.
-func (in *initState) startForker() error {
+// including the bounding set, cgroup v1 membership and seccomp filters
+// belong to a thread, not a process: the forker moves itself into the
+// sandbox's cgroups (tasks), drops the capabilities commands do not keep
+// and installs the system call filter, and forks only from there, while
+// init's other threads stay outside the cgroups, able to mount.
+func (in *initState) startForker(tasks []*os.File, filter bool) error {
 	in.forks = make(chan forkReq)
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread is the forker for life
-		caps := &plan{}
-		caps.dropCaps()
-		if err := caps.run(); err != nil {
+		if unix.Gettid() == unix.Getpid() {
+			// The main thread stands for the whole process in a cgroup's
+			// process list and in the OOM killer's choice: hand over to
+			// another thread (this one stays locked, so the new goroutine
+			// cannot run here) and leave this one when it has taken over.
+			go in.forker(tasks, filter, errc)
+			return
+		}
+		in.forker(tasks, filter, errc)
+	}()
+	return <-errc
+}
+
+func (in *initState) forker(tasks []*os.File, filter bool, errc chan<- error) {
+	runtime.LockOSThread()
+	for _, f := range tasks {
+		if _, err := f.Write([]byte("0")); err != nil {
+			errc <- fmt.Errorf("enter the sandbox's cgroup: %w", err)
+			return
+		}
+	}
+	caps := &plan{}
+	caps.dropCaps()
+	if err := caps.run(); err != nil {
+		errc <- err
+		return
+	}
+	if err := clearInheritedCaps(); err != nil {
+		errc <- err
+		return
+	}
+	if filter {
+		if err := installSeccomp(); err != nil {
 			errc <- err
 			return
 		}
-		errc <- nil
-		for r := range in.forks {
-			pid, err := syscall.ForkExec(r.path, r.argv, r.attr)
-			r.done <- forkRes{pid, err}
+	}
+	errc <- nil
+	for r := range in.forks {
+		pid, err := syscall.ForkExec(r.path, r.argv, r.attr)
+		if err == nil {
+			// Commands are the OOM killer's first choice, before init and
+			// anything outside the sandbox.
+			os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", pid), []byte("1000"), 0)
 		}
-	}()
-	return <-errc
+		r.done <- forkRes{pid, err}
+	}
+}
+
+// clearInheritedCaps empties the calling thread's ambient and inheritable
+// capabilities, which init was started with (initCaps): a command the
+// sandbox's root execs would otherwise get them back whatever the bounding
+// set says.
+func clearInheritedCaps() error {
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("clear ambient capabilities: %w", err)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("read capabilities: %w", err)
+	}
+	data[0].Inheritable, data[1].Inheritable = 0, 0
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("clear inheritable capabilities: %w", err)
+	}
+	return nil
 }
 
 func (in *initState) forkExec(path string, argv []string, attr *syscall.ProcAttr) (int, error) {
@@ -98,14 +207,45 @@ func (in *initState) forkExec(path string, argv []string, attr *syscall.ProcAttr
 	return r.pid, r.err
 }
 
-// mountGen mounts generation gen of the overlay at /root (see genPlan).
-func (in *initState) mountGen(gen int) error { return genPlan(in.setup, gen).run() }
+// prepare mounts generation gen's tmpfs for a reset to mount, its upper
+// layer a copy of the one passed (a directory, Clone's source).
+func (in *initState) prepare(gen int, files []*os.File) error {
+	defer closeAll(files)
+	if len(files) != 1 {
+		return fmt.Errorf("malformed prepare request")
+	}
+	in.startMu.Lock()
+	defer in.startMu.Unlock()
+	in.mu.Lock()
+	cur := in.gen
+	in.mu.Unlock()
+	g := genDir(gen)
+	if gen == cur || exists(g) {
+		return fmt.Errorf("generation %d exists", gen)
+	}
+	if err := tmpfsPlan(in.setup, gen).run(); err != nil {
+		return err
+	}
+	dst, err := unix.Open(g+"/upper", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err == nil {
+		err = copyUpper(int(files[0].Fd()), dst, nil)
+		unix.Close(dst)
+	}
+	if err != nil {
+		unix.Unmount(g, unix.MNT_DETACH)
+		unix.Rmdir(g)
+		return err
+	}
+	return nil
+}
 
-// reset kills every command and swaps in a fresh upper layer (generation
-// gen, which the host may have filled beforehand). The old generation is
-// removed in the background, so a reset costs the same however much was
+// reset kills every command and swaps in a fresh upper layer, generation
+// gen (prepared beforehand, and perhaps filled by the host, or made now).
+// It returns the generation mounted: the current one when nothing was
+// written to it and gen was not prepared. The old generation's tmpfs is
+// unmounted in the background, so a reset costs the same however much was
 // written.
-func (in *initState) reset(gen int, recycle bool) error {
+func (in *initState) reset(gen int, recycle bool) (int, error) {
 	in.killAll()
 	if recycle {
 		removeSysVIPC()
@@ -115,15 +255,17 @@ func (in *initState) reset(gen int, recycle bool) error {
 	in.mu.Lock()
 	cur := in.gen
 	in.mu.Unlock()
-	if gen == cur+1 && isEmptyDir(fmt.Sprintf("/state/g%d/upper", cur)) && isEmptyDir("/root/dev/shm") &&
-		!exists(fmt.Sprintf("/state/g%d", gen)) {
-		// Nothing was written: the mounted overlay already is a fresh
-		// one. Renaming the generation keeps the host's view in step.
-		if err := os.Rename(fmt.Sprintf("/state/g%d", cur), fmt.Sprintf("/state/g%d", gen)); err == nil {
-			in.mu.Lock()
-			in.gen = gen
-			in.mu.Unlock()
-			return nil
+	prepared := gen != cur && exists(genDir(gen))
+	if !prepared && isEmptyDir(genDir(cur)+"/upper") && isEmptyDir("/root/dev/shm") {
+		// Nothing was written: the mounted overlay already is a fresh one.
+		return cur, nil
+	}
+	if gen == cur {
+		return cur, fmt.Errorf("reset to the current generation %d", gen)
+	}
+	if !prepared {
+		if err := tmpfsPlan(in.setup, gen).run(); err != nil {
+			return cur, err
 		}
 	}
 	// Tearing down an overlay costs time in proportion to what was cached
@@ -132,26 +274,26 @@ func (in *initState) reset(gen int, recycle bool) error {
 	// thread, keeps that cost out of Reset.
 	hold, err := unix.Open("/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("open overlay: %w", err)
+		return cur, fmt.Errorf("open overlay: %w", err)
 	}
 	if err := unix.Unmount("/root", unix.MNT_DETACH); err != nil {
 		unix.Close(hold)
-		return fmt.Errorf("unmount overlay: %w", err)
+		return cur, fmt.Errorf("unmount overlay: %w", err)
 	}
 	in.mu.Lock()
-	old := in.gen
 	in.gen = gen
 	in.mu.Unlock()
-	if err := in.mountGen(gen); err != nil {
-		return err
+	if err := overlayPlan(in.setup, gen).run(); err != nil {
+		return gen, err
 	}
 	go func() {
 		unix.Close(hold)
-		if old != gen {
-			os.RemoveAll(fmt.Sprintf("/state/g%d", old))
+		old := genDir(cur)
+		if unix.Unmount(old, unix.MNT_DETACH) == nil {
+			unix.Rmdir(old)
 		}
 	}()
-	return nil
+	return gen, nil
 }
 
 func isEmptyDir(p string) bool {

@@ -77,18 +77,19 @@ func runInit() {
 	}
 	in := &initState{c: c, running: map[int]*child{}, early: map[int]exitStatus{}, byID: map[uint64]*child{}}
 	var req request
-	if _, err := c.recv(&req); err != nil || req.Op != "setup" || req.Setup == nil {
+	files, err := c.recv(&req)
+	if err != nil || req.Op != "setup" || req.Setup == nil {
 		fmt.Fprintf(os.Stderr, "cwm sandbox init: no setup message: %v\n", err)
 		os.Exit(111)
 	}
 	sigc := make(chan os.Signal, 64)
 	signal.Notify(sigc, syscall.SIGCHLD)
-	if err := in.build(req.Setup); err != nil {
+	if err := in.build(req.Setup, files); err != nil {
 		in.reply(reply{ID: req.ID, Op: "error", Err: err.Error()})
 		os.Exit(111)
 	}
 	go in.reap(sigc)
-	in.reply(reply{ID: req.ID, Op: "ready"})
+	in.reply(reply{ID: req.ID, Op: "ready", Gen: req.Setup.Gen})
 	in.serve()
 	os.Exit(0)
 }
@@ -122,8 +123,14 @@ func (in *initState) serve() {
 				}
 			}
 		case "reset", "recycle":
-			err := in.reset(req.Gen, req.Op == "recycle")
-			in.replyErr(req.ID, err)
+			gen, err := in.reset(req.Gen, req.Op == "recycle")
+			if err != nil {
+				in.replyErr(req.ID, err)
+			} else {
+				in.reply(reply{ID: req.ID, Op: "ok", Gen: gen})
+			}
+		case "prepare":
+			in.replyErr(req.ID, in.prepare(req.Gen, files))
 		case "readfile":
 			go in.readFile(req, files)
 		case "writefile":
@@ -251,7 +258,20 @@ func (in *initState) exec(req request, files []*os.File) {
 	syscall.Kill(-c.pid, syscall.SIGKILL)
 	in.killStrays()
 	info.setExit(st.ws, st.ru.Utime.Nano(), st.ru.Stime.Nano(), st.ru.Maxrss)
+	info.DiskFull = in.diskFull()
 	in.reply(reply{ID: req.ID, Op: "exit", Exit: info})
+}
+
+// diskFull reports whether the current upper layer is full.
+func (in *initState) diskFull() bool {
+	in.mu.Lock()
+	g := genDir(in.gen)
+	in.mu.Unlock()
+	var st unix.Statfs_t
+	if unix.Statfs(g, &st) != nil {
+		return false
+	}
+	return diskFull(st.Bavail*uint64(st.Bsize), st.Ffree)
 }
 
 // stop ends a command: SIGTERM to its process group, then after grace

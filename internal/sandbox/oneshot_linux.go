@@ -61,7 +61,9 @@ func (rt *Runtime) Run(ctx context.Context, cfg Config, cmd Cmd) (Result, error)
 			o.close()
 		}
 	}()
-	setup, err := s.prepare("", nil)
+	// On cgroup v2 pid 1 is in the sandbox's cgroup and counts against its
+	// process limit; on v1 only the command is (it moves itself in).
+	setup, err := s.prepare(map[int]int64{2: 1}[rt.cg.version])
 	if err != nil {
 		return Result{}, err
 	}
@@ -82,9 +84,11 @@ type oneShot struct {
 	keep  []any // what childArgs points to
 
 	syncW, report *os.File
+	sock          *os.File   // the host's end: the detached mounts go through it
 	files         []*os.File // the child's, closed after the fork
 	stdio         *stdio
 	stack         []byte // unmapped once pid 1 is gone
+	setupMsg      *setupMsg
 }
 
 // childArgs is everything the forked child needs, prepared beforehand: it
@@ -92,8 +96,10 @@ type oneShot struct {
 type childArgs struct {
 	flags          uintptr
 	syncR, reportW uintptr
+	sock           uintptr // pid 1's end of the socket the mounts come through
 	stdio          [3]uintptr
 	setup, cmd     []step
+	after          []step    // pid 1's, once the command has exec'd
 	stack          uintptr   // childStack bytes outside Go's heap
 	sigdfl         [4]uint64 // a struct sigaction for SIG_DFL
 	sigset         uint64    // an empty signal set
@@ -101,6 +107,8 @@ type childArgs struct {
 	argv, envv     uintptr   // NULL-terminated arrays
 	report         [8]uint64
 	rusage         unix.Rusage
+	statfs         unix.Statfs_t
+	upper          uintptr // the upper layer's tmpfs, NUL-terminated
 	status         uint32
 	syncByte       [1]byte
 }
@@ -115,7 +123,7 @@ const (
 )
 
 func newOneShot(ctx context.Context, s *Sandbox, setup *setupMsg, cmd Cmd, argv []string) (_ *oneShot, err error) {
-	o := &oneShot{s: s, argv: argv, p: newProcess(ctx, s, cmd)}
+	o := &oneShot{s: s, argv: argv, p: newProcess(ctx, s, cmd), setupMsg: setup}
 	defer func() {
 		if err != nil {
 			o.close()
@@ -133,6 +141,20 @@ func newOneShot(ctx context.Context, s *Sandbox, setup *setupMsg, cmd Cmd, argv 
 	}
 	o.report = report
 	o.files = append(o.files, reportW)
+	socks, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("socketpair: %w", err)
+	}
+	o.sock = os.NewFile(uintptr(socks[0]), "sandbox-mounts")
+	childSock := os.NewFile(uintptr(socks[1]), "sandbox-mounts")
+	o.files = append(o.files, childSock)
+	// On cgroup v1 the command moves itself into the sandbox's cgroups
+	// before it execs (see taskFiles); pid 1 stays outside.
+	tasks, err := s.cg.taskFiles()
+	if err != nil {
+		return nil, err
+	}
+	o.files = append(o.files, tasks...)
 	if o.stdio, err = o.p.openStdio(cmd); err != nil {
 		return nil, err
 	}
@@ -146,11 +168,25 @@ func newOneShot(ctx context.Context, s *Sandbox, setup *setupMsg, cmd Cmd, argv 
 		o.files = append(o.files, os.NewFile(uintptr(fd), "stdio"))
 		o.args.stdio[i] = uintptr(fd)
 	}
+	o.args.syncR, o.args.reportW, o.args.sock = syncR.Fd(), reportW.Fd(), childSock.Fd()
+	keep := []uintptr{o.args.syncR, o.args.reportW, o.args.sock, o.args.stdio[0], o.args.stdio[1], o.args.stdio[2]}
+	for _, f := range tasks {
+		keep = append(keep, f.Fd())
+	}
+	slices.Sort(keep)
+	// pid 1 closes every other descriptor first, so the detached mounts it
+	// receives get the lowest free numbers, in order: known in advance.
+	mountFDs := lowestFree(keep, len(setup.mounts()))
+	setup.numberMounts(func(i int) int { return int(mountFDs[i]) })
+
 	env := mergeEnv(s.cfg.Env, cmd.Env)
 	dir := s.resolve(cmd.Dir)
 	c := &plan{}
 	for i, fd := range o.args.stdio {
 		c.call("set up standard descriptors", unix.SYS_DUP3, fd, uintptr(i), 0)
+	}
+	for _, f := range tasks {
+		c.call("enter the sandbox's cgroup", unix.SYS_WRITE, f.Fd(), c.str("0"), 1)
 	}
 	c.dropCaps()
 	c.call("enter the sandbox's root", unix.SYS_CHROOT, c.str("/root"))
@@ -158,6 +194,15 @@ func newOneShot(ctx context.Context, s *Sandbox, setup *setupMsg, cmd Cmd, argv 
 	c.call("new process group", unix.SYS_SETPGID, 0, 0)
 	// Descriptors cwm inherited without close-on-exec stay out.
 	c.add("close inherited descriptors", step{trap: unix.SYS_CLOSE_RANGE, args: [6]uintptr{3, ^uintptr(0) >> 32, unix.CLOSE_RANGE_CLOEXEC}, ignore: true})
+	if !setup.NoSeccomp {
+		prog, err := seccompProgram()
+		if err != nil {
+			return nil, err
+		}
+		if prog != nil {
+			c.call("install the seccomp filter", unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(prog)))
+		}
+	}
 	o.cmd = c
 	for _, p := range commandPaths(argv[0], env, dir) {
 		o.args.paths = append(o.args.paths, c.str(p))
@@ -173,11 +218,40 @@ func newOneShot(ctx context.Context, s *Sandbox, setup *setupMsg, cmd Cmd, argv 
 	o.keep = append(o.keep, argvp, envp)
 	o.args.argv = uintptr(unsafe.Pointer(&argvp[0]))
 	o.args.envv = uintptr(unsafe.Pointer(&envp[0]))
-	o.args.syncR, o.args.reportW = syncR.Fd(), reportW.Fd()
-	o.setup = o.prologue()
+	o.setup = o.prologue(keep)
+	o.setup.recvMounts(o.args.sock, len(mountFDs))
+	// The sandbox is built as cwm's uid, which may reach $CWM_HOME, with
+	// every capability in the new namespaces; then pid 1 becomes the
+	// sandbox's root, which owns what it creates from there on.
+	o.setup.append(scratchPlan(setup))
+	if s.rt.ids.mapped() {
+		o.setup.becomeRoot()
+	}
 	o.setup.append(setupPlan(setup))
-	o.setup.append(overlayPlan(setup, "/state"))
-	o.args.setup, o.args.cmd = o.setup.steps, c.steps
+	o.setup.append(tmpfsPlan(setup, 0))
+	o.setup.append(overlayPlan(setup, 0))
+	for _, fd := range mountFDs {
+		o.setup.call("close the layers' mounts", unix.SYS_CLOSE, fd)
+	}
+	if s.cg != nil && s.cg.version == 2 {
+		// Wait for the host to move pid 1 into the cgroup.
+		o.setup.add("wait to enter the cgroup", step{trap: unix.SYS_READ, args: [6]uintptr{o.args.syncR,
+			uintptr(unsafe.Pointer(&o.args.syncByte[0])), 1}})
+	}
+	// Once the command has exec'd, pid 1 makes it the OOM killer's first
+	// choice, before cwm (whose memory pid 1 shares) and anything else on
+	// the host. (The command cannot before its exec: it still shares
+	// cwm's memory, which is not dumpable, so its /proc files are host
+	// root's.) It is pid 1's first and only child: pid 2.
+	after := &plan{}
+	after.add("raise the command's OOM score", step{trap: unix.SYS_OPENAT, fd: true, ignore: true,
+		args: [6]uintptr{atFDCWD, after.str("/proc/2/oom_score_adj"), unix.O_WRONLY | unix.O_CLOEXEC}})
+	after.add("raise the command's OOM score", step{trap: unix.SYS_WRITE, prev: 1, ignore: true,
+		args: [6]uintptr{0, after.str("1000"), 4}})
+	after.add("raise the command's OOM score", step{trap: unix.SYS_CLOSE, prev: 1, ignore: true})
+	o.setup.keep = append(o.setup.keep, after.keep...)
+	o.args.setup, o.args.cmd, o.args.after = o.setup.steps, c.steps, after.steps
+	o.args.upper = o.setup.str(genDir(0))
 	stack, err := unix.Mmap(-1, 0, childStack, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		return nil, fmt.Errorf("child stack: %w", err)
@@ -190,15 +264,53 @@ func newOneShot(ctx context.Context, s *Sandbox, setup *setupMsg, cmd Cmd, argv 
 	return o, nil
 }
 
+// lowestFree returns the n lowest descriptor numbers not in keep (sorted).
+func lowestFree(keep []uintptr, n int) []uintptr {
+	var out []uintptr
+	for fd := uintptr(0); len(out) < n; fd++ {
+		if _, found := slices.BinarySearch(keep, fd); !found {
+			out = append(out, fd)
+		}
+	}
+	return out
+}
+
+// recvMounts makes pid 1 wait for the detached mounts of the layers (the
+// host sends them once it has written the user maps, which they need),
+// and receive them. It is also what tells pid 1 that its users are mapped.
+func (p *plan) recvMounts(sock uintptr, n int) {
+	buf := p.mem(1)
+	iov := (*unix.Iovec)(unsafe.Pointer(&p.mem(int(unsafe.Sizeof(unix.Iovec{})))[0]))
+	iov.Base = &buf[0]
+	iov.SetLen(1)
+	msg := (*unix.Msghdr)(unsafe.Pointer(&p.mem(int(unsafe.Sizeof(unix.Msghdr{})))[0]))
+	msg.Iov = iov
+	msg.Iovlen = 1
+	if n > 0 {
+		ctl := p.mem(unix.CmsgSpace(4 * n))
+		msg.Control = &ctl[0]
+		msg.SetControllen(len(ctl))
+	}
+	p.call("receive the layers' mounts", unix.SYS_RECVMSG, sock, uintptr(unsafe.Pointer(msg)), 0)
+}
+
+// becomeRoot makes pid 1 the sandbox's root: it starts as cwm's uid,
+// which the sandbox does not map, with every capability in the new user
+// namespace; as the sandbox's root it keeps them, and what it creates
+// belongs to the sandbox.
+func (p *plan) becomeRoot() {
+	p.call("become the sandbox's root", unix.SYS_SETRESGID, 0, 0, 0)
+	p.call("become the sandbox's root", unix.SYS_SETGROUPS, 0, 0)
+	p.call("become the sandbox's root", unix.SYS_SETRESUID, 0, 0, 0)
+}
+
 // prologue is what pid 1 does first. It closes every descriptor but its
 // own: it shares no descriptor table with cwm but starts with a copy of it,
 // and as it never execs, close-on-exec would not drop the copies (another
 // command's pipe would then not reach EOF while this sandbox lives). Then
 // it resets every signal handler, which are cwm's, and unblocks signals.
-func (o *oneShot) prologue() *plan {
+func (o *oneShot) prologue(keep []uintptr) *plan {
 	p := &plan{}
-	keep := []uintptr{o.args.syncR, o.args.reportW, o.args.stdio[0], o.args.stdio[1], o.args.stdio[2]}
-	slices.Sort(keep)
 	lo := uintptr(0)
 	for _, fd := range keep {
 		if fd > lo {
@@ -231,6 +343,9 @@ func (o *oneShot) close() {
 	}
 	if o.report != nil {
 		o.report.Close()
+	}
+	if o.sock != nil {
+		o.sock.Close()
 	}
 	if o.stdio != nil {
 		o.stdio.closeCmd()
@@ -265,16 +380,24 @@ func (o *oneShot) run(ctx context.Context, cmd Cmd) (Result, error) {
 	if err := o.writeIDMaps(pid); err != nil {
 		return Result{}, err
 	}
-	if _, err := o.syncW.Write([]byte{1}); err != nil {
-		return Result{}, fmt.Errorf("start sandbox: %w", err)
-	}
 	if err := s.enter(pid); err != nil {
 		return Result{}, err
 	}
+	mounts, err := s.detachMounts(pid, o.setupMsg)
+	if err != nil {
+		return Result{}, err
+	}
+	err = unix.Sendmsg(int(o.sock.Fd()), []byte{1}, unix.UnixRights(fdsOf(mounts)...), nil, 0)
+	closeAll(mounts)
+	if err != nil {
+		return Result{}, fmt.Errorf("start sandbox: pass the layers' mounts: %w", err)
+	}
 	p.counters = s.cg.counters()
-	// The second byte lets pid 1 start the command: it is in the cgroup.
-	if _, err := o.syncW.Write([]byte{1}); err != nil {
-		return Result{}, fmt.Errorf("start sandbox: %w", err)
+	if s.cg != nil && s.cg.version == 2 {
+		// pid 1 is in the cgroup: it may start the command.
+		if _, err := o.syncW.Write([]byte{1}); err != nil {
+			return Result{}, fmt.Errorf("start sandbox: %w", err)
+		}
 	}
 	p.start = time.Now()
 	o.stdio.closeCmd()
@@ -316,6 +439,7 @@ func (o *oneShot) wait(ctx context.Context, cmd Cmd, reports <-chan [8]uint64) (
 				return Result{}, err
 			}
 			info.setExit(syscall.WaitStatus(r[1]), int64(r[2]), int64(r[3]), int64(r[4]))
+			info.DiskFull = diskFull(r[5], r[6])
 		case <-timeout.C:
 			info.TimedOut = true
 			// SIGTERM to the command's process group, as Exec does; what
@@ -355,6 +479,14 @@ func (o *oneShot) reportErr(r [8]uint64) error {
 	return nil
 }
 
+func fdsOf(files []*os.File) []int {
+	fds := make([]int, len(files))
+	for i, f := range files {
+		fds[i] = int(f.Fd())
+	}
+	return fds
+}
+
 // commandPid is the host pid of the command (pid 1's child), 0 if it has
 // none.
 func (o *oneShot) commandPid() int {
@@ -371,7 +503,7 @@ func (o *oneShot) commandPid() int {
 	return n
 }
 
-// writeIDMaps maps the sandbox's users as New does (see idMap).
+// writeIDMaps maps the sandbox's users as New does (see IDBlock).
 func (o *oneShot) writeIDMaps(pid int) error {
 	rt := o.s.rt
 	dir := fmt.Sprintf("/proc/%d/", pid)
@@ -383,9 +515,9 @@ func (o *oneShot) writeIDMaps(pid int) error {
 	for _, m := range []struct {
 		file string
 		id   int
-	}{{"uid_map", rt.uid}, {"gid_map", rt.gid}} {
+	}{{"uid_map", rt.ids.UID}, {"gid_map", rt.ids.GID}} {
 		var b strings.Builder
-		for _, e := range rt.idMap(m.id) {
+		for _, e := range rt.ids.idMap(m.id) {
 			fmt.Fprintf(&b, "%d %d %d\n", e.ContainerID, e.HostID, e.Size)
 		}
 		if err := os.WriteFile(dir+m.file, []byte(b.String()), 0); err != nil {
@@ -431,14 +563,8 @@ func forkChild(c *childArgs) (int, syscall.Errno) {
 //go:norace
 func childMain(c *childArgs) {
 	syscall.RawSyscall(unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0)
-	if !childSync(c) {
-		childExit(1)
-	}
 	if i, e := runSteps(c.setup); i >= 0 {
 		childReport(c, reportSetup, uint64(i), uint64(e))
-		childExit(1)
-	}
-	if !childSync(c) {
 		childExit(1)
 	}
 	// vfork: pid 1 waits here until the command has exec'd (or failed to).
@@ -446,6 +572,9 @@ func childMain(c *childArgs) {
 	if e != 0 {
 		childReport(c, reportFork, 0, uint64(e))
 		childExit(1)
+	}
+	if pid == 2 {
+		runSteps(c.after)
 	}
 	// The command has its standard descriptors; pid 1 holds no copy.
 	for i := 0; i < len(c.stdio); i++ {
@@ -465,9 +594,12 @@ func childMain(c *childArgs) {
 		}
 	}
 	ru := &c.rusage
+	// How full the upper layer is says whether the disk limit stopped it.
+	syscall.RawSyscall(unix.SYS_STATFS, c.upper, uintptr(unsafe.Pointer(&c.statfs)), 0)
 	c.report = [8]uint64{reportExit, uint64(c.status),
 		uint64(ru.Utime.Sec)*1e9 + uint64(ru.Utime.Usec)*1e3,
-		uint64(ru.Stime.Sec)*1e9 + uint64(ru.Stime.Usec)*1e3, uint64(ru.Maxrss)}
+		uint64(ru.Stime.Sec)*1e9 + uint64(ru.Stime.Usec)*1e3, uint64(ru.Maxrss),
+		c.statfs.Bavail * uint64(c.statfs.Bsize), c.statfs.Ffree}
 	childSend(c)
 	childExit(0)
 }
@@ -492,18 +624,6 @@ func childCommand(c *childArgs) {
 	}
 	childReport(c, reportExec, uint64(len(c.paths)), uint64(last))
 	childExit(127)
-}
-
-//go:nosplit
-//go:norace
-func childSync(c *childArgs) bool {
-	for {
-		n, _, e := syscall.RawSyscall(unix.SYS_READ, c.syncR, uintptr(unsafe.Pointer(&c.syncByte[0])), 1)
-		if e == syscall.EINTR {
-			continue
-		}
-		return e == 0 && n == 1
-	}
 }
 
 // childReport sends a report of a failure: its kind and two words.

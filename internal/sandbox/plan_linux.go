@@ -61,6 +61,13 @@ func (p *plan) str(s string) uintptr {
 	return uintptr(unsafe.Pointer(&b[0]))
 }
 
+// empty returns a pointer to an empty string (not a null pointer, which
+// the *_EMPTY_PATH flags of some calls do not accept).
+func (p *plan) empty() uintptr {
+	b := p.mem(1)
+	return uintptr(unsafe.Pointer(&b[0]))
+}
+
 func (p *plan) mem(n int) []byte {
 	b := make([]byte, n)
 	p.keep = append(p.keep, b)
@@ -116,105 +123,6 @@ func (p *plan) withFD(what string, open step, use ...step) {
 
 func (p *plan) openat(name string, flags int, mode uint32) step {
 	return step{trap: unix.SYS_OPENAT, args: [6]uintptr{atFDCWD, p.str(name), uintptr(flags | unix.O_CLOEXEC), uintptr(mode)}}
-}
-
-// setupPlan lays out init's root, pivots into it and configures the
-// namespaces (see the layout in fs_linux.go). It ends where mountGen's plan
-// starts.
-func setupPlan(s *setupMsg) *plan {
-	p := &plan{}
-	p.mount("make mounts private", "", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
-	t := s.Scratch
-	p.mount("mount scratch tmpfs", "tmpfs", t, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=4m")
-	for i, l := range s.Lowers {
-		dst := fmt.Sprintf("%s/l%d", t, i)
-		p.mkdirAll(t, dst)
-		p.bindRO("bind layer "+l, l, dst)
-	}
-	for _, d := range s.HostDirs {
-		p.mkdirAll(t, t+"/h"+d)
-		p.bindRO("bind host "+d, d, t+"/h"+d)
-	}
-	p.mkdirAll(t, t+"/state")
-	p.mount("bind state", s.State, t+"/state", "", unix.MS_BIND|unix.MS_REC, "")
-	p.mkdirAll(t, t+"/proc")
-	p.mount("mount proc", "proc", t+"/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
-	p.dev(t, t+"/dev")
-	p.mkdirAll(t, t+"/root")
-	p.mkdirAll(t, t+"/.old")
-	p.call("pivot_root", unix.SYS_PIVOT_ROOT, p.str(t), p.str(t+"/.old"))
-	p.call("chdir /", unix.SYS_CHDIR, p.str("/"))
-	p.call("detach host root", unix.SYS_UMOUNT2, p.str("/.old"), unix.MNT_DETACH)
-	p.add("remove /.old", step{trap: unix.SYS_UNLINKAT, args: [6]uintptr{atFDCWD, p.str("/.old"), unix.AT_REMOVEDIR}, ignore: true})
-	host := p.str(s.Hostname)
-	p.call("set hostname", unix.SYS_SETHOSTNAME, host, uintptr(len(s.Hostname)))
-	// Loopback up: a new network namespace's lo has IFF_LOOPBACK alone.
-	ifr := p.mem(unix.IFNAMSIZ + 24)
-	copy(ifr, "lo")
-	*(*uint16)(unsafe.Pointer(&ifr[unix.IFNAMSIZ])) = unix.IFF_LOOPBACK | unix.IFF_UP | unix.IFF_RUNNING
-	p.withFD("bring up loopback",
-		step{trap: unix.SYS_SOCKET, args: [6]uintptr{unix.AF_INET, unix.SOCK_DGRAM | unix.SOCK_CLOEXEC}},
-		step{trap: unix.SYS_IOCTL, args: [6]uintptr{0, unix.SIOCSIFFLAGS, uintptr(unsafe.Pointer(&ifr[0]))}})
-	// No nested user namespaces: they would hand commands back the
-	// capabilities that are dropped before every command starts.
-	p.withFD("forbid nested user namespaces", p.openat("/proc/sys/user/max_user_namespaces", unix.O_WRONLY, 0),
-		step{trap: unix.SYS_WRITE, args: [6]uintptr{0, p.str("0"), 1}})
-	for _, r := range s.Rlimits {
-		lim := p.mem(16)
-		*(*[2]uint64)(unsafe.Pointer(&lim[0])) = [2]uint64{r.Cur, r.Max}
-		p.call("set "+r.Name+" limit", unix.SYS_PRLIMIT64, 0, uintptr(r.Res), uintptr(unsafe.Pointer(&lim[0])), 0)
-	}
-	return p
-}
-
-// dev builds a minimal /dev at dev: a tmpfs with the host's harmless
-// device nodes bound in, the usual links, a private devpts, and read-only
-// so that what commands write there cannot outlive a reset.
-func (p *plan) dev(root, dev string) {
-	p.mkdirAll(root, dev)
-	p.mount("mount /dev", "tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k")
-	for _, n := range devNodes {
-		node := dev + "/" + n
-		p.withFD("create "+node, p.openat(node, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, 0o666))
-		p.mount("bind /dev/"+n, "/dev/"+n, node, "", unix.MS_BIND, "")
-	}
-	links := [][2]string{{"/proc/self/fd", "fd"}, {"/proc/self/fd/0", "stdin"},
-		{"/proc/self/fd/1", "stdout"}, {"/proc/self/fd/2", "stderr"}, {"pts/ptmx", "ptmx"}}
-	for _, l := range links {
-		p.call("create "+dev+"/"+l[1], unix.SYS_SYMLINKAT, p.str(l[0]), atFDCWD, p.str(dev+"/"+l[1]))
-	}
-	p.call("create "+dev+"/shm", unix.SYS_MKDIRAT, atFDCWD, p.str(dev+"/shm"), 0o1777)
-	p.mkdirAll(root, dev+"/pts")
-	p.mount("mount devpts", "devpts", dev+"/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC,
-		"newinstance,ptmxmode=0666,mode=0620")
-	p.mount("remount /dev read-only", "", dev, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC, "")
-}
-
-// genPlan mounts generation gen of the overlay at /root (see overlayPlan).
-func genPlan(s *setupMsg, gen int) *plan {
-	return overlayPlan(s, fmt.Sprintf("/state/g%d", gen))
-}
-
-// overlayPlan mounts the overlay at /root with its upper and work
-// directories in g, and the host directories, /proc and /dev inside it. It
-// runs after setupPlan, in the pivoted root.
-func overlayPlan(s *setupMsg, g string) *plan {
-	p := &plan{}
-	p.mkdirAll("/state", g+"/upper")
-	p.mkdirAll("/state", g+"/work")
-	lowers := make([]string, len(s.Lowers))
-	for i := range s.Lowers {
-		lowers[i] = fmt.Sprintf("/l%d", i)
-	}
-	opts := "lowerdir=" + strings.Join(lowers, ":") + ",upperdir=" + g + "/upper,workdir=" + g + "/work,userxattr"
-	p.mount("mount overlay ("+opts+")", "overlay", "/root", "overlay", unix.MS_NOSUID, opts)
-	for _, d := range s.HostDirs {
-		p.mount("bind host "+d, "/h"+d, "/root"+d, "", unix.MS_BIND|unix.MS_REC, "")
-	}
-	p.mount("bind proc", "/proc", "/root/proc", "", unix.MS_BIND, "")
-	p.mount("bind dev", "/dev", "/root/dev", "", unix.MS_BIND|unix.MS_REC, "")
-	p.mount("mount /dev/shm", "shm", "/root/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777")
-	return p
 }
 
 // dropCaps removes from the bounding set every capability commands do not

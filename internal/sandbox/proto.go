@@ -17,19 +17,37 @@ import (
 
 const maxPacket = 1 << 16
 
+// maxPassed is how many descriptors one message may carry: a set-up
+// passes one detached mount per layer and host directory.
+const maxPassed = 64
+
 // setupMsg is the first message the host sends: everything init needs to
-// build the sandbox's filesystem.
+// build the sandbox's filesystem. Descriptors passed with it (cgroup task
+// files, detached mounts) are referred to by their index among them.
 type setupMsg struct {
-	Scratch  string   `json:"scratch"`  // host dir: init's tmpfs root is mounted here
-	State    string   `json:"state"`    // host dir holding upper/work generations
-	Lowers   []string `json:"lowers"`   // host dirs, topmost first
-	HostDirs []string `json:"hostdirs"` // host system dirs bound read-only at the same path
-	Hostname string   `json:"hostname"`
-	Gen      int      `json:"gen"`
-	Rlimits  []rlimit `json:"rlimits"`
-	NoCgroup bool     `json:"nocgroup"` // limits must come from rlimits alone
-	Memory   int64    `json:"memory"`
-	Pids     int64    `json:"pids"`
+	Scratch  string     `json:"scratch"`  // host dir: init's tmpfs root is mounted here
+	Lowers   []mountSrc `json:"lowers"`   // topmost first
+	HostDirs []mountSrc `json:"hostdirs"` // read-only directories at Dst (host base only)
+	Hostname string     `json:"hostname"`
+	Gen      int        `json:"gen"`
+	Rlimits  []rlimit   `json:"rlimits"`
+	NoCgroup bool       `json:"nocgroup"` // limits must come from rlimits alone
+	Memory   int64      `json:"memory"`
+	Pids     int64      `json:"pids"`
+	Disk     int64      `json:"disk"`   // size of each generation's tmpfs
+	Inodes   int64      `json:"inodes"` // files of each tmpfs
+	// ProcFiles, ProcDirs and ProcRO are the /proc entries to mask and to
+	// make read-only (those of the lists in layout_linux.go this host has).
+	ProcFiles []string `json:"procfiles,omitempty"`
+	ProcDirs  []string `json:"procdirs,omitempty"`
+	ProcRO    []string `json:"procro,omitempty"`
+	// Tasks are the cgroup v1 task files (descriptor indexes) the thread
+	// that starts commands moves itself into, so commands start in the
+	// sandbox's cgroups while init itself is in none of them.
+	Tasks []int `json:"tasks,omitempty"`
+	// NoSeccomp turns the system call filter off (tests only: the control
+	// rows of the escape suite).
+	NoSeccomp bool `json:"noseccomp,omitempty"`
 }
 
 type rlimit struct {
@@ -42,7 +60,7 @@ type rlimit struct {
 // request is a message from the host to init.
 type request struct {
 	ID  uint64 `json:"id"`
-	Op  string `json:"op"` // setup, exec, kill, reset, recycle, readfile, writefile, stat
+	Op  string `json:"op"` // setup, exec, kill, prepare, reset, recycle, readfile, writefile, stat
 	Gen int    `json:"gen,omitempty"`
 
 	Setup *setupMsg `json:"setup,omitempty"`
@@ -73,6 +91,7 @@ type reply struct {
 	ID    uint64    `json:"id"`
 	Op    string    `json:"op"` // ready, ok, error, started, exit
 	Err   string    `json:"err,omitempty"`
+	Gen   int       `json:"gen,omitempty"` // ready, reset: the generation mounted
 	Pid   int       `json:"pid,omitempty"`
 	Exit  *exitInfo `json:"exit,omitempty"`
 	Size  int64     `json:"size,omitempty"`
@@ -84,8 +103,9 @@ type exitInfo struct {
 	Code     int    `json:"code"`   // exit status, or -1 when killed by a signal
 	Signal   int    `json:"signal"` // signal number, 0 when it exited
 	TimedOut bool   `json:"timedout,omitempty"`
-	Killed   string `json:"killed,omitempty"` // why init killed it (host request reason)
-	UserNS   int64  `json:"user"`             // CPU time, ns
+	Killed   string `json:"killed,omitempty"`   // why init killed it (host request reason)
+	DiskFull bool   `json:"diskfull,omitempty"` // the upper layer was full when it ended
+	UserNS   int64  `json:"user"`               // CPU time, ns
 	SysNS    int64  `json:"sys"`
 	MaxRSS   int64  `json:"maxrss"` // bytes
 }
@@ -101,6 +121,12 @@ func (i *exitInfo) setExit(ws syscall.WaitStatus, userNS, sysNS, maxRSSKiB int64
 	}
 	i.UserNS, i.SysNS, i.MaxRSS = userNS, sysNS, maxRSSKiB*1024
 }
+
+// diskFull says whether an upper layer with free bytes and free files
+// left is full: less than a page free, or no file. A write that hits the
+// disk limit fills the tmpfs to the last page first, so a command that
+// failed on it leaves it full.
+func diskFull(free, files uint64) bool { return free < 64<<10 || files == 0 }
 
 // conn is one end of the host-init socket, on Go's poller so that a waiting
 // reader holds no thread. It is built on os.File rather than package net,
@@ -125,7 +151,7 @@ func newConn(fd int) (*conn, error) {
 		f.Close()
 		return nil, err
 	}
-	return &conn{f: f, rc: rc, buf: make([]byte, maxPacket), oob: make([]byte, unix.CmsgSpace(4*8))}, nil
+	return &conn{f: f, rc: rc, buf: make([]byte, maxPacket), oob: make([]byte, unix.CmsgSpace(4*maxPassed))}, nil
 }
 
 // send writes one message with optional file descriptors. Callers serialise

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -31,6 +30,15 @@ type Options struct {
 	WarmIdle time.Duration
 }
 
+// weakening turns measures of the sandbox off. Only the escape suite's
+// controls use it, to show that a refusal comes from the measure under
+// test and not from a missing path or a malformed call.
+type weakening struct {
+	noSeccomp bool // no system call filter
+	noMasks   bool // /proc neither masked nor read-only
+	hostEtc   bool // the host's /etc instead of the generated one
+}
+
 // Runtime creates sandboxes and owns the state they leave on the host.
 type Runtime struct {
 	home     string
@@ -39,13 +47,25 @@ type Runtime struct {
 	lock     *os.File
 	log      *slog.Logger
 	cg       cgroups
-	skel     string // host-base skeleton
-	hostFS   []string
+	ids      IDBlock  // host ids of sandbox ids 0..ids.Count-1
+	skel     string   // host base: the skeleton layer
+	etc      string   // host base: the generated /etc
+	hostFS   []string // host base: host directories bound at the same path
 	devNull  *os.File
 	uid, gid int
 
+	// procFiles, procDirs and procRO are what this host's /proc has of
+	// the entries every sandbox masks or makes read-only.
+	procFiles, procDirs, procRO []string
+
+	// weak turns measures off, for the controls of the escape suite.
+	weak weakening
+
 	warm     int
 	warmIdle time.Duration
+
+	warnedMu sync.Mutex
+	warned   map[string]bool // directories logged as shown without an idmap
 
 	mu     sync.Mutex
 	idle   map[string][]*Sandbox // config key -> reset sandboxes
@@ -57,7 +77,7 @@ type Runtime struct {
 
 // NewRuntime prepares Home/run, removes what dead cwm processes left there
 // (processes, cgroups, directories) and detects the cgroup controllers.
-func NewRuntime(opts Options) (*Runtime, error) {
+func NewRuntime(opts Options) (_ *Runtime, err error) {
 	if opts.Home == "" {
 		return nil, errors.New("sandbox runtime: no home directory")
 	}
@@ -73,6 +93,9 @@ func NewRuntime(opts Options) (*Runtime, error) {
 	}
 	if rt.warmIdle == 0 {
 		rt.warmIdle = 30 * time.Second
+	}
+	if rt.ids, err = hostIDBlock(rt.uid, rt.gid); err != nil {
+		return nil, &ConfigError{Err: err}
 	}
 	run := filepath.Join(opts.Home, "run")
 	if err := os.MkdirAll(run, 0o700); err != nil {
@@ -91,17 +114,29 @@ func NewRuntime(opts Options) (*Runtime, error) {
 	if err := os.Mkdir(rt.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
+	// From here a failure leaves nothing behind: not the directory, not
+	// its lock.
+	defer func() {
+		if err != nil {
+			if rt.devNull != nil {
+				rt.devNull.Close()
+			}
+			RemoveAll(rt.dir)
+			if rt.lock != nil {
+				rt.lock.Close()
+			}
+		}
+	}()
 	lock, err := os.OpenFile(filepath.Join(rt.dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, err
 	}
+	rt.lock = lock
 	// The lock is held for the life of this process: Reap in another cwm
 	// knows this directory is live exactly when it cannot take the lock.
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		lock.Close()
 		return nil, fmt.Errorf("lock run directory: %w", err)
 	}
-	rt.lock = lock
 	rt.cg = detectCgroups()
 	if rt.cg.version == 0 {
 		log.Debug("cgroups unavailable; memory and process limits use rlimits", "reason", rt.cg.reason)
@@ -112,9 +147,66 @@ func NewRuntime(opts Options) (*Runtime, error) {
 	if rt.skel, rt.hostFS, err = hostSkeleton(opts.Home); err != nil {
 		return nil, fmt.Errorf("prepare host base: %w", err)
 	}
+	if rt.etc, err = hostEtc(opts.Home); err != nil {
+		return nil, fmt.Errorf("prepare host base: %w", err)
+	}
+	rt.procFiles, rt.procDirs, rt.procRO = procEntries()
 	rt.wg.Add(1)
 	go rt.janitor()
 	return rt, nil
+}
+
+// warnUnmapped logs, once per directory, that a read-only directory could
+// not be idmapped (its filesystem does not support it): inside, its files
+// belong to nobody.
+func (rt *Runtime) warnUnmapped(dir string) {
+	rt.warnedMu.Lock()
+	defer rt.warnedMu.Unlock()
+	if rt.warned[dir] {
+		return
+	}
+	if rt.warned == nil {
+		rt.warned = map[string]bool{}
+	}
+	rt.warned[dir] = true
+	rt.log.Warn("filesystem cannot be idmapped: its files belong to nobody inside sandboxes", "dir", dir)
+}
+
+// protectFromOOM takes pid (a sandbox's first process, which cwm needs)
+// out of the OOM killer's choices. It writes the legacy oom_adj, which,
+// unlike oom_score_adj written with CAP_SYS_RESOURCE, does not lower the
+// floor the process's children inherit: commands can raise their score
+// again (they do, to the maximum) but not lower it below 0.
+func protectFromOOM(pid int) error {
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/oom_adj", pid), []byte("-17"), 0); err != nil {
+		return fmt.Errorf("protect sandbox process %d from the OOM killer: %w", pid, err)
+	}
+	return nil
+}
+
+// IDs is the block of host ids the runtime's sandboxes run as.
+func (rt *Runtime) IDs() IDBlock { return rt.ids }
+
+// procEntries lists what this host's /proc has of the entries every
+// sandbox masks (files, directories) or makes read-only.
+func procEntries() (files, dirs, ro []string) {
+	for _, l := range []struct {
+		names []string
+		dir   bool
+		out   *[]string
+	}{{procMaskedFiles, false, &files}, {procMaskedDirs, true, &dirs}, {procReadOnly, false, &ro}} {
+		for _, n := range l.names {
+			var st unix.Stat_t
+			if unix.Lstat("/proc/"+n, &st) != nil {
+				continue
+			}
+			if isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR; l.dir && !isDir || !l.dir && isDir && l.out == &files {
+				continue
+			}
+			*l.out = append(*l.out, n)
+		}
+	}
+	return files, dirs, ro
 }
 
 // Cgroups reports which cgroup version limits memory and processes, or why
@@ -203,20 +295,8 @@ func (rt *Runtime) New(ctx context.Context, cfg Config) (*Sandbox, error) {
 		rt.mu.Unlock()
 		return nil, errors.New("sandbox runtime is closed")
 	}
-	for len(rt.idle[key]) > 0 {
-		list := rt.idle[key]
-		s := list[len(list)-1]
-		rt.idle[key] = list[:len(list)-1]
-		rt.mu.Unlock()
-		if s.recycled != nil {
-			<-s.recycled
-			s.recycled = nil
-			if s.recycleErr != nil {
-				go s.destroy()
-				rt.mu.Lock()
-				continue
-			}
-		}
+	rt.mu.Unlock()
+	if s := rt.takeWarm(key); s != nil {
 		if err := rt.adopt(s); err != nil {
 			go s.destroy()
 			return nil, err
@@ -225,7 +305,6 @@ func (rt *Runtime) New(ctx context.Context, cfg Config) (*Sandbox, error) {
 		s.closed.Store(false)
 		return s, nil
 	}
-	rt.mu.Unlock()
 	s, err := rt.start(ctx, cfg, nil)
 	if err != nil {
 		return nil, err
@@ -235,6 +314,30 @@ func (rt *Runtime) New(ctx context.Context, cfg Config) (*Sandbox, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// takeWarm returns a warm sandbox for the configuration key, its reset
+// for reuse finished, or nil.
+func (rt *Runtime) takeWarm(key string) *Sandbox {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	for len(rt.idle[key]) > 0 {
+		list := rt.idle[key]
+		s := list[len(list)-1]
+		rt.idle[key] = list[:len(list)-1]
+		if s.recycled != nil {
+			rt.mu.Unlock()
+			<-s.recycled
+			rt.mu.Lock()
+			s.recycled = nil
+			if s.recycleErr != nil {
+				go s.destroy()
+				continue
+			}
+		}
+		return s
+	}
+	return nil
 }
 
 // adopt counts s among the runtime's live sandboxes, which Close destroys.
@@ -313,81 +416,6 @@ type ConfigError struct{ Err error }
 
 func (e *ConfigError) Error() string { return e.Err.Error() }
 func (e *ConfigError) Unwrap() error { return e.Err }
-
-// hostSkeleton makes (once) the lowest layer of the host base: an almost
-// empty root with mount points for the host's system directories and the
-// same /bin, /lib and /sbin links as the host.
-func hostSkeleton(home string) (string, []string, error) {
-	var hostDirs []string
-	type entry struct {
-		name, link string
-		mode       os.FileMode
-	}
-	entries := []entry{{"proc", "", 0o555}, {"dev", "", 0o755}, {"tmp", "", 0o1777},
-		{"root", "", 0o700}, {"home", "", 0o755}, {"run", "", 0o755}, {"var", "", 0o755},
-		{"var/tmp", "", 0o1777}, {"mnt", "", 0o755}, {"opt", "", 0o755}, {"srv", "", 0o755},
-		{"sys", "", 0o555}, {"usr", "", 0o755}, {"etc", "", 0o755}}
-	hostDirs = append(hostDirs, "/usr", "/etc")
-	for _, d := range []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"} {
-		fi, err := os.Lstat("/" + d)
-		if err != nil {
-			continue
-		}
-		if fi.Mode()&os.ModeSymlink != 0 {
-			target, err := os.Readlink("/" + d)
-			if err != nil {
-				return "", nil, err
-			}
-			entries = append(entries, entry{name: d, link: target})
-		} else if fi.IsDir() {
-			entries = append(entries, entry{name: d, mode: 0o755})
-			hostDirs = append(hostDirs, "/"+d)
-		}
-	}
-	h := fnv.New64a()
-	for _, e := range entries {
-		fmt.Fprintf(h, "%s\x00%s\x00%o\n", e.name, e.link, e.mode)
-	}
-	sum := h.Sum64()
-	dir := filepath.Join(home, "base", "host-"+strconv.FormatUint(sum, 16))
-	if _, err := os.Stat(dir); err == nil {
-		return dir, hostDirs, nil
-	}
-	tmp, err := os.MkdirTemp(filepath.Join(home), ".skel-")
-	if err != nil {
-		if err := os.MkdirAll(home, 0o755); err != nil {
-			return "", nil, err
-		}
-		if tmp, err = os.MkdirTemp(home, ".skel-"); err != nil {
-			return "", nil, err
-		}
-	}
-	os.Chmod(tmp, 0o755)
-	for _, e := range entries {
-		p := filepath.Join(tmp, e.name)
-		if e.link != "" {
-			if err := os.Symlink(e.link, p); err != nil {
-				return "", nil, err
-			}
-			continue
-		}
-		if err := os.Mkdir(p, e.mode); err != nil {
-			return "", nil, err
-		}
-		os.Chmod(p, e.mode) // umask
-	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return "", nil, err
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		RemoveAll(tmp)
-		if _, serr := os.Stat(dir); serr == nil {
-			return dir, hostDirs, nil // another cwm made it first
-		}
-		return "", nil, err
-	}
-	return dir, hostDirs, nil
-}
 
 // RemoveAll is os.RemoveAll that also removes directories left without
 // permissions (overlayfs leaves its work directory mode 000, layers are

@@ -76,18 +76,31 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// start creates a new sandbox. seed, when set, fills the first upper layer
-// before the overlay is mounted (for Clone).
-func (rt *Runtime) start(ctx context.Context, cfg Config, seed func(upper string) error) (_ *Sandbox, err error) {
+// start creates a new sandbox. seed, when set, is an upper layer (a
+// directory descriptor) it starts with a copy of (for Clone).
+func (rt *Runtime) start(ctx context.Context, cfg Config, seed *os.File) (_ *Sandbox, err error) {
 	s := &Sandbox{rt: rt, id: randomID(), cfg: cfg, key: cfg.key(), pending: map[uint64]chan reply{}, dead: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			s.destroy()
 		}
 	}()
-	setup, err := s.prepare("state", seed)
+	setup, err := s.prepare(1)
 	if err != nil {
 		return nil, err
+	}
+	// Descriptors passed with the set-up: the cgroup task files, then the
+	// detached mounts (start fills those in once init exists).
+	tasks, err := s.cg.taskFiles()
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll(tasks)
+	for i := range tasks {
+		setup.Tasks = append(setup.Tasks, i)
+	}
+	if rt.canDetach() {
+		setup.numberMounts(func(i int) int { return len(tasks) + i })
 	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -103,22 +116,30 @@ func (rt *Runtime) start(ctx context.Context, cfg Config, seed func(upper string
 		return nil, err
 	}
 	defer logf.Close()
+	sys := &syscall.SysProcAttr{
+		Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
+			syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWNET,
+		UidMappings: rt.ids.idMap(rt.ids.UID),
+		GidMappings: rt.ids.idMap(rt.ids.GID),
+		// Only root may let the sandbox call setgroups; otherwise the
+		// kernel requires it to be denied before mapping groups.
+		GidMappingsEnableSetgroups: rt.uid == 0,
+		Pdeathsig:                  syscall.SIGKILL,
+	}
+	if rt.ids.mapped() {
+		// cwm's uid is not mapped in the sandbox, so the kernel would drop
+		// init's capabilities in its namespaces at exec: it keeps those it
+		// needs as ambient ones, builds the sandbox still as cwm's uid
+		// (which may reach $CWM_HOME) and then becomes the sandbox's root.
+		sys.AmbientCaps = initCaps
+	}
 	cmd := &exec.Cmd{
-		Path:       "/proc/self/exe",
-		Args:       []string{initArg0},
-		Env:        []string{"GOGC=400"}, // init allocates little; collect it rarely
-		ExtraFiles: []*os.File{child},
-		Stderr:     logf,
-		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
-				syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWNET,
-			UidMappings: rt.idMap(rt.uid),
-			GidMappings: rt.idMap(rt.gid),
-			// Only root may let the sandbox call setgroups; otherwise the
-			// kernel requires it to be denied before mapping groups.
-			GidMappingsEnableSetgroups: rt.uid == 0,
-			Pdeathsig:                  syscall.SIGKILL,
-		},
+		Path:        "/proc/self/exe",
+		Args:        []string{initArg0},
+		Env:         []string{"GOGC=400"}, // init allocates little; collect it rarely
+		ExtraFiles:  []*os.File{child},
+		Stderr:      logf,
+		SysProcAttr: sys,
 	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start sandbox init: %w", explainStartErr(err))
@@ -132,13 +153,22 @@ func (rt *Runtime) start(ctx context.Context, cfg Config, seed func(upper string
 		s.c.close()
 		close(s.dead)
 	}()
-	// Init waits for its setup message, so the cgroup is made while its
-	// runtime starts, and it is in the cgroup before it starts anything.
+	// Init waits for its set-up message, so it is in place (its record
+	// written, on cgroup v2 in the cgroup) before it starts anything.
 	if err := s.enter(cmd.Process.Pid); err != nil {
 		return nil, err
 	}
+	files := append([]*os.File{}, tasks...)
+	if rt.canDetach() {
+		mounts, err := s.detachMounts(cmd.Process.Pid, setup)
+		if err != nil {
+			return nil, err
+		}
+		defer closeAll(mounts)
+		files = append(files, mounts...)
+	}
 	go s.readLoop()
-	_, err = s.call(ctx, request{Op: "setup", Setup: setup})
+	r, err := s.call(ctx, request{Op: "setup", Setup: setup}, files...)
 	if err != nil {
 		if errors.Is(err, ErrDead) {
 			msg, _ := os.ReadFile(s.dir + "/init.log")
@@ -148,81 +178,127 @@ func (rt *Runtime) start(ctx context.Context, cfg Config, seed func(upper string
 		}
 		return nil, fmt.Errorf("set up sandbox: %w", err)
 	}
+	s.gen = r.Gen
+	if seed != nil {
+		if err := s.resetTo(ctx, "reset", seed); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
-// prepare creates the sandbox's run directory and describes its set-up.
-// state is the directory under it that holds the upper layers ("" for the
-// run directory itself). seed, when set, fills the first upper layer (for
-// Clone).
-func (s *Sandbox) prepare(state string, seed func(upper string) error) (*setupMsg, error) {
+// prepare creates the sandbox's run directory and cgroup and describes its
+// set-up, with every read-only directory to be bound by its host path
+// (numberMounts turns them into detached mounts). extraPids is how many
+// tasks of the sandbox's own (the thread of init that starts commands) its
+// process limit must leave room for.
+func (s *Sandbox) prepare(extraPids int64) (*setupMsg, error) {
 	rt, cfg := s.rt, s.cfg
 	s.dir = filepath.Join(rt.dir, s.id)
-	dirs := []string{s.dir}
-	if state != "" {
-		state = s.dir + "/" + state
-		dirs = append(dirs, state)
-	} else {
-		state = s.dir
-	}
-	for _, d := range dirs {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			return nil, fmt.Errorf("create sandbox directory: %w", err)
-		}
-	}
-	os.Chmod(state, 0o755)
-	if seed != nil {
-		if err := os.MkdirAll(s.dir+"/state/g0/upper", 0o755); err != nil {
-			return nil, err
-		}
-		if err := seed(s.dir + "/state/g0/upper"); err != nil {
-			return nil, fmt.Errorf("copy upper layer: %w", err)
-		}
+	if err := os.Mkdir(s.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create sandbox directory: %w", err)
 	}
 	l := cfg.Limits
-	lowers := append(append([]string{}, cfg.Layers...), cfg.Base)
-	var hostDirs []string
-	if cfg.Base == "" {
-		lowers[len(lowers)-1] = rt.skel
-		hostDirs = rt.hostFS
+	if rt.cg.version != 0 {
+		var err error
+		if s.cg, err = rt.cg.create(s.id, l, extraPids); err != nil {
+			return nil, err
+		}
 	}
-	return &setupMsg{
-		Scratch: rt.mnt, State: state, Lowers: lowers, HostDirs: hostDirs,
-		Hostname: cfg.Hostname, Rlimits: rlimits(l, rt.cg.version == 0), NoCgroup: rt.cg.version == 0,
-		Memory: l.Memory, Pids: l.Pids,
-	}, nil
+	msg := &setupMsg{
+		Scratch: rt.mnt, Hostname: cfg.Hostname, Rlimits: rlimits(l, rt.cg.version == 0),
+		NoCgroup: rt.cg.version == 0, Memory: l.Memory, Pids: l.Pids, Disk: l.Disk, Inodes: inodes(l.Disk),
+		NoSeccomp: rt.weak.noSeccomp,
+	}
+	if !rt.weak.noMasks {
+		msg.ProcFiles, msg.ProcDirs, msg.ProcRO = rt.procFiles, rt.procDirs, rt.procRO
+	}
+	for _, d := range s.lowerDirs() {
+		msg.Lowers = append(msg.Lowers, mountSrc{Path: d, FD: -1})
+	}
+	if cfg.Base == "" {
+		for _, d := range rt.hostFS {
+			msg.HostDirs = append(msg.HostDirs, mountSrc{Path: d, Dst: d, FD: -1})
+		}
+		etc := rt.etc
+		if rt.weak.hostEtc {
+			etc = "/etc"
+		}
+		msg.HostDirs = append(msg.HostDirs, mountSrc{Path: etc, Dst: "/etc", FD: -1})
+	}
+	return msg, nil
+}
+
+// inodes is how many files a tmpfs of size bytes may hold: one per 4 KiB,
+// and at least 64Ki.
+func inodes(size int64) int64 { return max(size/4096, 64<<10) }
+
+// mounts lists the read-only directories of the set-up in the order their
+// detached mounts are passed.
+func (m *setupMsg) mounts() []*mountSrc {
+	var out []*mountSrc
+	for i := range m.Lowers {
+		out = append(out, &m.Lowers[i])
+	}
+	for i := range m.HostDirs {
+		out = append(out, &m.HostDirs[i])
+	}
+	return out
+}
+
+// numberMounts says that every read-only directory comes as a detached
+// mount, the i'th as descriptor fd(i).
+func (m *setupMsg) numberMounts(fd func(i int) int) {
+	for i, src := range m.mounts() {
+		src.FD = fd(i)
+	}
+}
+
+// canDetach reports whether this cwm can make detached mounts for its
+// sandboxes (open_tree needs CAP_SYS_ADMIN in the host's namespaces), which
+// it then shows through the sandbox's ids. Otherwise the sandbox binds the
+// directories itself.
+func (rt *Runtime) canDetach() bool { return rt.uid == 0 }
+
+// detachMounts makes the detached mounts of the set-up's read-only
+// directories for the sandbox whose first process is pid.
+func (s *Sandbox) detachMounts(pid int, setup *setupMsg) ([]*os.File, error) {
+	var dirs []string
+	for _, src := range setup.mounts() {
+		dirs = append(dirs, src.Path)
+	}
+	files, mapped, err := detachedMounts(pid, dirs, s.rt.ids.mapped())
+	if err != nil {
+		return nil, fmt.Errorf("start sandbox: %w", err)
+	}
+	for i, ok := range mapped {
+		if !ok && s.rt.ids.mapped() {
+			s.rt.warnUnmapped(dirs[i])
+		}
+	}
+	return files, nil
 }
 
 // enter records pid as the sandbox's first process, so that a later cwm
-// can reap it if this one dies, and puts it in the sandbox's cgroup.
+// can reap it if this one dies. On cgroup v2, which has no per-thread
+// cgroups, it also moves pid into the sandbox's cgroup and takes it out of
+// the OOM killer's choices (commands are made its first choice instead).
 func (s *Sandbox) enter(pid int) error {
 	rec := sandboxRecord{InitPid: pid, InitStart: procStart(pid)}
-	if s.rt.cg.version != 0 {
-		var err error
-		if s.cg, err = s.rt.cg.create(s.id, s.cfg.Limits); err != nil {
-			return err
-		}
+	if s.cg != nil {
 		rec.Cgroups = s.cg.dirs
 	}
 	b, _ := json.Marshal(rec)
 	if err := os.WriteFile(s.dir+"/sandbox.json", b, 0o600); err != nil {
 		return err
 	}
-	if s.cg != nil {
-		return s.cg.add(pid)
+	if s.cg != nil && s.cg.version == 2 {
+		if err := s.cg.add(pid); err != nil {
+			return err
+		}
+		return protectFromOOM(pid)
 	}
 	return nil
-}
-
-// idMap maps the sandbox's root to the caller. As root, uids 1-65535 are
-// also mapped (to 100001-165535) so commands can switch to unprivileged
-// users.
-func (rt *Runtime) idMap(id int) []syscall.SysProcIDMap {
-	m := []syscall.SysProcIDMap{{ContainerID: 0, HostID: id, Size: 1}}
-	if rt.uid == 0 {
-		m = append(m, syscall.SysProcIDMap{ContainerID: 1, HostID: 100001, Size: 65535})
-	}
-	return m
 }
 
 func explainStartErr(err error) error {
@@ -360,24 +436,25 @@ func (s *Sandbox) Reset(ctx context.Context) error {
 	return s.resetTo(ctx, "reset", nil)
 }
 
-func (s *Sandbox) resetTo(ctx context.Context, op string, seed func(upper string) error) error {
+// resetTo swaps in a fresh upper layer (op "reset" or "recycle"); seed,
+// when set, is an upper layer (a directory descriptor) it starts as a copy
+// of. Init makes the copy: the new layer is a tmpfs of the sandbox's user
+// namespace, where only its ids may create files.
+func (s *Sandbox) resetTo(ctx context.Context, op string, seed *os.File) error {
 	s.mu.Lock()
 	gen := s.gen + 1
 	s.mu.Unlock()
 	if seed != nil {
-		upper := fmt.Sprintf("%s/state/g%d/upper", s.dir, gen)
-		if err := os.MkdirAll(upper, 0o755); err != nil {
-			return err
-		}
-		if err := seed(upper); err != nil {
+		if _, err := s.call(ctx, request{Op: "prepare", Gen: gen}, seed); err != nil {
 			return fmt.Errorf("copy upper layer: %w", err)
 		}
 	}
-	if _, err := s.call(ctx, request{Op: op, Gen: gen}); err != nil {
+	r, err := s.call(ctx, request{Op: op, Gen: gen})
+	if err != nil {
 		return fmt.Errorf("%s sandbox: %w", op, err)
 	}
 	s.mu.Lock()
-	s.gen = gen
+	s.gen = r.Gen
 	s.mu.Unlock()
 	return nil
 }
@@ -396,11 +473,18 @@ func (s *Sandbox) recycle() error {
 	return s.resetTo(ctx, "recycle", nil)
 }
 
-// upperDir is the host path of the current upper layer.
+// upperDir is the host path of the current upper layer: it lives in a
+// tmpfs mounted in the sandbox's own mount namespace, which the host
+// reaches through init's root. Commands never see /state, so nothing of
+// that path is theirs; below upper, everything is (see tree).
 func (s *Sandbox) upperDir() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return fmt.Sprintf("%s/state/g%d/upper", s.dir, s.gen)
+	return s.upperOf(s.gen)
+}
+
+func (s *Sandbox) upperOf(gen int) string {
+	return fmt.Sprintf("/proc/%d/root%s/upper", s.init.Process.Pid, genDir(gen))
 }
 
 // lowerDirs are the host paths of the read-only layers, topmost first.
@@ -417,23 +501,23 @@ func (s *Sandbox) lowerDirs() []string {
 // the other. Commands running in s while it is cloned may leave the copy
 // with a partial write.
 func (s *Sandbox) Clone(ctx context.Context) (*Sandbox, error) {
-	src := s.upperDir()
-	seed := func(dst string) error { return copyTree(src, dst) }
-	rt := s.rt
-	rt.mu.Lock()
-	var warm *Sandbox
-	if list := rt.idle[s.key]; len(list) > 0 {
-		warm = list[len(list)-1]
-		rt.idle[s.key] = list[:len(list)-1]
+	if !s.alive() {
+		return nil, ErrDead
 	}
-	rt.mu.Unlock()
-	if warm != nil {
+	seed, err := os.OpenFile(s.upperDir(), os.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("clone sandbox: %w", err)
+	}
+	defer seed.Close()
+	rt := s.rt
+	if warm := rt.takeWarm(s.key); warm != nil {
 		if err := warm.resetTo(ctx, "reset", seed); err == nil {
+			if err := rt.adopt(warm); err != nil {
+				go warm.destroy()
+				return nil, err
+			}
 			warm.cfg = s.cfg
 			warm.closed.Store(false)
-			rt.mu.Lock()
-			rt.live[warm] = true
-			rt.mu.Unlock()
 			return warm, nil
 		}
 		warm.destroy()
@@ -442,9 +526,10 @@ func (s *Sandbox) Clone(ctx context.Context) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt.mu.Lock()
-	rt.live[c] = true
-	rt.mu.Unlock()
+	if err := rt.adopt(c); err != nil {
+		go c.destroy()
+		return nil, err
+	}
 	return c, nil
 }
 
