@@ -5,11 +5,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -29,10 +31,6 @@ type cgroups struct {
 }
 
 func detectCgroups() cgroups {
-	mounts, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return cgroups{reason: err.Error()}
-	}
 	self, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return cgroups{reason: err.Error()}
@@ -51,7 +49,46 @@ func detectCgroups() cgroups {
 			paths[c] = f[2]
 		}
 	}
-	var v1mem, v1pids, v2 string
+	v1mem, v1pids, v2 := cgroupMounts()
+	if v1mem != "" && v1pids != "" {
+		cg := cgroups{version: 1,
+			memory: filepath.Join(v1mem, paths["memory"]),
+			pids:   filepath.Join(v1pids, paths["pids"])}
+		if err := probeDir(cg.memory); err != nil {
+			return cgroups{reason: "memory cgroup " + cg.memory + " not writable: " + err.Error()}
+		}
+		if err := probeDir(cg.pids); err != nil {
+			return cgroups{reason: "pids cgroup " + cg.pids + " not writable: " + err.Error()}
+		}
+		return cg
+	}
+	if v2 != "" {
+		dir := filepath.Join(v2, paths[""])
+		if err := delegateV2(dir); err != nil {
+			return cgroups{reason: "cgroup v2 at " + dir + ": " + err.Error()}
+		}
+		return cgroups{version: 2, unified: dir}
+	}
+	return cgroups{reason: "no memory and pids cgroup controllers mounted"}
+}
+
+// cgroupMounts finds where the v1 memory and pids hierarchies and the v2
+// one are mounted: at their usual places when those are cgroup file
+// systems (two statfs calls), otherwise wherever /proc/self/mountinfo says
+// (which the kernel generates at some cost, for every mount).
+func cgroupMounts() (v1mem, v1pids, v2 string) {
+	var st unix.Statfs_t
+	isFS := func(p string, magic int64) bool { return unix.Statfs(p, &st) == nil && int64(st.Type) == magic }
+	if isFS("/sys/fs/cgroup/memory", unix.CGROUP_SUPER_MAGIC) && isFS("/sys/fs/cgroup/pids", unix.CGROUP_SUPER_MAGIC) {
+		return "/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids", ""
+	}
+	if isFS("/sys/fs/cgroup", unix.CGROUP2_SUPER_MAGIC) {
+		return "", "", "/sys/fs/cgroup"
+	}
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return "", "", ""
+	}
 	for _, line := range strings.Split(string(mounts), "\n") {
 		fields := strings.Fields(line)
 		sep := -1
@@ -79,26 +116,7 @@ func detectCgroups() cgroups {
 			v2 = mnt
 		}
 	}
-	if v1mem != "" && v1pids != "" {
-		cg := cgroups{version: 1,
-			memory: filepath.Join(v1mem, paths["memory"]),
-			pids:   filepath.Join(v1pids, paths["pids"])}
-		if err := probeDir(cg.memory); err != nil {
-			return cgroups{reason: "memory cgroup " + cg.memory + " not writable: " + err.Error()}
-		}
-		if err := probeDir(cg.pids); err != nil {
-			return cgroups{reason: "pids cgroup " + cg.pids + " not writable: " + err.Error()}
-		}
-		return cg
-	}
-	if v2 != "" {
-		dir := filepath.Join(v2, paths[""])
-		if err := delegateV2(dir); err != nil {
-			return cgroups{reason: "cgroup v2 at " + dir + ": " + err.Error()}
-		}
-		return cgroups{version: 2, unified: dir}
-	}
-	return cgroups{reason: "no memory and pids cgroup controllers mounted"}
+	return v1mem, v1pids, v2
 }
 
 // probeDir checks that sandbox cgroups can be made in dir. access(2) is
@@ -136,9 +154,56 @@ func delegateV2(dir string) error {
 	return os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+memory +pids"), 0)
 }
 
-// cgroupPrefix starts the names of this process's sandbox cgroups, which
-// tells them apart from those of other cwm processes sharing the parent.
-func cgroupPrefix() string { return fmt.Sprintf("cwm-%d-", os.Getpid()) }
+// cgroupPrefix starts the names of this process's sandbox cgroups:
+// "cwm-PID-START-", with this process's pid and start time, which tells
+// them apart from those of other cwm processes sharing the parent and
+// lets a later cwm remove them when this one has died (reapStaleCgroups).
+func cgroupPrefix() string {
+	selfOnce.Do(func() { selfStart = procStart(os.Getpid()) })
+	return fmt.Sprintf("cwm-%d-%d-", os.Getpid(), selfStart)
+}
+
+var (
+	selfOnce  sync.Once
+	selfStart uint64
+)
+
+// reapStaleCgroups removes the sandbox cgroups of cwm processes that are
+// gone, killing what is left in them. A one-shot sandbox leaves nothing
+// else on disk: its pid 1 dies with cwm (a parent-death signal) and its
+// processes with pid 1.
+func reapStaleCgroups(cg cgroups, log *slog.Logger) {
+	for _, parent := range []string{cg.memory, cg.pids, cg.unified} {
+		if parent == "" {
+			continue
+		}
+		ents, _ := os.ReadDir(parent)
+		var dirs []string
+		for _, e := range ents {
+			if e.IsDir() && staleCgroup(e.Name()) {
+				dirs = append(dirs, filepath.Join(parent, e.Name()))
+			}
+		}
+		if err := removeCgroups(dirs); err != nil {
+			log.Warn("reap cgroup", "err", err)
+		}
+	}
+}
+
+// staleCgroup reports whether name is a sandbox cgroup whose cwm process
+// no longer runs.
+func staleCgroup(name string) bool {
+	f := strings.Split(name, "-")
+	if len(f) < 4 || f[0] != "cwm" {
+		return false
+	}
+	pid, err1 := strconv.Atoi(f[1])
+	start, err2 := strconv.ParseUint(f[2], 10, 64)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return procStart(pid) != start
+}
 
 // sandboxCgroup is the cgroup (one per controller on v1) of one sandbox.
 type sandboxCgroup struct {

@@ -94,23 +94,25 @@ func setupPlan(s *setupMsg) *plan {
 // made of it (idmapped), or a bind of its host path.
 func (p *plan) attach(what string, src mountSrc, dst string) {
 	if src.FD < 0 {
-		p.bindRO("bind "+what, src.Path, dst)
+		p.bindRO("bind "+what, src.Path, dst, 0)
 		return
 	}
 	p.call("attach "+what, unix.SYS_MOVE_MOUNT, uintptr(src.FD), p.empty(), atFDCWD, p.str(dst), unix.MOVE_MOUNT_F_EMPTY_PATH)
 }
 
 // maskProc hides, under the sandbox's procfs at proc, what describes or
-// configures the host's kernel (the lists above, those this host has).
+// configures the host's kernel (the lists above; an entry this kernel
+// lacks is skipped).
 func (p *plan) maskProc(proc string, s *setupMsg) {
 	for _, f := range s.ProcFiles {
-		p.add("mask /proc/"+f, step{trap: unix.SYS_MOUNT, args: [6]uintptr{p.str("/dev/null"), p.str(proc + "/" + f), 0, unix.MS_BIND}})
+		p.add("mask /proc/"+f, step{trap: unix.SYS_MOUNT, args: [6]uintptr{p.str("/dev/null"), p.str(proc + "/" + f), 0, unix.MS_BIND}, ok: unix.ENOENT})
 	}
 	for _, d := range s.ProcDirs {
-		p.mount("mask /proc/"+d, "tmpfs", proc+"/"+d, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0555,size=4k")
+		p.add("mask /proc/"+d, step{trap: unix.SYS_MOUNT, args: [6]uintptr{p.str("tmpfs"), p.str(proc + "/" + d), p.str("tmpfs"),
+			unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, p.str("mode=0555,size=4k")}, ok: unix.ENOENT})
 	}
 	for _, d := range s.ProcRO {
-		p.bindRO("make /proc/"+d+" read-only", proc+"/"+d, proc+"/"+d)
+		p.bindRO("make /proc/"+d+" read-only", proc+"/"+d, proc+"/"+d, unix.ENOENT)
 	}
 }
 

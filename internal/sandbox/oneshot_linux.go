@@ -61,9 +61,11 @@ func (rt *Runtime) Run(ctx context.Context, cfg Config, cmd Cmd) (Result, error)
 			o.close()
 		}
 	}()
-	// On cgroup v2 pid 1 is in the sandbox's cgroup and counts against its
-	// process limit; on v1 only the command is (it moves itself in).
-	setup, err := s.prepare(map[int]int64{2: 1}[rt.cg.version])
+	// No run directory: pid 1 dies with cwm (a parent-death signal), the
+	// kernel kills the rest with pid 1, and a later cwm finds the cgroup by
+	// its name (reapStaleCgroups). The cgroup is made while pid 1 builds
+	// the sandbox (run).
+	setup, err := s.prepare(0, false)
 	if err != nil {
 		return Result{}, err
 	}
@@ -83,34 +85,33 @@ type oneShot struct {
 	argv  []string
 	keep  []any // what childArgs points to
 
-	syncW, report *os.File
-	sock          *os.File   // the host's end: the detached mounts go through it
-	files         []*os.File // the child's, closed after the fork
-	stdio         *stdio
-	stack         []byte // unmapped once pid 1 is gone
-	setupMsg      *setupMsg
+	report   *os.File
+	sock     *os.File   // the host's end: the detached mounts go through it
+	files    []*os.File // the child's, closed after the fork
+	stdio    *stdio
+	stack    []byte // unmapped once pid 1 is gone
+	setupMsg *setupMsg
 }
 
 // childArgs is everything the forked child needs, prepared beforehand: it
 // may only read memory and make system calls.
 type childArgs struct {
-	flags          uintptr
-	syncR, reportW uintptr
-	sock           uintptr // pid 1's end of the socket the mounts come through
-	stdio          [3]uintptr
-	setup, cmd     []step
-	after          []step    // pid 1's, once the command has exec'd
-	stack          uintptr   // childStack bytes outside Go's heap
-	sigdfl         [4]uint64 // a struct sigaction for SIG_DFL
-	sigset         uint64    // an empty signal set
-	paths          []uintptr // candidate paths of the command, NUL-terminated
-	argv, envv     uintptr   // NULL-terminated arrays
-	report         [8]uint64
-	rusage         unix.Rusage
-	statfs         unix.Statfs_t
-	upper          uintptr // the upper layer's tmpfs, NUL-terminated
-	status         uint32
-	syncByte       [1]byte
+	flags      uintptr
+	reportW    uintptr
+	sock       uintptr // pid 1's end of the socket the mounts come through
+	stdio      [3]uintptr
+	setup, cmd []step
+	after      []step    // pid 1's, once the command has exec'd
+	stack      uintptr   // childStack bytes outside Go's heap
+	sigdfl     [4]uint64 // a struct sigaction for SIG_DFL
+	sigset     uint64    // an empty signal set
+	paths      []uintptr // candidate paths of the command, NUL-terminated
+	argv, envv uintptr   // NULL-terminated arrays
+	report     [8]uint64
+	rusage     unix.Rusage
+	statfs     unix.Statfs_t
+	upper      uintptr // the upper layer's tmpfs, NUL-terminated
+	status     uint32
 }
 
 // Kinds of report the child sends on its report pipe.
@@ -129,12 +130,6 @@ func newOneShot(ctx context.Context, s *Sandbox, setup *setupMsg, cmd Cmd, argv 
 			o.close()
 		}
 	}()
-	syncR, syncW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	o.syncW = syncW
-	o.files = append(o.files, syncR)
 	report, reportW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -148,13 +143,6 @@ func newOneShot(ctx context.Context, s *Sandbox, setup *setupMsg, cmd Cmd, argv 
 	o.sock = os.NewFile(uintptr(socks[0]), "sandbox-mounts")
 	childSock := os.NewFile(uintptr(socks[1]), "sandbox-mounts")
 	o.files = append(o.files, childSock)
-	// On cgroup v1 the command moves itself into the sandbox's cgroups
-	// before it execs (see taskFiles); pid 1 stays outside.
-	tasks, err := s.cg.taskFiles()
-	if err != nil {
-		return nil, err
-	}
-	o.files = append(o.files, tasks...)
 	if o.stdio, err = o.p.openStdio(cmd); err != nil {
 		return nil, err
 	}
@@ -168,25 +156,31 @@ func newOneShot(ctx context.Context, s *Sandbox, setup *setupMsg, cmd Cmd, argv 
 		o.files = append(o.files, os.NewFile(uintptr(fd), "stdio"))
 		o.args.stdio[i] = uintptr(fd)
 	}
-	o.args.syncR, o.args.reportW, o.args.sock = syncR.Fd(), reportW.Fd(), childSock.Fd()
-	keep := []uintptr{o.args.syncR, o.args.reportW, o.args.sock, o.args.stdio[0], o.args.stdio[1], o.args.stdio[2]}
-	for _, f := range tasks {
-		keep = append(keep, f.Fd())
-	}
+	o.args.reportW, o.args.sock = reportW.Fd(), childSock.Fd()
+	keep := []uintptr{o.args.reportW, o.args.sock, o.args.stdio[0], o.args.stdio[1], o.args.stdio[2]}
 	slices.Sort(keep)
-	// pid 1 closes every other descriptor first, so the detached mounts it
+	// pid 1 closes every other descriptor first, so the descriptors it
 	// receives get the lowest free numbers, in order: known in advance.
+	// The detached mounts come first; the cgroup's task files (v1) once
+	// the mounts are closed again.
 	mountFDs := lowestFree(keep, len(setup.mounts()))
 	setup.numberMounts(func(i int) int { return int(mountFDs[i]) })
+	var taskFDs []uintptr
+	if s.rt.cg.version == 1 {
+		taskFDs = lowestFree(keep, 2)
+	}
 
 	env := mergeEnv(s.cfg.Env, cmd.Env)
 	dir := s.resolve(cmd.Dir)
 	c := &plan{}
+	// On cgroup v1 the command moves itself into the sandbox's cgroups
+	// before it execs (see taskFiles); pid 1 stays outside. (First: the
+	// task files may be numbered 0 and 1, which the next steps reuse.)
+	for _, fd := range taskFDs {
+		c.call("enter the sandbox's cgroup", unix.SYS_WRITE, fd, c.str("0"), 1)
+	}
 	for i, fd := range o.args.stdio {
 		c.call("set up standard descriptors", unix.SYS_DUP3, fd, uintptr(i), 0)
-	}
-	for _, f := range tasks {
-		c.call("enter the sandbox's cgroup", unix.SYS_WRITE, f.Fd(), c.str("0"), 1)
 	}
 	c.dropCaps()
 	c.call("enter the sandbox's root", unix.SYS_CHROOT, c.str("/root"))
@@ -219,7 +213,9 @@ func newOneShot(ctx context.Context, s *Sandbox, setup *setupMsg, cmd Cmd, argv 
 	o.args.argv = uintptr(unsafe.Pointer(&argvp[0]))
 	o.args.envv = uintptr(unsafe.Pointer(&envp[0]))
 	o.setup = o.prologue(keep)
-	o.setup.recvMounts(o.args.sock, len(mountFDs))
+	// The detached mounts come once the host has written the user maps,
+	// which they need: receiving them also says that the users are mapped.
+	o.setup.recv("receive the layers' mounts", o.args.sock, len(mountFDs))
 	// The sandbox is built as cwm's uid, which may reach $CWM_HOME, with
 	// every capability in the new namespaces; then pid 1 becomes the
 	// sandbox's root, which owns what it creates from there on.
@@ -233,11 +229,9 @@ func newOneShot(ctx context.Context, s *Sandbox, setup *setupMsg, cmd Cmd, argv 
 	for _, fd := range mountFDs {
 		o.setup.call("close the layers' mounts", unix.SYS_CLOSE, fd)
 	}
-	if s.cg != nil && s.cg.version == 2 {
-		// Wait for the host to move pid 1 into the cgroup.
-		o.setup.add("wait to enter the cgroup", step{trap: unix.SYS_READ, args: [6]uintptr{o.args.syncR,
-			uintptr(unsafe.Pointer(&o.args.syncByte[0])), 1}})
-	}
+	// The host makes the cgroup meanwhile: its task files (v1), or word
+	// that pid 1 is in it (v2), come next.
+	o.setup.recv("wait for the sandbox's cgroup", o.args.sock, len(taskFDs))
 	// Once the command has exec'd, pid 1 makes it the OOM killer's first
 	// choice, before cwm (whose memory pid 1 shares) and anything else on
 	// the host. (The command cannot before its exec: it still shares
@@ -275,10 +269,9 @@ func lowestFree(keep []uintptr, n int) []uintptr {
 	return out
 }
 
-// recvMounts makes pid 1 wait for the detached mounts of the layers (the
-// host sends them once it has written the user maps, which they need),
-// and receive them. It is also what tells pid 1 that its users are mapped.
-func (p *plan) recvMounts(sock uintptr, n int) {
+// recv makes pid 1 wait for a message from the host on sock, with n
+// descriptors.
+func (p *plan) recv(what string, sock uintptr, n int) {
 	buf := p.mem(1)
 	iov := (*unix.Iovec)(unsafe.Pointer(&p.mem(int(unsafe.Sizeof(unix.Iovec{})))[0]))
 	iov.Base = &buf[0]
@@ -291,7 +284,7 @@ func (p *plan) recvMounts(sock uintptr, n int) {
 		msg.Control = &ctl[0]
 		msg.SetControllen(len(ctl))
 	}
-	p.call("receive the layers' mounts", unix.SYS_RECVMSG, sock, uintptr(unsafe.Pointer(msg)), 0)
+	p.call(what, unix.SYS_RECVMSG, sock, uintptr(unsafe.Pointer(msg)), 0)
 }
 
 // becomeRoot makes pid 1 the sandbox's root: it starts as cwm's uid,
@@ -338,9 +331,6 @@ func (o *oneShot) close() {
 		f.Close()
 	}
 	o.files = nil
-	if o.syncW != nil {
-		o.syncW.Close()
-	}
 	if o.report != nil {
 		o.report.Close()
 	}
@@ -380,24 +370,36 @@ func (o *oneShot) run(ctx context.Context, cmd Cmd) (Result, error) {
 	if err := o.writeIDMaps(pid); err != nil {
 		return Result{}, err
 	}
-	if err := s.enter(pid); err != nil {
-		return Result{}, err
-	}
 	mounts, err := s.detachMounts(pid, o.setupMsg)
 	if err != nil {
 		return Result{}, err
 	}
-	err = unix.Sendmsg(int(o.sock.Fd()), []byte{1}, unix.UnixRights(fdsOf(mounts)...), nil, 0)
+	err = o.send(mounts)
 	closeAll(mounts)
 	if err != nil {
 		return Result{}, fmt.Errorf("start sandbox: pass the layers' mounts: %w", err)
 	}
-	p.counters = s.cg.counters()
+	// While pid 1 builds the sandbox: its cgroup. On v2 pid 1 is in it
+	// (no per-thread cgroups there), out of the OOM killer's choice.
+	if err := s.makeCgroup(map[int]int64{2: 1}[s.rt.cg.version]); err != nil {
+		return Result{}, err
+	}
+	tasks, err := s.cg.taskFiles()
+	if err != nil {
+		return Result{}, err
+	}
+	defer closeAll(tasks)
 	if s.cg != nil && s.cg.version == 2 {
-		// pid 1 is in the cgroup: it may start the command.
-		if _, err := o.syncW.Write([]byte{1}); err != nil {
-			return Result{}, fmt.Errorf("start sandbox: %w", err)
+		if err := s.cg.add(pid); err != nil {
+			return Result{}, err
 		}
+		if err := protectFromOOM(pid); err != nil {
+			return Result{}, err
+		}
+	}
+	p.counters = s.cg.counters()
+	if err := o.send(tasks); err != nil {
+		return Result{}, fmt.Errorf("start sandbox: %w", err)
 	}
 	p.start = time.Now()
 	o.stdio.closeCmd()
@@ -479,12 +481,17 @@ func (o *oneShot) reportErr(r [8]uint64) error {
 	return nil
 }
 
-func fdsOf(files []*os.File) []int {
-	fds := make([]int, len(files))
-	for i, f := range files {
-		fds[i] = int(f.Fd())
+// send passes files to pid 1 in one message.
+func (o *oneShot) send(files []*os.File) error {
+	var oob []byte
+	if len(files) > 0 {
+		fds := make([]int, len(files))
+		for i, f := range files {
+			fds[i] = int(f.Fd())
+		}
+		oob = unix.UnixRights(fds...)
 	}
-	return fds
+	return unix.Sendmsg(int(o.sock.Fd()), []byte{1}, oob, nil, 0)
 }
 
 // commandPid is the host pid of the command (pid 1's child), 0 if it has

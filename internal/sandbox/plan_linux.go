@@ -95,13 +95,15 @@ func (p *plan) mount(what, src, dst, fstype string, flags uintptr, data string) 
 	p.call(what, unix.SYS_MOUNT, p.str(src), p.str(dst), p.str(fstype), flags, p.str(data))
 }
 
-// bindRO binds src at dst read-only, including every mount below src.
-func (p *plan) bindRO(what, src, dst string) {
-	p.mount(what, src, dst, "", unix.MS_BIND|unix.MS_REC, "")
+// bindRO binds src at dst read-only, including every mount below src. A
+// failure with the error ok (ENOENT for what a host may lack) counts as
+// success.
+func (p *plan) bindRO(what, src, dst string, ok syscall.Errno) {
+	p.add(what, step{trap: unix.SYS_MOUNT, args: [6]uintptr{p.str(src), p.str(dst), 0, unix.MS_BIND | unix.MS_REC}, ok: ok})
 	attr := (*unix.MountAttr)(unsafe.Pointer(&p.mem(int(unsafe.Sizeof(unix.MountAttr{})))[0]))
 	attr.Attr_set = unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
-	p.call(what, unix.SYS_MOUNT_SETATTR, atFDCWD, p.str(dst), unix.AT_RECURSIVE,
-		uintptr(unsafe.Pointer(attr)), unsafe.Sizeof(*attr))
+	p.add(what, step{trap: unix.SYS_MOUNT_SETATTR, args: [6]uintptr{atFDCWD, p.str(dst), unix.AT_RECURSIVE,
+		uintptr(unsafe.Pointer(attr)), unsafe.Sizeof(*attr)}, ok: ok})
 }
 
 // atFDCWD is AT_FDCWD (-100) as a system call argument; the kernel reads

@@ -42,7 +42,9 @@ type weakening struct {
 // Runtime creates sandboxes and owns the state they leave on the host.
 type Runtime struct {
 	home     string
-	dir      string // Home/run/<this process>
+	run      string // Home/run
+	dirMu    sync.Mutex
+	dir      string // Home/run/<this process>, made by runDir
 	mnt      string // Home/run/mnt: where each sandbox mounts its root tmpfs, in its own namespace
 	lock     *os.File
 	log      *slog.Logger
@@ -53,10 +55,6 @@ type Runtime struct {
 	hostFS   []string // host base: host directories bound at the same path
 	devNull  *os.File
 	uid, gid int
-
-	// procFiles, procDirs and procRO are what this host's /proc has of
-	// the entries every sandbox masks or makes read-only.
-	procFiles, procDirs, procRO []string
 
 	// weak turns measures off, for the controls of the escape suite.
 	weak weakening
@@ -110,50 +108,55 @@ func NewRuntime(opts Options) (_ *Runtime, err error) {
 	if err := os.Mkdir(rt.mnt, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
-	rt.dir = filepath.Join(run, fmt.Sprintf("p%d-%s", os.Getpid(), randomHex(6)))
-	if err := os.Mkdir(rt.dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create run directory: %w", err)
-	}
-	// From here a failure leaves nothing behind: not the directory, not
-	// its lock.
-	defer func() {
-		if err != nil {
-			if rt.devNull != nil {
-				rt.devNull.Close()
-			}
-			RemoveAll(rt.dir)
-			if rt.lock != nil {
-				rt.lock.Close()
-			}
-		}
-	}()
-	lock, err := os.OpenFile(filepath.Join(rt.dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	rt.lock = lock
-	// The lock is held for the life of this process: Reap in another cwm
-	// knows this directory is live exactly when it cannot take the lock.
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		return nil, fmt.Errorf("lock run directory: %w", err)
-	}
+	rt.run = run
 	rt.cg = detectCgroups()
 	if rt.cg.version == 0 {
 		log.Debug("cgroups unavailable; memory and process limits use rlimits", "reason", rt.cg.reason)
 	}
-	if rt.devNull, err = os.Open(os.DevNull); err != nil {
-		return nil, err
-	}
+	reapStaleCgroups(rt.cg, log)
 	if rt.skel, rt.hostFS, err = hostSkeleton(opts.Home); err != nil {
 		return nil, fmt.Errorf("prepare host base: %w", err)
 	}
 	if rt.etc, err = hostEtc(opts.Home); err != nil {
 		return nil, fmt.Errorf("prepare host base: %w", err)
 	}
-	rt.procFiles, rt.procDirs, rt.procRO = procEntries()
+	if rt.devNull, err = os.Open(os.DevNull); err != nil {
+		return nil, err
+	}
 	rt.wg.Add(1)
 	go rt.janitor()
 	return rt, nil
+}
+
+// runDir returns this process's run directory, making it (and taking its
+// lock) the first time: sandboxes with an init keep their record and log
+// there. A one-shot sandbox needs none, so a cwm that only runs those
+// (cwm sandbox run) never makes one.
+func (rt *Runtime) runDir() (string, error) {
+	rt.dirMu.Lock()
+	defer rt.dirMu.Unlock()
+	if rt.dir != "" {
+		return rt.dir, nil
+	}
+	dir := filepath.Join(rt.run, fmt.Sprintf("p%d-%s", os.Getpid(), randomHex(6)))
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", fmt.Errorf("create run directory: %w", err)
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err == nil {
+		// The lock is held for the life of this process: Reap in another
+		// cwm knows this directory is live exactly when it cannot take it.
+		if err = unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			lock.Close()
+			err = fmt.Errorf("lock run directory: %w", err)
+		}
+	}
+	if err != nil {
+		RemoveAll(dir)
+		return "", err
+	}
+	rt.dir, rt.lock = dir, lock
+	return dir, nil
 }
 
 // warnUnmapped logs, once per directory, that a read-only directory could
@@ -187,28 +190,6 @@ func protectFromOOM(pid int) error {
 // IDs is the block of host ids the runtime's sandboxes run as.
 func (rt *Runtime) IDs() IDBlock { return rt.ids }
 
-// procEntries lists what this host's /proc has of the entries every
-// sandbox masks (files, directories) or makes read-only.
-func procEntries() (files, dirs, ro []string) {
-	for _, l := range []struct {
-		names []string
-		dir   bool
-		out   *[]string
-	}{{procMaskedFiles, false, &files}, {procMaskedDirs, true, &dirs}, {procReadOnly, false, &ro}} {
-		for _, n := range l.names {
-			var st unix.Stat_t
-			if unix.Lstat("/proc/"+n, &st) != nil {
-				continue
-			}
-			if isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR; l.dir && !isDir || !l.dir && isDir && l.out == &files {
-				continue
-			}
-			*l.out = append(*l.out, n)
-		}
-	}
-	return files, dirs, ro
-}
-
 // Cgroups reports which cgroup version limits memory and processes, or why
 // none does.
 func (rt *Runtime) Cgroups() (version int, reason string) { return rt.cg.version, rt.cg.reason }
@@ -240,10 +221,14 @@ func (rt *Runtime) Close() error {
 		}
 	}
 	rt.devNull.Close()
-	if err := RemoveAll(rt.dir); err != nil && first == nil {
-		first = err
+	rt.dirMu.Lock()
+	defer rt.dirMu.Unlock()
+	if rt.dir != "" {
+		if err := RemoveAll(rt.dir); err != nil && first == nil {
+			first = err
+		}
+		rt.lock.Close()
 	}
-	rt.lock.Close()
 	return first
 }
 

@@ -85,7 +85,9 @@ func (rt *Runtime) start(ctx context.Context, cfg Config, seed *os.File) (_ *San
 			s.destroy()
 		}
 	}()
-	setup, err := s.prepare(1)
+	// Init's forking thread (cgroup v1) or all of init's threads (v2) are
+	// in the cgroup beside the commands.
+	setup, err := s.prepare(map[int]int64{1: 1, 2: 16}[rt.cg.version], true)
 	if err != nil {
 		return nil, err
 	}
@@ -187,21 +189,24 @@ func (rt *Runtime) start(ctx context.Context, cfg Config, seed *os.File) (_ *San
 	return s, nil
 }
 
-// prepare creates the sandbox's run directory and cgroup and describes its
-// set-up, with every read-only directory to be bound by its host path
-// (numberMounts turns them into detached mounts). extraPids is how many
-// tasks of the sandbox's own (the thread of init that starts commands) its
-// process limit must leave room for.
-func (s *Sandbox) prepare(extraPids int64) (*setupMsg, error) {
+// prepare describes the sandbox's set-up, with every read-only directory
+// to be bound by its host path (numberMounts turns them into detached
+// mounts). With dir it also makes the sandbox's run directory (for init's
+// record and log) and its cgroup, whose process limit leaves room for
+// extraPids tasks of cwm's own.
+func (s *Sandbox) prepare(extraPids int64, dir bool) (*setupMsg, error) {
 	rt, cfg := s.rt, s.cfg
-	s.dir = filepath.Join(rt.dir, s.id)
-	if err := os.Mkdir(s.dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create sandbox directory: %w", err)
-	}
 	l := cfg.Limits
-	if rt.cg.version != 0 {
-		var err error
-		if s.cg, err = rt.cg.create(s.id, l, extraPids); err != nil {
+	if dir {
+		run, err := rt.runDir()
+		if err != nil {
+			return nil, err
+		}
+		s.dir = filepath.Join(run, s.id)
+		if err := os.Mkdir(s.dir, 0o700); err != nil {
+			return nil, fmt.Errorf("create sandbox directory: %w", err)
+		}
+		if err := s.makeCgroup(extraPids); err != nil {
 			return nil, err
 		}
 	}
@@ -211,7 +216,7 @@ func (s *Sandbox) prepare(extraPids int64) (*setupMsg, error) {
 		NoSeccomp: rt.weak.noSeccomp,
 	}
 	if !rt.weak.noMasks {
-		msg.ProcFiles, msg.ProcDirs, msg.ProcRO = rt.procFiles, rt.procDirs, rt.procRO
+		msg.ProcFiles, msg.ProcDirs, msg.ProcRO = procMaskedFiles, procMaskedDirs, procReadOnly
 	}
 	for _, d := range s.lowerDirs() {
 		msg.Lowers = append(msg.Lowers, mountSrc{Path: d, FD: -1})
@@ -227,6 +232,16 @@ func (s *Sandbox) prepare(extraPids int64) (*setupMsg, error) {
 		msg.HostDirs = append(msg.HostDirs, mountSrc{Path: etc, Dst: "/etc", FD: -1})
 	}
 	return msg, nil
+}
+
+// makeCgroup makes the sandbox's cgroup, when the host has cgroups.
+func (s *Sandbox) makeCgroup(extraPids int64) error {
+	if s.rt.cg.version == 0 {
+		return nil
+	}
+	var err error
+	s.cg, err = s.rt.cg.create(s.id, s.cfg.Limits, extraPids)
+	return err
 }
 
 // inodes is how many files a tmpfs of size bytes may hold: one per 4 KiB,
@@ -558,8 +573,10 @@ func (s *Sandbox) destroy() error {
 	if err := s.cg.destroy(); err != nil {
 		first = err
 	}
-	if err := RemoveAll(s.dir); err != nil && first == nil {
-		first = fmt.Errorf("remove sandbox directory: %w", err)
+	if s.dir != "" {
+		if err := RemoveAll(s.dir); err != nil && first == nil {
+			first = fmt.Errorf("remove sandbox directory: %w", err)
+		}
 	}
 	return first
 }
