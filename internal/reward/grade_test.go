@@ -248,3 +248,33 @@ func TestGradeTaskErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestPatchPathsStayInside is the escape suite's row for patch paths: a
+// candidate patch whose files climb out of the repository with "..", or
+// go through a symlink the patch itself adds, is applied (or refused)
+// inside the sandbox, and the host directory it aims at stays as it was.
+// The control: that directory is writable from the host.
+func TestPatchPathsStayInside(t *testing.T) {
+	rt, env := calcEnv(t)
+	history, _ := calcTasks(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "control"), nil, 0o644); err != nil {
+		t.Fatalf("control: the host directory is not writable: %v", err)
+	}
+	os.Remove(filepath.Join(dir, "control"))
+	up := strings.Repeat("../", 8) + strings.TrimPrefix(dir, "/")
+	patches := map[string]string{
+		"dot-dot": "diff --git a/" + up + "/evil.py b/" + up + "/evil.py\nnew file mode 100644\n--- /dev/null\n+++ b/" + up + "/evil.py\n@@ -0,0 +1 @@\n+x = 1\n",
+		"absolute": "--- /dev/null\n+++ " + dir + "/evil.py\n@@ -0,0 +1 @@\n+x = 1\n",
+		"through a symlink": "diff --git a/link b/link\nnew file mode 120000\n--- /dev/null\n+++ b/link\n@@ -0,0 +1 @@\n+" + dir + "\n\\ No newline at end of file\n" +
+			"diff --git a/link/evil.py b/link/evil.py\nnew file mode 100644\n--- /dev/null\n+++ b/link/evil.py\n@@ -0,0 +1 @@\n+x = 1\n",
+	}
+	for name, patch := range patches {
+		if _, err := Grade(context.Background(), rt, env, history, patch); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+			t.Errorf("%s: the patch wrote %v into the host directory", name, ents)
+		}
+	}
+}

@@ -27,6 +27,8 @@ func TestMain(m *testing.M) {
 		crashChild()
 	case "unprivileged":
 		unprivilegedChild()
+	case "escape":
+		escapeChild()
 	}
 	os.Exit(m.Run())
 }
@@ -173,6 +175,11 @@ func unprivilegedChild() {
 	os.Exit(0)
 }
 
+// unprivileged starts a process as nobody (uid and gid 65534).
+func unprivileged() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+}
+
 func TestUnprivileged(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root to switch to an unprivileged user")
@@ -193,7 +200,7 @@ func TestUnprivileged(t *testing.T) {
 	os.Chown(home, 65534, 65534)
 	cmd := exec.Command(bin, "-test.run=^$")
 	cmd.Env = []string{childEnv + "=unprivileged", "CWM_HOME=" + home, "PATH=/usr/bin:/bin"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd.SysProcAttr = unprivileged()
 	out, err := cmd.CombinedOutput()
 	t.Logf("as uid 65534:\n%s", out)
 	if err != nil {

@@ -153,7 +153,9 @@ func (in *initState) forker(tasks []*os.File, filter bool, errc chan<- error) {
 		}
 	}
 	caps := &plan{}
-	caps.dropCaps()
+	if !in.setup.KeepCaps {
+		caps.dropCaps()
+	}
 	if err := caps.run(); err != nil {
 		errc <- err
 		return

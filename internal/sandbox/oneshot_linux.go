@@ -182,7 +182,9 @@ func newOneShot(ctx context.Context, s *Sandbox, setup *setupMsg, cmd Cmd, argv 
 	for i, fd := range o.args.stdio {
 		c.call("set up standard descriptors", unix.SYS_DUP3, fd, uintptr(i), 0)
 	}
-	c.dropCaps()
+	if !setup.KeepCaps {
+		c.dropCaps()
+	}
 	c.call("enter the sandbox's root", unix.SYS_CHROOT, c.str("/root"))
 	c.call("workdir "+dir, unix.SYS_CHDIR, c.str(dir))
 	c.call("new process group", unix.SYS_SETPGID, 0, 0)

@@ -48,6 +48,8 @@ type setupMsg struct {
 	// NoSeccomp turns the system call filter off (tests only: the control
 	// rows of the escape suite).
 	NoSeccomp bool `json:"noseccomp,omitempty"`
+	// KeepCaps leaves commands every capability (tests only, as NoSeccomp).
+	KeepCaps bool `json:"keepcaps,omitempty"`
 }
 
 type rlimit struct {

@@ -37,6 +37,7 @@ type weakening struct {
 	noSeccomp bool // no system call filter
 	noMasks   bool // /proc neither masked nor read-only
 	hostEtc   bool // the host's /etc instead of the generated one
+	allCaps   bool // commands keep every capability of the sandbox's root
 }
 
 // Runtime creates sandboxes and owns the state they leave on the host.

@@ -213,7 +213,7 @@ func (s *Sandbox) prepare(extraPids int64, dir bool) (*setupMsg, error) {
 	msg := &setupMsg{
 		Scratch: rt.mnt, Hostname: cfg.Hostname, Rlimits: rlimits(l, rt.cg.version == 0),
 		NoCgroup: rt.cg.version == 0, Memory: l.Memory, Pids: l.Pids, Disk: l.Disk, Inodes: inodes(l.Disk),
-		NoSeccomp: rt.weak.noSeccomp,
+		NoSeccomp: rt.weak.noSeccomp, KeepCaps: rt.weak.allCaps,
 	}
 	if !rt.weak.noMasks {
 		msg.ProcFiles, msg.ProcDirs, msg.ProcRO = procMaskedFiles, procMaskedDirs, procReadOnly
