@@ -264,7 +264,7 @@ func TestPatchPathsStayInside(t *testing.T) {
 	os.Remove(filepath.Join(dir, "control"))
 	up := strings.Repeat("../", 8) + strings.TrimPrefix(dir, "/")
 	patches := map[string]string{
-		"dot-dot": "diff --git a/" + up + "/evil.py b/" + up + "/evil.py\nnew file mode 100644\n--- /dev/null\n+++ b/" + up + "/evil.py\n@@ -0,0 +1 @@\n+x = 1\n",
+		"dot-dot":  "diff --git a/" + up + "/evil.py b/" + up + "/evil.py\nnew file mode 100644\n--- /dev/null\n+++ b/" + up + "/evil.py\n@@ -0,0 +1 @@\n+x = 1\n",
 		"absolute": "--- /dev/null\n+++ " + dir + "/evil.py\n@@ -0,0 +1 @@\n+x = 1\n",
 		"through a symlink": "diff --git a/link b/link\nnew file mode 120000\n--- /dev/null\n+++ b/link\n@@ -0,0 +1 @@\n+" + dir + "\n\\ No newline at end of file\n" +
 			"diff --git a/link/evil.py b/link/evil.py\nnew file mode 100644\n--- /dev/null\n+++ b/link/evil.py\n@@ -0,0 +1 @@\n+x = 1\n",
