@@ -27,6 +27,7 @@ type envBuildCmd struct {
 	timeout        time.Duration
 	installTimeout time.Duration
 	memory         command.ByteSize
+	disk           command.ByteSize
 }
 
 func (*envBuildCmd) Name() string { return "env build" }
@@ -76,6 +77,8 @@ func (c *envBuildCmd) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.installTimeout, "install-timeout", 10*time.Minute, "wall-clock limit of one install step")
 	c.memory = 4 << 30
 	fs.Var(&c.memory, "memory", "memory limit of each sandbox in `BYTES` (suffixes K, M, G)")
+	c.disk = 4 << 30
+	fs.Var(&c.disk, "disk", "`BYTES` each sandbox may write, the install's included (counted against --memory too)")
 }
 
 func (c *envBuildCmd) Run(ctx context.Context, e *command.Env, args []string) error {
@@ -102,7 +105,7 @@ func (c *envBuildCmd) Run(ctx context.Context, e *command.Env, args []string) er
 		Home: e.Home, Source: args[0], Rev: c.rev, Name: c.envName, Install: c.install, Test: c.test,
 		Runs: c.runs, Base: c.base, Online: c.online, Force: c.force, NoCoverage: c.noCoverage,
 		InstallTimeout: c.installTimeout,
-		Limits:         envbuild.RunLimits{Timeout: c.timeout, Memory: int64(c.memory)},
+		Limits:         envbuild.RunLimits{Timeout: c.timeout, Memory: int64(c.memory), Disk: int64(c.disk)},
 		Progress:       progress, Log: e.Log,
 	})
 	if err != nil {

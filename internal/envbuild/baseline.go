@@ -63,6 +63,7 @@ type RunLimits struct {
 	Memory  int64
 	Pids    int64
 	Output  int64
+	Disk    int64 // what a run may write (the sandbox's upper layer)
 }
 
 type runLimitsJSON struct {
@@ -70,11 +71,12 @@ type runLimitsJSON struct {
 	Memory         int64   `json:"memory_bytes,omitempty"`
 	Pids           int64   `json:"pids,omitempty"`
 	Output         int64   `json:"output_bytes,omitempty"`
+	Disk           int64   `json:"disk_bytes,omitempty"`
 }
 
 // MarshalJSON writes the limits with their units in the names.
 func (l RunLimits) MarshalJSON() ([]byte, error) {
-	return json.Marshal(runLimitsJSON{l.Timeout.Seconds(), l.Memory, l.Pids, l.Output})
+	return json.Marshal(runLimitsJSON{l.Timeout.Seconds(), l.Memory, l.Pids, l.Output, l.Disk})
 }
 
 // UnmarshalJSON reads what MarshalJSON wrote.
@@ -83,7 +85,7 @@ func (l *RunLimits) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*l = RunLimits{Timeout: time.Duration(j.TimeoutSeconds * float64(time.Second)), Memory: j.Memory, Pids: j.Pids, Output: j.Output}
+	*l = RunLimits{Timeout: time.Duration(j.TimeoutSeconds * float64(time.Second)), Memory: j.Memory, Pids: j.Pids, Output: j.Output, Disk: j.Disk}
 	return nil
 }
 

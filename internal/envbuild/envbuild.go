@@ -148,7 +148,7 @@ func Build(ctx context.Context, rt *sandbox.Runtime, opts Options) (*Env, error)
 	if base != "host" {
 		sbBase = base
 	}
-	cfg := envConfig(layer, sbBase, RunLimits{Timeout: opts.InstallTimeout, Memory: opts.Limits.Memory, Pids: opts.Limits.Pids})
+	cfg := envConfig(layer, sbBase, RunLimits{Timeout: opts.InstallTimeout, Memory: opts.Limits.Memory, Pids: opts.Limits.Pids, Disk: opts.Limits.Disk})
 	isb, err := rt.New(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("start install sandbox: %w", err)
@@ -358,7 +358,7 @@ func publish(store *Store, stg *stage, final string, force bool) error {
 // directory's commit is a function of its tree), the recipe and the base.
 func envID(commit, tree, base, python string, online bool, r Recipe) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "cwm environment v%d\ncommit %s\ntree %s\nbase %s\npython %s\nonline %v\n", manifestVersion, commit, tree, base, python, online)
+	fmt.Fprintf(h, "cwm environment v%d\ncommit %s\ntree %s\nbase %s\npython %s\nonline %v\n", idVersion, commit, tree, base, python, online)
 	for _, s := range r.Install {
 		fmt.Fprintf(h, "install %s\n", s.Command)
 	}

@@ -53,8 +53,16 @@ type Env struct {
 	Dir string `json:"-"`
 }
 
-// manifestVersion is the env.json format version.
-const manifestVersion = 1
+// manifestVersion is the env.json format version. Version 2 stores the
+// layer's files with the owners the sandbox sees (uid 0 is the sandbox's
+// root), which sandboxes show through an idmapped mount; version 1 layers
+// kept files of the sandbox's other users at host uids 100001-165535 and
+// are migrated on first use (migrateLayer).
+const manifestVersion = 2
+
+// idVersion is the version of what an environment's id hashes; a layer
+// migration does not change ids.
+const idVersion = 1
 
 // Layer is the host directory of the environment's layer.
 func (e *Env) Layer() string { return filepath.Join(e.Dir, "layer") }
@@ -80,7 +88,7 @@ func envConfig(layer, base string, l RunLimits) sandbox.Config {
 			"PYTHONDONTWRITEBYTECODE=1",
 			"PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_INPUT=1", "PIP_ROOT_USER_ACTION=ignore",
 		},
-		Limits: sandbox.Limits{Timeout: l.Timeout, Memory: l.Memory, Pids: l.Pids, Output: l.Output},
+		Limits: sandbox.Limits{Timeout: l.Timeout, Memory: l.Memory, Pids: l.Pids, Output: l.Output, Disk: l.Disk},
 	}
 }
 
@@ -118,7 +126,50 @@ func load(dir string) (*Env, error) {
 		return nil, fmt.Errorf("%s: manifest id %q does not match its directory", dir, e.ID)
 	}
 	e.Dir = dir
+	if e.Version < manifestVersion {
+		if err := e.migrate(); err != nil {
+			return nil, fmt.Errorf("migrate environment %s: %w", e.ID, err)
+		}
+	}
 	return &e, nil
+}
+
+// migrate brings a version 1 environment to the current version: files its
+// sandboxes' other users (uids and gids 1-65535) owned were stored at host
+// ids 100001-165535, which the idmapped mount of a version 2 layer would
+// show as nobody's; they get their sandbox ids back. As another user than
+// root there were no such files. The manifest is rewritten last, so an
+// interrupted migration is redone.
+func (e *Env) migrate() error {
+	if os.Getuid() == 0 {
+		err := filepath.WalkDir(e.Layer(), func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			var st unix.Stat_t
+			if err := unix.Lstat(p, &st); err != nil {
+				return err
+			}
+			uid, gid := legacyID(st.Uid), legacyID(st.Gid)
+			if uid == int(st.Uid) && gid == int(st.Gid) {
+				return nil
+			}
+			return unix.Lchown(p, uid, gid)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	e.Version = manifestVersion
+	return e.save()
+}
+
+// legacyID maps a host id of a version 1 layer to its sandbox id.
+func legacyID(id uint32) int {
+	if id > 100000 && id <= 165535 {
+		return int(id) - 100000
+	}
+	return int(id)
 }
 
 // save writes the manifest atomically, so a reader sees the old or the new

@@ -20,6 +20,7 @@ type sandboxFlags struct {
 	pids    int64
 	fsize   command.ByteSize
 	output  command.ByteSize
+	disk    command.ByteSize
 	env     command.StringList
 }
 
@@ -36,6 +37,8 @@ func (f *sandboxFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.fsize, "file-size", "largest file a process may write, in `BYTES`")
 	f.output = command.ByteSize(sandbox.DefaultLimits.Output)
 	fs.Var(&f.output, "output", "`BYTES` the command may write to stdout and stderr before it is killed")
+	f.disk = command.ByteSize(sandbox.DefaultLimits.Disk)
+	fs.Var(&f.disk, "disk", "`BYTES` the sandbox may write to its file system (counted against --memory too)")
 	fs.Var(&f.env, "env", "`K=V` added to the environment (repeatable)")
 }
 
@@ -57,12 +60,12 @@ func (f *sandboxFlags) config() (sandbox.Config, error) {
 	if f.memory <= 0 {
 		return sandbox.Config{}, command.Usagef("--memory %d: must be positive", f.memory)
 	}
-	if f.fsize <= 0 || f.output <= 0 {
-		return sandbox.Config{}, command.Usagef("--file-size and --output must be positive")
+	if f.fsize <= 0 || f.output <= 0 || f.disk <= 0 {
+		return sandbox.Config{}, command.Usagef("--file-size, --output and --disk must be positive")
 	}
 	return sandbox.Config{
 		Base: f.base, Layers: f.layers, Workdir: f.workdir, Env: f.env,
 		Limits: sandbox.Limits{Timeout: f.timeout, CPU: f.cpu, Memory: int64(f.memory), Pids: f.pids,
-			FileSize: int64(f.fsize), Output: int64(f.output)},
+			FileSize: int64(f.fsize), Output: int64(f.output), Disk: int64(f.disk)},
 	}, nil
 }
