@@ -85,8 +85,8 @@ func decodeTrajectoryText(fields map[string]json.RawMessage) (trajectoryText, er
 		"steps": &t.Steps, "messages": &t.Messages,
 	} {
 		if raw, ok := fields[key]; ok {
-			if err := json.Unmarshal(raw, dst); err != nil {
-				return t, fmt.Errorf("field %s: %w", key, err)
+			if err := jsonl.Unmarshal(raw, dst); err != nil {
+				return t, fmt.Errorf("field %q: %w", key, err)
 			}
 		}
 	}
@@ -163,11 +163,11 @@ func (c *dedupCmd) Run(ctx context.Context, e *command.Env, args []string) error
 	var ids []string
 	var items []dedup.Item
 	rep := dedupReport{Threshold: c.threshold, GroupedBy: c.groupBy, Dropped: []droppedLine{}}
-	err := jsonl.Scan(c.in, func(n int, line []byte) error {
+	err := jsonl.ScanInput(c.in, func(n int, line []byte) error {
 		// One pass over the line: its members raw, then only those that
 		// matter decoded.
 		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(line, &fields); err != nil {
+		if err := jsonl.Unmarshal(line, &fields); err != nil {
 			return fmt.Errorf("decode trajectory: %w", err)
 		}
 		t, err := decodeTrajectoryText(fields)
@@ -195,7 +195,7 @@ func (c *dedupCmd) Run(ctx context.Context, e *command.Env, args []string) error
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("read %s: %w", c.in, err)
+		return err
 	}
 	kept, dropped, err := dedup.Dedup(items, dedup.Options{Threshold: c.threshold})
 	if err != nil {

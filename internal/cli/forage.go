@@ -157,11 +157,6 @@ func (c *forageCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	if err != nil {
 		return command.UsageError(err.Error())
 	}
-	// task.Load treats a missing file as empty, like any resumable input;
-	// here it is a mistake.
-	if _, err := os.Stat(c.tasks); err != nil {
-		return fmt.Errorf("load tasks: %w", err)
-	}
 	tasks, err := task.Load(c.tasks)
 	if err != nil {
 		return fmt.Errorf("load tasks: %w", err)
@@ -446,7 +441,7 @@ func summarize(path string, mine []pair) (*forageSummary, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("summarize %s: %w", path, err)
+		return nil, fmt.Errorf("summarize: %w", err)
 	}
 	if sum.Episodes > 0 {
 		sum.MeanTurns = float64(turns) / float64(sum.Episodes)

@@ -178,7 +178,7 @@ func (c *rewardCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("read %s to resume: %w", c.out, err)
+		return fmt.Errorf("cannot resume: %w", err)
 	}
 	jobs, groups, unknown, bad, skipped, err := c.readInput(byID, done)
 	if err != nil {
@@ -213,11 +213,11 @@ func (c *rewardCmd) readInput(byID map[string]*task.Task, done map[string]bool) 
 	groups, unknown = map[string]int{}, unknownTasks{}
 	ordinal := map[string]int{} // predictions of one task and model so far
 	seen := map[string]int{}
-	err = jsonl.Scan(c.in, func(n int, line []byte) error {
+	err = jsonl.ScanInput(c.in, func(n int, line []byte) error {
 		fields, err := objectFields(line)
 		var cand candidate
 		if err == nil {
-			err = json.Unmarshal(line, &cand)
+			err = jsonl.Unmarshal(line, &cand)
 		}
 		var id, model string
 		sample := 0
@@ -256,8 +256,11 @@ func (c *rewardCmd) readInput(byID map[string]*task.Task, done map[string]bool) 
 		jobs = append(jobs, &job{line: n, fields: fields, group: g, t: t, patch: patch, from: from, isPred: isPred, sample: sample})
 		return nil
 	})
-	if err != nil {
-		err = fmt.Errorf("read %s: %w", c.in, err)
+	// A cut-off last line is a bad line: the lines before it are graded.
+	var torn *jsonl.TornLineError
+	if errors.As(err, &torn) {
+		bad = append(bad, lineError{Line: torn.Line, Error: fmt.Sprintf("the last line is cut off (%d bytes, no newline at the end of the file, not valid JSON)", torn.Size)})
+		err = nil
 	}
 	return jobs, groups, unknown, bad, skipped, err
 }

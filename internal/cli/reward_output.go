@@ -25,6 +25,9 @@ type field struct {
 // objectFields splits a JSON object into its members in order, so that an
 // output line keeps the input's fields as they were.
 func objectFields(line []byte) ([]field, error) {
+	if !json.Valid(line) {
+		return nil, jsonl.Unmarshal(line, new(any)) // says where it is invalid
+	}
 	dec := json.NewDecoder(bytes.NewReader(line))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil, errors.New("not a JSON object")
@@ -203,7 +206,7 @@ func (c *rewardCmd) summarize(e *command.Env, now, before int, unknown unknownTa
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("summarize %s: %w", c.out, err)
+		return fmt.Errorf("summarize: %w", err)
 	}
 	if sum.Lines > 0 {
 		sum.ResolvedRate = float64(sum.Resolved) / float64(sum.Lines)

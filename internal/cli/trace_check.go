@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -30,7 +31,9 @@ Checks every line of FILE, as written by cwm trace func:
     calls and returns, sources from the context, resolvable ".."), whose
     context is the line's context and whose frames are the line's frames;
   - other lines (timeout, too_long, error) have no text and give a reason;
-  - ids are unique.
+  - ids are unique;
+  - the last line is not cut off (a file whose writer crashed or is still
+    writing it).
 Prints counts per status and of frames, line events and text bytes, and
 exits 1 naming the invalid lines, if any.`
 }
@@ -63,14 +66,14 @@ func (c *traceCheckCmd) Run(ctx context.Context, e *command.Env, args []string) 
 	}
 	st := checkStats{Statuses: map[string]int{}, Problems: []string{}}
 	ids := map[string]int{}
-	err := jsonl.Scan(args[0], func(n int, line []byte) error {
+	err := jsonl.ScanInput(args[0], func(n int, line []byte) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		st.Lines++
 		var r traceRecord
 		why := ""
-		if err := json.Unmarshal(line, &r); err != nil {
+		if err := jsonl.Unmarshal(line, &r); err != nil {
 			why = "not a trace record: " + err.Error()
 		} else {
 			if prev := ids[r.ID]; prev > 0 {
@@ -95,6 +98,17 @@ func (c *traceCheckCmd) Run(ctx context.Context, e *command.Env, args []string) 
 		}
 		return nil
 	})
+	// A file cut off by a crash, or still being written, is invalid at
+	// its last line; everything before it is checked as usual.
+	var torn *jsonl.TornLineError
+	if errors.As(err, &torn) {
+		st.Lines++
+		st.Invalid++
+		if len(st.Problems) < maxProblems {
+			st.Problems = append(st.Problems, fmt.Sprintf("line %d: the last line is cut off (%d bytes, no newline at the end of the file, not valid JSON)", torn.Line, torn.Size))
+		}
+		err = nil
+	}
 	if err != nil {
 		return err
 	}

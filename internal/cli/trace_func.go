@@ -1,15 +1,12 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"sort"
 	"strings"
@@ -137,7 +134,7 @@ func (c *traceFuncCmd) Run(ctx context.Context, e *command.Env, args []string) e
 	}
 	done, err := jsonl.Keys(c.out, jsonl.Field("id"))
 	if err != nil {
-		return fmt.Errorf("read %s to resume: %w", c.out, err)
+		return fmt.Errorf("cannot resume: %w", err)
 	}
 	var todo []funcLine
 	for _, f := range funcs {
@@ -184,34 +181,25 @@ func (c *traceFuncCmd) Run(ctx context.Context, e *command.Env, args []string) e
 }
 
 // readFuncs reads and checks every input line before anything runs, so a
-// bad line is reported at once with its number. It does not use
-// jsonl.Scan, which skips a last line without a newline as torn: in an
-// input file (CruxEval's, for one) that line is complete.
+// bad line is reported at once with its number. A last line without a
+// newline is a line (CruxEval's file ends so) unless it is cut off.
 func readFuncs(path string) ([]funcLine, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
 	var funcs []funcLine
 	seen := map[string]int{}
-	br := bufio.NewReaderSize(fh, 1<<16)
-	for n := 1; ; n++ {
-		line, err := br.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 {
-			f, why := parseFunc(line, seen)
-			if why != "" {
-				return nil, fmt.Errorf("%s:%d: %s", path, n, why)
-			}
-			seen[f.ID] = n
-			funcs = append(funcs, f)
+	err := jsonl.ScanInput(path, func(n int, line []byte) error {
+		if len(bytes.TrimSpace(line)) == 0 {
+			return nil
 		}
-		if err == io.EOF {
-			break
-		}
+		f, err := parseFunc(line, seen)
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", path, err)
+			return err
 		}
+		seen[f.ID] = n
+		funcs = append(funcs, f)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(funcs) == 0 {
 		return nil, fmt.Errorf("%s: no functions", path)
@@ -219,24 +207,24 @@ func readFuncs(path string) ([]funcLine, error) {
 	return funcs, nil
 }
 
-// parseFunc decodes one input line; why says what is wrong with it.
-func parseFunc(line []byte, seen map[string]int) (f funcLine, why string) {
-	if err := json.Unmarshal(line, &f); err != nil {
-		return f, "not a JSON object: " + err.Error()
+// parseFunc decodes one input line and says what is wrong with it.
+func parseFunc(line []byte, seen map[string]int) (f funcLine, err error) {
+	if err := jsonl.Unmarshal(line, &f); err != nil {
+		return f, err
 	}
 	switch {
 	case f.ID == "":
-		return f, `no "id"`
+		return f, errors.New(`no "id"`)
 	case f.Code == "":
-		return f, f.ID + `: no "code"`
+		return f, fmt.Errorf(`%s: no "code"`, f.ID)
 	case (f.Call == nil) == (f.Input == nil):
-		return f, f.ID + `: want exactly one of "call" and "input"`
+		return f, fmt.Errorf(`%s: want exactly one of "call" and "input"`, f.ID)
 	case f.Call != nil && strings.TrimSpace(*f.Call) == "":
-		return f, f.ID + `: empty "call"`
+		return f, fmt.Errorf(`%s: empty "call"`, f.ID)
 	case seen[f.ID] > 0:
-		return f, fmt.Sprintf("%s: id already used on line %d", f.ID, seen[f.ID])
+		return f, fmt.Errorf("%s: id already used on line %d", f.ID, seen[f.ID])
 	}
-	return f, ""
+	return f, nil
 }
 
 // traceRun is one run of the command over its functions.

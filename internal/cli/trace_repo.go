@@ -199,7 +199,7 @@ func readEpisodeState(file string) (*episodeState, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read %s to resume: %w", file, err)
+		return nil, fmt.Errorf("cannot resume: %w", err)
 	}
 	return st, nil
 }
@@ -292,12 +292,12 @@ func (c *traceRepoCmd) sample(spool string) (int, error) {
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("read %s: %w", spool, err)
+		return 0, err
 	}
 	keep := tracer.Sample(refs, c.perFunction, c.seed)
 	done, err := jsonl.Keys(c.out, jsonl.Field("id"))
 	if err != nil {
-		return 0, fmt.Errorf("read %s to resume: %w", c.out, err)
+		return 0, fmt.Errorf("cannot resume: %w", err)
 	}
 	w, err := jsonl.Append(c.out)
 	if err != nil {

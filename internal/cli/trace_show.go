@@ -43,7 +43,7 @@ func (c *traceShowCmd) Run(ctx context.Context, e *command.Env, args []string) e
 		return command.Usagef("want FILE and ID")
 	}
 	var rec *traceRecord
-	err := jsonl.Scan(args[0], func(n int, line []byte) error {
+	err := jsonl.ScanInput(args[0], func(n int, line []byte) error {
 		var head struct {
 			ID string `json:"id"`
 		}
@@ -51,7 +51,7 @@ func (c *traceShowCmd) Run(ctx context.Context, e *command.Env, args []string) e
 			return nil
 		}
 		rec = new(traceRecord)
-		if err := json.Unmarshal(line, rec); err != nil {
+		if err := jsonl.Unmarshal(line, rec); err != nil {
 			return fmt.Errorf("trace %s: %w", args[1], err)
 		}
 		return errFound

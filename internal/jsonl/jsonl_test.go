@@ -149,9 +149,9 @@ func TestDecode(t *testing.T) {
 		wantErr       string // suffix of the path in the error; "" for none
 	}{
 		{"ok", "{\"id\":\"a\",\"n\":1}\n{\"id\":\"b\",\"n\":2}\n{\"id\":", []rec{{"a", 1}, {"b", 2}}, ""},
-		{"malformed", "{\"id\":\"a\",\"n\":1}\n{\"id\":}\n", []rec{{"a", 1}}, ":2: decode line: "},
-		{"wrong type", "{\"id\":\"a\",\"n\":\"1\"}\n", nil, ":1: decode line: "},
-		{"trailing data", "{\"id\":\"a\"} 7\n", nil, ":1: decode line: "},
+		{"malformed", "{\"id\":\"a\",\"n\":1}\n{\"id\":}\n", []rec{{"a", 1}}, ":2: not valid JSON: "},
+		{"wrong type", "{\"id\":\"a\",\"n\":\"1\"}\n", nil, `:1: field "n": want an integer, got a string`},
+		{"trailing data", "{\"id\":\"a\"} 7\n", nil, ":1: not valid JSON: "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

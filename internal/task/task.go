@@ -5,7 +5,7 @@
 package task
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
 
 	"cwm/internal/jsonl"
@@ -56,20 +56,34 @@ type Validation struct {
 	Checks []string `json:"checks"`
 }
 
-// Load reads a tasks file (JSONL). Duplicate instance ids are an error.
+// Load reads a tasks file a command was given (JSONL). Every line must be
+// a task: a malformed line, a field of the wrong type, a task without an
+// instance_id, a duplicate id or a last line cut off is an error
+// "path:line: why"; so is a missing file.
 func Load(path string) ([]Task, error) {
+	return load(path, jsonl.ScanInput)
+}
+
+// Written reads the tasks an earlier run of a stage wrote to path, to
+// resume it: a missing file holds none, and a torn last line (the run was
+// killed while writing it) is left for jsonl.Append to cut off.
+func Written(path string) ([]Task, error) {
+	return load(path, jsonl.Scan)
+}
+
+func load(path string, scan func(string, func(int, []byte) error) error) ([]Task, error) {
 	var tasks []Task
 	seen := map[string]int{}
-	err := jsonl.Scan(path, func(n int, line []byte) error {
+	err := scan(path, func(n int, line []byte) error {
 		var t Task
-		if err := json.Unmarshal(line, &t); err != nil {
-			return fmt.Errorf("%s:%d: %w", path, n, err)
+		if err := jsonl.Unmarshal(line, &t); err != nil {
+			return err
 		}
 		if t.InstanceID == "" {
-			return fmt.Errorf("%s:%d: task without instance_id", path, n)
+			return errors.New("task without instance_id")
 		}
 		if prev, ok := seen[t.InstanceID]; ok {
-			return fmt.Errorf("%s:%d: instance_id %q already on line %d", path, n, t.InstanceID, prev)
+			return fmt.Errorf("instance_id %q already on line %d", t.InstanceID, prev)
 		}
 		seen[t.InstanceID] = n
 		tasks = append(tasks, t)

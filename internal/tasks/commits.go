@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -91,8 +90,8 @@ func Commits(ctx context.Context, rt *sandbox.Runtime, env *envbuild.Env, opts C
 	if err != nil {
 		return nil, fmt.Errorf("read earlier decisions: %w", err)
 	}
-	have, err := task.Load(opts.Out)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	have, err := task.Written(opts.Out)
+	if err != nil {
 		return nil, fmt.Errorf("read earlier tasks: %w", err)
 	}
 	out, err := jsonl.Append(opts.Out)

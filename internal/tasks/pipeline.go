@@ -410,8 +410,8 @@ func (r *mutateRun) resume(cands []*candidate) ([]*candidate, map[string]int, er
 	if err != nil {
 		return nil, nil, fmt.Errorf("read earlier decisions: %w", err)
 	}
-	tasks, err := task.Load(r.opts.Out)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	tasks, err := task.Written(r.opts.Out)
+	if err != nil {
 		return nil, nil, fmt.Errorf("read earlier tasks: %w", err)
 	}
 	written := map[string]bool{}
