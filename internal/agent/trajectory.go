@@ -26,7 +26,9 @@ const (
 	// ExitFormatErrors: too many consecutive replies without a runnable
 	// tool call (in strict mode, one).
 	ExitFormatErrors ExitReason = "format_errors"
-	// ExitModelError: the model endpoint kept failing after retries.
+	// ExitModelError: the model endpoint kept failing after retries. Such
+	// an episode measures the server, not the model: cwm forage keeps it
+	// out of its output, so that a re-run tries it again.
 	ExitModelError ExitReason = "model_error"
 )
 

@@ -68,7 +68,9 @@ pairs already in it. --shard i/n runs the pairs whose hash falls in shard
 i of n (default: Kubernetes' JOB_COMPLETION_INDEX of JOB_COMPLETIONS).
 The API key is read from the variable --api-key-env names. Prints a
 summary at the end (--json: as JSON). Exits 1 when an episode could not
-run (a re-run retries it). See docs/forage.md.
+run, or the model server failed it after its retries (model_error: such
+episodes go to TRAJ.jsonl.model_errors.jsonl, not --out); a re-run retries
+both. See docs/forage.md.
 
 Examples:
   cwm forage --tasks tasks.jsonl --model Qwen/Qwen3-32B --base-url http://localhost:8000/v1 --out traj.jsonl
@@ -212,7 +214,7 @@ func (c *forageCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		bar = progress.New(e.Stderr, "forage", len(todo))
 	}
 	start := time.Now()
-	failed := c.runAll(ctx, e, runner, w, bar, envs, todo)
+	n := c.runAll(ctx, e, runner, w, bar, envs, todo)
 	bar.Done()
 	if err := ctx.Err(); err != nil {
 		return err
@@ -221,7 +223,8 @@ func (c *forageCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	if err != nil {
 		return err
 	}
-	sum.Ran, sum.Failed, sum.Seconds = len(todo)-failed, failed, time.Since(start).Seconds()
+	sum.Ran, sum.Failed, sum.ModelErrors = len(todo)-n.failed-n.modelErrors, n.failed, n.modelErrors
+	sum.Seconds = time.Since(start).Seconds()
 	if c.json {
 		enc := json.NewEncoder(e.Stdout)
 		enc.SetIndent("", "  ")
@@ -229,27 +232,72 @@ func (c *forageCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	} else {
 		sum.print(e.Stdout)
 	}
-	if failed > 0 {
-		return fmt.Errorf("%d episodes could not run (see the log above); run again to retry them", failed)
+	var why []string
+	if n.modelErrors > 0 {
+		why = append(why, fmt.Sprintf("the model server failed %d of %d episodes (model_error; kept with the reason in %s, not in %s)",
+			n.modelErrors, len(todo), modelErrorsPath(c.out), c.out))
+	}
+	if n.failed > 0 {
+		why = append(why, fmt.Sprintf("%d episodes could not run (see the log above)", n.failed))
+	}
+	if len(why) > 0 {
+		return fmt.Errorf("%s; run again to retry them", strings.Join(why, "; "))
 	}
 	return nil
 }
 
+// modelErrorsPath is the file beside --out that keeps the episodes the
+// model server failed (exit reason model_error). They are not in --out, so
+// a re-run, which skips only the pairs in --out, runs them again: an
+// outage of the server loses no sample.
+func modelErrorsPath(out string) string { return out + ".model_errors.jsonl" }
+
+// runCounts are the episodes of a run that did not end in --out.
+type runCounts struct {
+	failed      int // could not run (no sandbox, the bug patch does not apply, ...)
+	modelErrors int // the model server failed them
+}
+
 // runAll runs the pairs on c.concurrency workers and returns how many
-// could not run. Each finished episode is written at once, so a crash
-// loses only the episodes in flight.
+// did not end in --out. Each finished episode is written at once, so a
+// crash loses only the episodes in flight; one the model server failed is
+// written to modelErrorsPath instead, so that the next run retries it.
 func (c *forageCmd) runAll(ctx context.Context, e *command.Env, runner *agent.Runner, w *jsonl.Writer, bar *progress.Bar,
-	envs map[string]*envbuild.Env, todo []pair) int {
+	envs map[string]*envbuild.Env, todo []pair) runCounts {
 	work := make(chan pair)
 	var mu sync.Mutex
-	failed := 0
+	var n runCounts
+	var errw *jsonl.Writer // modelErrorsPath, opened at the first model error
+	defer func() {
+		if errw != nil {
+			errw.Close()
+		}
+	}()
 	fail := func(p pair, err error) {
 		mu.Lock()
-		failed++
+		n.failed++
 		mu.Unlock()
 		fmt.Fprintf(e.Stderr, "cwm forage: %s sample %d: %v\n", p.task.InstanceID, p.sample, err)
 		bar.Count("failed")
 		bar.Add(1)
+	}
+	serverFailed := func(p pair, tr *agent.Trajectory) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if errw == nil {
+			var err error
+			if errw, err = jsonl.Append(modelErrorsPath(c.out)); err != nil {
+				return err
+			}
+		}
+		if err := errw.Write(tr); err != nil {
+			return err
+		}
+		n.modelErrors++
+		fmt.Fprintf(e.Stderr, "cwm forage: %s sample %d: the model server failed: %s\n", p.task.InstanceID, p.sample, tr.Error)
+		bar.Count(string(tr.ExitReason))
+		bar.Add(1)
+		return nil
 	}
 	var wg sync.WaitGroup
 	for i := 0; i < min(c.concurrency, len(todo)); i++ {
@@ -267,6 +315,12 @@ func (c *forageCmd) runAll(ctx context.Context, e *command.Env, runner *agent.Ru
 				tr, err := runner.Run(ctx, ep)
 				if ctx.Err() != nil {
 					continue // interrupted: leave it for the next run
+				}
+				if err == nil && tr.ExitReason == agent.ExitModelError {
+					if err = serverFailed(p, tr); err != nil {
+						fail(p, err)
+					}
+					continue
 				}
 				if err == nil && c.grader != nil {
 					var g agent.Grade
@@ -296,7 +350,7 @@ send:
 	}
 	close(work)
 	wg.Wait()
-	return failed
+	return n
 }
 
 // trajectoryKey is the resume key of a trajectory line.
@@ -381,11 +435,14 @@ func (o *optInt) Set(s string) (err error) {
 	return err
 }
 
-// forageSummary describes the episodes of a run's shard found in --out.
+// forageSummary describes the episodes of a run's shard found in --out,
+// and what became of this run's: written (Ran), could not run (Failed),
+// failed by the model server (ModelErrors, kept beside --out).
 type forageSummary struct {
 	Episodes         int            `json:"episodes"`
 	Ran              int            `json:"ran"`
 	Failed           int            `json:"failed"`
+	ModelErrors      int            `json:"model_errors"`
 	ExitReasons      map[string]int `json:"exit_reasons"`
 	Submitted        int            `json:"submitted_patches"`
 	MeanTurns        float64        `json:"mean_turns"`
@@ -454,7 +511,7 @@ func summarize(path string, mine []pair) (*forageSummary, error) {
 }
 
 func (s *forageSummary) print(w io.Writer) {
-	fmt.Fprintf(w, "episodes     %d (%d run now, %d could not run)\n", s.Episodes, s.Ran, s.Failed)
+	fmt.Fprintf(w, "episodes     %d (%d run now, %d could not run, %d failed by the model server)\n", s.Episodes, s.Ran, s.Failed, s.ModelErrors)
 	reasons := make([]string, 0, len(s.ExitReasons))
 	for r := range s.ExitReasons {
 		reasons = append(reasons, r)

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -77,11 +78,14 @@ func TestForage(t *testing.T) {
 	home, tasksFile, gold := forageFixture(t, "calc-ok", "calc-down")
 	t.Setenv("CWM_HOME", home)
 	t.Setenv("FAKE_KEY", "sk-forage")
+	var down atomic.Bool // the server fails calc-down's requests while set
+	down.Store(true)
+	script := agenttest.ByIssue(map[string][]agenttest.Reply{"calc-ok": solve("0"), "calc-down": solve("0")}, agenttest.Text("?"))
 	srv, err := agenttest.Start(func(r *agenttest.Request) agenttest.Reply {
-		if strings.Contains(r.Issue(), "calc-down") {
+		if down.Load() && strings.Contains(r.Issue(), "calc-down") {
 			return agenttest.Reply{Status: 500}
 		}
-		return agenttest.ByIssue(map[string][]agenttest.Reply{"calc-ok": solve("0")}, agenttest.Text("?"))(r)
+		return script(r)
 	}, true)
 	if err != nil {
 		t.Fatal(err)
@@ -91,31 +95,43 @@ func TestForage(t *testing.T) {
 	args := []string{"forage", "--tasks", tasksFile, "--out", out, "--model", "fake", "--base-url", srv.URL,
 		"--samples", "2", "--concurrency", "3", "--retries", "1", "--seed", "7", "--temperature", "0.5",
 		"--api-key-env", "FAKE_KEY", "--price-in", "1", "--price-out", "1", "--json", "--quiet", "--no-grade"}
+
+	// The server fails both samples of calc-down: the run says so and exits
+	// 1, and those episodes are kept apart from --out with their reason.
 	code, stdout, stderr := runCLI(t, "", args...)
-	if code != 0 {
-		t.Fatalf("cwm forage = %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	if code != 1 || !strings.Contains(stderr, "the model server failed 2 of 4 episodes") || !strings.Contains(stderr, "run again to retry them") {
+		t.Fatalf("cwm forage with the server failing = %d, want 1 and the count of model errors\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	var sum forageSummary
 	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
 		t.Fatalf("summary %q: %v", stdout, err)
 	}
-	if sum.Episodes != 4 || sum.Ran != 4 || sum.ExitReasons["submitted"] != 2 || sum.ExitReasons["model_error"] != 2 ||
-		sum.Submitted != 2 || sum.Retries.ServerError != 2 || sum.MeanTurns != 2.5 || sum.Cost == 0 || sum.ResolvedRate != nil {
-		t.Errorf("summary = %+v, want 4 episodes: 2 submitted, 2 model errors after one 5xx retry each", sum)
+	if sum.Episodes != 2 || sum.Ran != 2 || sum.ModelErrors != 2 || sum.Failed != 0 || sum.ExitReasons["submitted"] != 2 ||
+		sum.ExitReasons["model_error"] != 0 || sum.Submitted != 2 || sum.Retries.ServerError != 0 || sum.MeanTurns != 5 ||
+		sum.Cost == 0 || sum.ResolvedRate != nil {
+		t.Errorf("summary = %+v, want 2 submitted episodes in --out and 2 model errors", sum)
 	}
 	trs := readTrajectories(t, out)
-	if len(trs) != 4 {
-		t.Fatalf("%d lines, want 4", len(trs))
+	if len(trs) != 2 {
+		t.Fatalf("%d lines in --out, want 2", len(trs))
 	}
 	for _, tr := range trs {
-		switch {
-		case tr.TaskID == "calc-ok" && (tr.ExitReason != agent.ExitSubmitted || tr.Patch != gold || tr.Turns != 5):
-			t.Errorf("%s/%d: exit %q, %d turns, patch %q; want submitted after 5 turns with the gold patch", tr.TaskID, tr.Sample, tr.ExitReason, tr.Turns, tr.Patch)
-		case tr.TaskID == "calc-down" && (tr.ExitReason != agent.ExitModelError || tr.Turns != 0):
-			t.Errorf("%s/%d: exit %q after %d turns, want model_error", tr.TaskID, tr.Sample, tr.ExitReason, tr.Turns)
+		if tr.TaskID != "calc-ok" || tr.ExitReason != agent.ExitSubmitted || tr.Patch != gold || tr.Turns != 5 {
+			t.Errorf("%s/%d: exit %q, %d turns, patch %q; want calc-ok submitted after 5 turns with the gold patch", tr.TaskID, tr.Sample, tr.ExitReason, tr.Turns, tr.Patch)
 		}
 		if tr.Model != "fake" || tr.Protocol != "cwm" || tr.EnvID != "calcenv" || len(tr.Messages) < 2 {
 			t.Errorf("%s/%d: model %q protocol %q env %q, %d messages", tr.TaskID, tr.Sample, tr.Model, tr.Protocol, tr.EnvID, len(tr.Messages))
+		}
+	}
+	failed := readTrajectories(t, modelErrorsPath(out))
+	if len(failed) != 2 {
+		t.Fatalf("%d lines in %s, want 2", len(failed), modelErrorsPath(out))
+	}
+	for _, tr := range failed {
+		if tr.TaskID != "calc-down" || tr.ExitReason != agent.ExitModelError || tr.Turns != 0 || tr.Retries.ServerError != 1 ||
+			!strings.Contains(tr.Error, "500") {
+			t.Errorf("%s/%d: exit %q after %d turns, %d 5xx retries, error %q; want calc-down model_error after one retry",
+				tr.TaskID, tr.Sample, tr.ExitReason, tr.Turns, tr.Retries.ServerError, tr.Error)
 		}
 	}
 	for _, r := range srv.Requests() {
@@ -128,14 +144,61 @@ func TestForage(t *testing.T) {
 		}
 	}
 
-	// A second run finds everything done.
+	// The server is back: a re-run runs the two failed episodes, and only
+	// those.
+	down.Store(false)
+	code, stdout, stderr = runCLI(t, "", args...)
+	if code != 0 {
+		t.Fatalf("re-run = %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil || sum.Episodes != 4 || sum.Ran != 2 || sum.ModelErrors != 0 || sum.ExitReasons["submitted"] != 4 {
+		t.Errorf("re-run summary = %+v (%v), want 4 submitted episodes, 2 run now", sum, err)
+	}
+	trs = readTrajectories(t, out)
+	seen := map[string]int{}
+	for _, tr := range trs {
+		seen[pairKey(tr.TaskID, tr.Sample)]++
+		if tr.ExitReason != agent.ExitSubmitted {
+			t.Errorf("%s/%d ended %q after the re-run, want submitted", tr.TaskID, tr.Sample, tr.ExitReason)
+		}
+	}
+	if len(trs) != 4 || len(seen) != 4 {
+		t.Errorf("after the re-run %d lines for %d pairs, want 4 for 4: %v", len(trs), len(seen), seen)
+	}
+
+	// A third run finds everything done.
 	n := len(srv.Requests())
 	code, stdout, _ = runCLI(t, "", args...)
 	if code != 0 || len(readTrajectories(t, out)) != 4 || len(srv.Requests()) != n {
-		t.Errorf("re-run = %d, %d lines, %d new requests; want 0, 4 lines, none", code, len(readTrajectories(t, out)), len(srv.Requests())-n)
+		t.Errorf("third run = %d, %d lines, %d new requests; want 0, 4 lines, none", code, len(readTrajectories(t, out)), len(srv.Requests())-n)
 	}
 	if err := json.Unmarshal([]byte(stdout), &sum); err != nil || sum.Episodes != 4 || sum.Ran != 0 {
-		t.Errorf("re-run summary = %+v (%v), want 4 episodes, none run", sum, err)
+		t.Errorf("third run summary = %+v (%v), want 4 episodes, none run", sum, err)
+	}
+}
+
+// TestForageServerDown: when the server fails every episode, the run exits
+// 1 and the text summary counts them; nothing is written to --out.
+func TestForageServerDown(t *testing.T) {
+	home, tasksFile, _ := forageFixture(t, "calc-1", "calc-2")
+	t.Setenv("CWM_HOME", home)
+	srv, err := agenttest.Start(func(*agenttest.Request) agenttest.Reply { return agenttest.Reply{Status: 503} }, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	out := filepath.Join(t.TempDir(), "traj.jsonl")
+	code, stdout, stderr := runCLI(t, "", "forage", "--tasks", tasksFile, "--out", out, "--model", "fake", "--base-url", srv.URL,
+		"--retries", "1", "--quiet", "--no-grade")
+	if code != 1 || !strings.Contains(stderr, "the model server failed 2 of 2 episodes") ||
+		!strings.Contains(stdout, "episodes     0 (0 run now, 0 could not run, 2 failed by the model server)") {
+		t.Errorf("cwm forage against a failing server = %d, want 1\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if b, err := os.ReadFile(out); err != nil || len(b) != 0 {
+		t.Errorf("--out = %q, %v; want an empty file", b, err)
+	}
+	if n := len(readTrajectories(t, modelErrorsPath(out))); n != 2 {
+		t.Errorf("%d lines in %s, want 2", n, modelErrorsPath(out))
 	}
 }
 
