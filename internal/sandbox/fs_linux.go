@@ -234,8 +234,10 @@ func (in *initState) prepare(gen int, files []*os.File) error {
 		unix.Close(dst)
 	}
 	if err != nil {
-		unix.Unmount(g, unix.MNT_DETACH)
-		unix.Rmdir(g)
+		if in.setup.State == nil {
+			unix.Unmount(g, unix.MNT_DETACH)
+		}
+		RemoveAll(g)
 		return err
 	}
 	return nil
@@ -291,7 +293,9 @@ func (in *initState) reset(gen int, recycle bool) (int, error) {
 	go func() {
 		unix.Close(hold)
 		old := genDir(cur)
-		if unix.Unmount(old, unix.MNT_DETACH) == nil {
+		if in.setup.State != nil {
+			RemoveAll(old)
+		} else if unix.Unmount(old, unix.MNT_DETACH) == nil {
 			unix.Rmdir(old)
 		}
 	}()

@@ -112,7 +112,9 @@ func TestCommandsAreOOMsFirstChoice(t *testing.T) {
 	if r := sh(t, newSandbox(t, rt, Config{}), "cat /proc/self/oom_score_adj"); string(r.Stdout) != "1000\n" {
 		t.Errorf("a command's oom_score_adj is %q, want 1000", r.Stdout)
 	}
-	if r := runOnce(t, rt, Config{}, Cmd{Shell: "cat /proc/self/oom_score_adj"}); string(r.Stdout) != "1000\n" {
+	// pid 1 raises the one-shot command's score just after its exec:
+	// what the command starts a moment later inherits it.
+	if r := runOnce(t, rt, Config{}, Cmd{Shell: "sleep 0.1; cat /proc/self/oom_score_adj"}); string(r.Stdout) != "1000\n" {
 		t.Errorf("a one-shot command's oom_score_adj is %q, want 1000", r.Stdout)
 	}
 	if after, _ := os.ReadFile("/proc/self/oom_score_adj"); string(after) != string(before) {
@@ -155,4 +157,40 @@ func TestDiskLimit(t *testing.T) {
 	if r, err := rt.Run(context.Background(), Config{Limits: Limits{Disk: 1000}}, Cmd{Args: []string{"true"}}); err == nil {
 		t.Errorf("a disk limit of 1000 bytes was accepted: %+v", r)
 	}
+}
+
+// TestUpperOnDisk runs the basics with upper layers kept on disk, as on
+// kernels before 6.6, whose tmpfs cannot hold overlayfs's attributes.
+func TestUpperOnDisk(t *testing.T) {
+	rt := newRuntime(t, Options{})
+	rt.upperOnDisk = true
+	ctx := context.Background()
+	layer := t.TempDir()
+	os.MkdirAll(filepath.Join(layer, "repo", "d"), 0o755)
+	os.WriteFile(filepath.Join(layer, "repo", "d", "x"), []byte("x\n"), 0o644)
+	s := newSandbox(t, rt, Config{Layers: []string{layer}, Workdir: "/repo"})
+	sh(t, s, "rm -r d; mkdir d; echo y > d/y; echo n > n")
+	if ch, err := s.Changes(); err != nil || len(ch) != 3 {
+		t.Errorf("Changes() = %v, %v; want d/x deleted, d/y and n added", ch, err)
+	}
+	c, err := s.Clone(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := sh(t, c, "ls d; cat n"); string(r.Stdout) != "y\nn\n" {
+		t.Errorf("clone sees %q", r.Stdout)
+	}
+	c.Close()
+	if err := s.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := sh(t, s, "ls d"); string(r.Stdout) != "x\n" {
+		t.Errorf("after Reset: %q", r.Stdout)
+	}
+	if r := runOnce(t, rt, Config{}, Cmd{Shell: "echo ok > /tmp/f && cat /tmp/f"}); string(r.Stdout) != "ok\n" {
+		t.Errorf("one-shot: %q %q", r.Stdout, r.Stderr)
+	}
+	s.Close()
+	rt.Close()
+	assertNothingLeft(t, rt.home)
 }

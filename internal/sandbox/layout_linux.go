@@ -58,6 +58,9 @@ func setupPlan(s *setupMsg) *plan {
 		p.attach("host directory "+d.Path, d, t+"/h"+d.Dst)
 	}
 	p.mkdirAll(t, t+"/state")
+	if s.State != nil {
+		p.attach("the upper layers' directory", *s.State, t+"/state")
+	}
 	p.mkdirAll(t, t+"/proc")
 	p.mount("mount proc", "proc", t+"/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
 	// No nested user namespaces: they would hand commands back the
@@ -93,7 +96,11 @@ func setupPlan(s *setupMsg) *plan {
 // attach puts a read-only directory at dst: the detached mount the host
 // made of it (idmapped), or a bind of its host path.
 func (p *plan) attach(what string, src mountSrc, dst string) {
-	if src.FD < 0 {
+	switch {
+	case src.FD < 0 && src.RW:
+		p.mount("bind "+what, src.Path, dst, "", unix.MS_BIND, "")
+		return
+	case src.FD < 0:
 		p.bindRO("bind "+what, src.Path, dst, 0)
 		return
 	}
@@ -147,12 +154,19 @@ func genDir(gen int) string { return fmt.Sprintf("/state/g%d", gen) }
 // limit's size, holding the overlay's upper and work directories. What
 // commands write lives there and nowhere else: it is bounded, counted
 // against the sandbox's memory, and gone when unmounted.
+//
+// With s.State set (a kernel whose tmpfs lacks the user.* extended
+// attributes overlayfs needs here, before 6.6) generations are plain
+// directories of that host directory instead, and the disk limit does not
+// hold.
 func tmpfsPlan(s *setupMsg, gen int) *plan {
 	p := &plan{}
 	g := genDir(gen)
 	p.call("create "+g, unix.SYS_MKDIRAT, atFDCWD, p.str(g), 0o755)
-	p.mount("mount the upper layer's tmpfs", "tmpfs", g, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV,
-		fmt.Sprintf("mode=0755,size=%d,nr_inodes=%d", s.Disk, s.Inodes))
+	if s.State == nil {
+		p.mount("mount the upper layer's tmpfs", "tmpfs", g, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV,
+			fmt.Sprintf("mode=0755,size=%d,nr_inodes=%d", s.Disk, s.Inodes))
+	}
 	p.call("create "+g+"/upper", unix.SYS_MKDIRAT, atFDCWD, p.str(g+"/upper"), 0o755)
 	p.call("create "+g+"/work", unix.SYS_MKDIRAT, atFDCWD, p.str(g+"/work"), 0o755)
 	return p

@@ -20,6 +20,9 @@ type mountSrc struct {
 	// builds the sandbox, or -1 to bind Path. In a setup message it is an
 	// index into the descriptors passed with it.
 	FD int `json:"fd"`
+	// RW makes the directory writable (the upper layers' directory),
+	// shown with its owners on disk.
+	RW bool `json:"rw,omitempty"`
 }
 
 // detachedMounts makes, for each directory, a detached read-only copy of
@@ -30,7 +33,7 @@ type mountSrc struct {
 // touched. A directory whose filesystem cannot be idmapped is still passed,
 // as a plain copy (its files then appear to belong to nobody inside); the
 // returned flags say which were idmapped.
-func detachedMounts(pid int, dirs []string, idmap bool) (files []*os.File, idmapped []bool, err error) {
+func detachedMounts(pid int, srcs []*mountSrc, idmap bool) (files []*os.File, idmapped []bool, err error) {
 	defer func() {
 		if err != nil {
 			closeAll(files)
@@ -44,7 +47,8 @@ func detachedMounts(pid int, dirs []string, idmap bool) (files []*os.File, idmap
 		}
 		defer unix.Close(ns)
 	}
-	for _, d := range dirs {
+	for _, src := range srcs {
+		d := src.Path
 		fd, err := unix.OpenTree(unix.AT_FDCWD, d, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
 		if err != nil {
 			return files, idmapped, fmt.Errorf("copy the mount of %s: %w", d, err)
@@ -53,8 +57,11 @@ func detachedMounts(pid int, dirs []string, idmap bool) (files []*os.File, idmap
 		files = append(files, f)
 		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV,
 			Propagation: unix.MS_PRIVATE}
+		if src.RW {
+			attr.Attr_set &^= unix.MOUNT_ATTR_RDONLY
+		}
 		mapped := false
-		if idmap {
+		if idmap && !src.RW {
 			a := attr
 			a.Attr_set |= unix.MOUNT_ATTR_IDMAP
 			a.Userns_fd = uint64(ns)

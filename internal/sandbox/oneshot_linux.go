@@ -65,7 +65,7 @@ func (rt *Runtime) Run(ctx context.Context, cfg Config, cmd Cmd) (Result, error)
 	// kernel kills the rest with pid 1, and a later cwm finds the cgroup by
 	// its name (reapStaleCgroups). The cgroup is made while pid 1 builds
 	// the sandbox (run).
-	setup, err := s.prepare(0, false)
+	setup, err := s.prepare(rt.upperOnDisk)
 	if err != nil {
 		return Result{}, err
 	}

@@ -35,6 +35,9 @@ type setupMsg struct {
 	Memory   int64      `json:"memory"`
 	Pids     int64      `json:"pids"`
 	Disk     int64      `json:"disk"`   // size of each generation's tmpfs
+	// State, when set, is a host directory, bound writable, that holds the
+	// generations instead of tmpfs mounts (see tmpfsPlan).
+	State *mountSrc `json:"state,omitempty"`
 	Inodes   int64      `json:"inodes"` // files of each tmpfs
 	// ProcFiles, ProcDirs and ProcRO are the /proc entries to mask and to
 	// make read-only (those of the lists in layout_linux.go this host has).

@@ -60,6 +60,12 @@ type Runtime struct {
 	// weak turns measures off, for the controls of the escape suite.
 	weak weakening
 
+	// upperOnDisk keeps upper layers in the run directory rather than in
+	// tmpfs mounts: this kernel's tmpfs lacks the user.* extended
+	// attributes overlayfs needs (before Linux 6.6). The disk limit then
+	// does not hold.
+	upperOnDisk bool
+
 	warm     int
 	warmIdle time.Duration
 
@@ -110,6 +116,9 @@ func NewRuntime(opts Options) (_ *Runtime, err error) {
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
 	rt.run = run
+	if rt.upperOnDisk = !tmpfsHasUserXattrs(); rt.upperOnDisk {
+		log.Warn("this kernel's tmpfs has no user extended attributes (Linux 6.6 has them): upper layers stay on disk and the disk limit does not hold")
+	}
 	rt.cg = detectCgroups()
 	if rt.cg.version == 0 {
 		log.Debug("cgroups unavailable; memory and process limits use rlimits", "reason", rt.cg.reason)
@@ -186,6 +195,18 @@ func protectFromOOM(pid int) error {
 		return fmt.Errorf("protect sandbox process %d from the OOM killer: %w", pid, err)
 	}
 	return nil
+}
+
+// tmpfsHasUserXattrs reports whether the kernel is Linux 6.6 or later,
+// whose tmpfs keeps user.* extended attributes.
+func tmpfsHasUserXattrs() bool {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return false
+	}
+	var major, minor int
+	fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor)
+	return major > 6 || major == 6 && minor >= 6
 }
 
 // IDs is the block of host ids the runtime's sandboxes run as.

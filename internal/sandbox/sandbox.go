@@ -87,8 +87,11 @@ func (rt *Runtime) start(ctx context.Context, cfg Config, seed *os.File) (_ *San
 	}()
 	// Init's forking thread (cgroup v1) or all of init's threads (v2) are
 	// in the cgroup beside the commands.
-	setup, err := s.prepare(map[int]int64{1: 1, 2: 16}[rt.cg.version], true)
+	setup, err := s.prepare(true)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.makeCgroup(map[int]int64{1: 1, 2: 16}[rt.cg.version]); err != nil {
 		return nil, err
 	}
 	// Descriptors passed with the set-up: the cgroup task files, then the
@@ -192,9 +195,8 @@ func (rt *Runtime) start(ctx context.Context, cfg Config, seed *os.File) (_ *San
 // prepare describes the sandbox's set-up, with every read-only directory
 // to be bound by its host path (numberMounts turns them into detached
 // mounts). With dir it also makes the sandbox's run directory (for init's
-// record and log) and its cgroup, whose process limit leaves room for
-// extraPids tasks of cwm's own.
-func (s *Sandbox) prepare(extraPids int64, dir bool) (*setupMsg, error) {
+// record and log, and the upper layers when they are on disk).
+func (s *Sandbox) prepare(dir bool) (*setupMsg, error) {
 	rt, cfg := s.rt, s.cfg
 	l := cfg.Limits
 	if dir {
@@ -206,8 +208,18 @@ func (s *Sandbox) prepare(extraPids int64, dir bool) (*setupMsg, error) {
 		if err := os.Mkdir(s.dir, 0o700); err != nil {
 			return nil, fmt.Errorf("create sandbox directory: %w", err)
 		}
-		if err := s.makeCgroup(extraPids); err != nil {
-			return nil, err
+	}
+	if rt.upperOnDisk {
+		if s.dir == "" {
+			return nil, errors.New("upper layers on disk need the sandbox's run directory")
+		}
+		state := s.dir + "/state"
+		if err := os.Mkdir(state, 0o755); err != nil {
+			return nil, fmt.Errorf("create sandbox directory: %w", err)
+		}
+		// The sandbox's root makes the generations in it.
+		if err := os.Chown(state, rt.ids.UID, rt.ids.GID); err != nil {
+			return nil, fmt.Errorf("create sandbox directory: %w", err)
 		}
 	}
 	msg := &setupMsg{
@@ -217,6 +229,9 @@ func (s *Sandbox) prepare(extraPids int64, dir bool) (*setupMsg, error) {
 	}
 	if !rt.weak.noMasks {
 		msg.ProcFiles, msg.ProcDirs, msg.ProcRO = procMaskedFiles, procMaskedDirs, procReadOnly
+	}
+	if rt.upperOnDisk {
+		msg.State = &mountSrc{Path: s.dir + "/state", FD: -1, RW: true}
 	}
 	for _, d := range s.lowerDirs() {
 		msg.Lowers = append(msg.Lowers, mountSrc{Path: d, FD: -1})
@@ -258,6 +273,9 @@ func (m *setupMsg) mounts() []*mountSrc {
 	for i := range m.HostDirs {
 		out = append(out, &m.HostDirs[i])
 	}
+	if m.State != nil {
+		out = append(out, m.State)
+	}
 	return out
 }
 
@@ -278,17 +296,14 @@ func (rt *Runtime) canDetach() bool { return rt.uid == 0 }
 // detachMounts makes the detached mounts of the set-up's read-only
 // directories for the sandbox whose first process is pid.
 func (s *Sandbox) detachMounts(pid int, setup *setupMsg) ([]*os.File, error) {
-	var dirs []string
-	for _, src := range setup.mounts() {
-		dirs = append(dirs, src.Path)
-	}
-	files, mapped, err := detachedMounts(pid, dirs, s.rt.ids.mapped())
+	srcs := setup.mounts()
+	files, mapped, err := detachedMounts(pid, srcs, s.rt.ids.mapped())
 	if err != nil {
 		return nil, fmt.Errorf("start sandbox: %w", err)
 	}
 	for i, ok := range mapped {
-		if !ok && s.rt.ids.mapped() {
-			s.rt.warnUnmapped(dirs[i])
+		if !ok && !srcs[i].RW && s.rt.ids.mapped() {
+			s.rt.warnUnmapped(srcs[i].Path)
 		}
 	}
 	return files, nil
