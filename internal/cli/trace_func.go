@@ -295,7 +295,7 @@ func (s *traceRun) one(ctx context.Context, f funcLine) error {
 			s.mu.Lock()
 			s.fuzzKept++
 			s.mu.Unlock()
-			return s.write(traceRecord{Result: z.Result, Call: z.Func.Call, Input: z.Input, FuzzOf: f.ID})
+			return s.write(s.record(z.Result, z.Func.Call, z.Input, f.ID))
 		})
 		switch {
 		case errors.Is(err, tracer.ErrNotMutable):
@@ -306,11 +306,22 @@ func (s *traceRun) one(ctx context.Context, f funcLine) error {
 			return err
 		}
 	}
-	if err := s.write(traceRecord{Result: res, Call: fn.Call, Input: f.input()}); err != nil {
+	if err := s.write(s.record(res, fn.Call, f.input(), "")); err != nil {
 		return err
 	}
 	s.bar.Add(1)
 	return nil
+}
+
+// record is the output line of a result. A complete trace holds the call
+// in its text, within --max-bytes; an incomplete one echoes only the first
+// --max-repr characters of the call and input, so that its line stays
+// small however large the arguments.
+func (s *traceRun) record(res tracer.Result, call, input, fuzzOf string) traceRecord {
+	if !res.Status.Complete() {
+		call, input = tracer.Truncate(call, s.cmd.maxRepr), tracer.Truncate(input, s.cmd.maxRepr)
+	}
+	return traceRecord{Result: res, Call: call, Input: input, FuzzOf: fuzzOf}
 }
 
 func (s *traceRun) write(r traceRecord) error {

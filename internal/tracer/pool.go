@@ -131,6 +131,9 @@ func (p *Pool) Options() Options { return p.opts }
 // early, with status error.
 func (p *Pool) Trace(ctx context.Context, f Func) Result {
 	src := Context(f.Code, f.Call)
+	if len(src) > p.opts.MaxBytes-textOverhead {
+		return tooLongContext(f.ID, src, &p.opts)
+	}
 	if why := unrepresentable(f.Code); why != "" {
 		return Result{ID: f.ID, Status: Error, Context: src, Error: why}
 	}

@@ -204,6 +204,7 @@ func build(ctx string, resp *response, lim limits) Result {
 	}
 	res.Stats.Frames = len(res.Frames)
 	if !res.Status.Complete() {
+		keepFrames(&res, lim.maxBytes)
 		return res
 	}
 	t := res.Trace()
@@ -216,6 +217,7 @@ func build(ctx string, resp *response, lim limits) Result {
 		res.Status = TooLong
 		res.Error = fmt.Sprintf("trace text of %d bytes is over the limit of %d", len(text), lim.maxBytes)
 		res.Stats.Bytes = len(text)
+		keepFrames(&res, lim.maxBytes)
 		return res
 	}
 	res.Text, res.Stats.Bytes = text, len(text)
