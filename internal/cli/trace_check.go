@@ -30,7 +30,7 @@ Checks every line of FILE, as written by cwm trace func:
     exactly what the encoder writes) and validates (entry call, balanced
     calls and returns, sources from the context, resolvable ".."), whose
     context is the line's context and whose frames are the line's frames;
-  - other lines (timeout, too_long, error) have no text and give a reason;
+  - other lines (timeout, too_long, memory, error) have no text and give a reason;
   - ids are unique;
   - the last line is not cut off (a file whose writer crashed or is still
     writing it).
@@ -163,7 +163,7 @@ func checkRecord(r *traceRecord) string {
 	}
 	switch r.Status {
 	case tracer.OK, tracer.Exception:
-	case tracer.Timeout, tracer.TooLong, tracer.Error:
+	case tracer.Timeout, tracer.TooLong, tracer.Error, tracer.Memory:
 		if r.Text != "" {
 			return fmt.Sprintf("status %s with a text", r.Status)
 		}

@@ -51,9 +51,9 @@ The context of a trace is the code followed by
     def main(): # << START_OF_TRACE
         return CALL
 and the trace starts at main. An output line has the id, status (ok,
-exception, timeout, too_long, error), context, frames, text (the complete
-CWM text, for ok and exception), output (what main returned or raised),
-error (why, when not ok), and stats.
+exception, timeout, too_long, memory, error), context, frames, text (the
+complete CWM text, for ok and exception), output (what main returned or
+raised), error (why, when not ok), and stats.
 
 With --fuzz N, up to N more inputs per function are made by type-preserving
 mutation of its arguments, and kept when they reach lines or branches the

@@ -46,6 +46,10 @@ type Options struct {
 	Log *slog.Logger
 }
 
+// sandboxMemory is the memory limit of a worker's sandbox: the runner's
+// address space and room for the server and what the program forks.
+func (o *Options) sandboxMemory() int64 { return o.Memory + 512<<20 }
+
 func (o Options) withDefaults() Options {
 	if o.Workers <= 0 {
 		o.Workers = runtime.NumCPU()
@@ -140,8 +144,11 @@ func (p *Pool) Trace(ctx context.Context, f Func) Result {
 	req := &request{ID: f.ID, Source: src, Filename: Filename, Timeout: p.opts.Timeout.Seconds(),
 		MaxEvents: p.opts.MaxEvents, MaxBytes: p.opts.MaxBytes, MaxRepr: p.opts.MaxRepr,
 		MaxOutput: p.opts.MaxOutput, MaxCapture: p.opts.MaxCapture}
-	line, err := p.do(ctx, req)
-	if err != nil {
+	line, oom, err := p.do(ctx, req)
+	switch {
+	case errors.Is(err, errMemory):
+		return Result{ID: f.ID, Status: Memory, Context: src, Error: err.Error()}
+	case err != nil:
 		return Result{ID: f.ID, Status: Error, Context: src, Error: err.Error()}
 	}
 	var resp response
@@ -150,7 +157,17 @@ func (p *Pool) Trace(ctx context.Context, f Func) Result {
 			Error: fmt.Sprintf("unreadable worker response (a cwm bug): %v", err)}
 	}
 	resp.ID = f.ID
-	return build(src, &resp, limits{maxBytes: p.opts.MaxBytes})
+	res := build(src, &resp, limits{maxBytes: p.opts.MaxBytes})
+	// A process of the function was OOM-killed, and the function did not
+	// finish (a runner killed, or left waiting for a killed child until
+	// the wall clock ran out): it ran out of memory, whatever the server
+	// could see. A trace that ended on its own stands.
+	if oom && (res.Status == Timeout || res.Status == Error) {
+		res.Status = Memory
+		res.Error = fmt.Sprintf("%s: the sandbox's memory limit of %d MiB was reached and its OOM killer ended a process of the function (as the server saw it: %s)",
+			errMemory, p.opts.sandboxMemory()>>20, res.Error)
+	}
+	return res
 }
 
 var definesMain = regexp.MustCompile(`(?m)^(async\s+)?def\s+main\s*\(|^main\s*=`)
@@ -184,7 +201,7 @@ var ErrNotMutable = errors.New("call arguments cannot be mutated")
 // arguments of call (see mutate.py), deterministic for a seed. code, the
 // function's source, lends its constants to the mutations.
 func (p *Pool) Mutate(ctx context.Context, code, call string, seed int64, n int) ([]Mutation, error) {
-	line, err := p.do(ctx, &request{Op: "mutate", Code: code, Call: call, Seed: seed, N: n, Timeout: p.opts.Timeout.Seconds()})
+	line, _, err := p.do(ctx, &request{Op: "mutate", Code: code, Call: call, Seed: seed, N: n, Timeout: p.opts.Timeout.Seconds()})
 	if err != nil {
 		return nil, err
 	}
@@ -201,32 +218,32 @@ func (p *Pool) Mutate(ctx context.Context, code, call string, seed int64, n int)
 // do runs one request on an idle worker. A worker that could not be
 // (re)started is tried once more; a request that reached its worker and
 // killed it is not retried (it would kill the next one too): its error is
-// returned, and the worker restarts on its next request.
-func (p *Pool) do(ctx context.Context, req *request) ([]byte, error) {
+// returned, and the worker restarts on its next request. oom is worker.do's.
+func (p *Pool) do(ctx context.Context, req *request) (line []byte, oom bool, err error) {
 	var w *worker
 	select {
 	case w = <-p.idle:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, false, ctx.Err()
 	}
 	defer func() { p.idle <- w }()
 	p.mu.Lock()
 	closed := p.closed
 	p.mu.Unlock()
 	if closed {
-		return nil, errors.New("trace pool is closed")
+		return nil, false, errors.New("trace pool is closed")
 	}
 	// The server kills a runner at Timeout + 1s + Timeout/5; the margin
 	// beyond covers serialising a large result and a fresh fork.
 	wait := p.opts.Timeout*2 + 30*time.Second
-	line, sent, err := w.do(ctx, req, wait)
+	line, sent, oom, err := w.do(ctx, req, wait)
 	if err != nil && ctx.Err() == nil {
 		p.opts.Log.Warn("trace worker failed", "id", req.ID, "err", err)
 		if !sent {
-			line, _, err = w.do(ctx, req, wait)
+			line, _, oom, err = w.do(ctx, req, wait)
 		}
 	}
-	return line, err
+	return line, oom, err
 }
 
 // Close stops every worker and its sandbox.

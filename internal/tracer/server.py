@@ -5,7 +5,8 @@
 
 Protocol (serve): the server writes one line {"ready": true, ...}, then for
 each request line (JSON: op "trace" or "mutate", see tracer.trace_one and
-mutate.mutate) exactly one result line. A runner prefixes its result with
+mutate.mutate) exactly one result line; {"op": "exit", "code": N} ends it
+with status N. A runner prefixes its result with
 one byte, K (keep me) or X (I exit now), which the server strips.
 """
 
@@ -346,6 +347,10 @@ def _preimport():
 
 
 def serve(recycle, memory):
+    """Serves requests until EOF or an exit request; returns the exit
+    status: the request's "code", which cwm sets non-zero to have the
+    sandbox check its memory cgroup for OOM kills (a failed command is
+    checked, a clean exit is not)."""
     pin, pout = _private_fds()
     reader = os.fdopen(pin, "rb")
     _preimport()
@@ -355,6 +360,7 @@ def serve(recycle, memory):
              "hash_randomization": sys.flags.hash_randomization}
     _write(pout, json.dumps(hello).encode() + b"\n")
     runner = None
+    status = 0
     for line in reader:
         try:
             req = json.loads(line)
@@ -362,6 +368,7 @@ def serve(recycle, memory):
             _write(pout, json.dumps({"status": "error", "error": "bad request: %s" % e}).encode() + b"\n")
             continue
         if req.get("op") == "exit":
+            status = int(req.get("code") or 0)
             break
         if runner is None:
             runner = _Runner(recycle, memory, [pin, pout])
@@ -373,6 +380,7 @@ def serve(recycle, memory):
         _write(pout, out)
     if runner is not None:
         runner.close()
+    return status
 
 
 def once():
@@ -388,4 +396,4 @@ if __name__ == "__main__":
         once()
     else:
         args = [int(a) for a in sys.argv[2:4]]
-        serve(args[0] if args else 1000, args[1] if len(args) > 1 else 1 << 30)
+        sys.exit(serve(args[0] if args else 1000, args[1] if len(args) > 1 else 1 << 30))

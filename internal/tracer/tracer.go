@@ -94,6 +94,12 @@ const (
 	// module code raised, it called os._exit or sys.settrace, its process
 	// died); Error says why.
 	Error Status = "error"
+	// Memory: the function's processes exhausted the worker's memory (the
+	// sandbox's memory cgroup OOM-killed one of them); Frames hold what was
+	// recorded before, if anything. Running past the address-space limit
+	// (Options.Memory) is not this: the program then gets a MemoryError,
+	// which its trace shows.
+	Memory Status = "memory"
 )
 
 // Complete reports whether a result of this status has a whole trace.

@@ -38,6 +38,10 @@ type exitState struct {
 // errWorker is a failure of the worker itself, not of the traced function.
 var errWorker = errors.New("trace worker failed")
 
+// errMemory is the worker's death by its sandbox's memory limit: the
+// memory cgroup's OOM killer ended the server.
+var errMemory = errors.New("the trace worker ran out of memory")
+
 // start creates the sandbox (if needed), starts the server and waits for
 // its ready line. ctx bounds the start only: the sandbox kills a process
 // when the context it was started with ends, and the server must outlive
@@ -46,7 +50,7 @@ func (w *worker) start(ctx context.Context) (err error) {
 	life := context.WithoutCancel(ctx)
 	if w.sb == nil {
 		w.sb, err = w.rt.New(life, sandbox.Config{Workdir: "/tmp", Env: workerEnv, Limits: sandbox.Limits{
-			Memory: w.opts.Memory + 512<<20,
+			Memory: w.opts.sandboxMemory(),
 			Pids:   512,
 			// Runners live for many functions; the wall clock per function
 			// is the limit that matters, so CPU time is not capped here.
@@ -145,13 +149,32 @@ func readLines(r io.Reader, ch chan<- []byte) {
 // do sends one request and returns the response line; sent reports
 // whether the request reached the server. wait bounds the whole exchange;
 // past it the server is considered hung. Any error means the server is gone
-// (stopped here if it was not already) and is restarted by the next do.
-func (w *worker) do(ctx context.Context, req *request, wait time.Duration) (line []byte, sent bool, err error) {
+// (stopped here if it was not already) and is restarted by the next do; it
+// wraps errMemory when the sandbox's memory limit ended the server.
+//
+// oom reports that the sandbox's memory cgroup OOM-killed a process while
+// the request ran (a runner, or a process the program forked), which the
+// server cannot see: only the sandbox can, when the server exits. So when
+// the kernel's count of OOM kills moved during the request (some cgroup
+// of the machine had one), the server is made to exit with a failure
+// status and the sandbox's verdict on it read; the next do starts a fresh
+// one. The count moves rarely, so this costs nothing in the common case.
+func (w *worker) do(ctx context.Context, req *request, wait time.Duration) (line []byte, sent, oom bool, err error) {
 	if w.proc == nil {
 		if err := w.start(ctx); err != nil {
-			return nil, false, err
+			return nil, false, false, err
 		}
 	}
+	kills := oomKills()
+	line, sent, err = w.exchange(ctx, req, wait)
+	if err == nil && oomKills() != kills {
+		oom = w.exitChecked()
+	}
+	return line, sent, oom, err
+}
+
+// exchange sends req and waits for its response line.
+func (w *worker) exchange(ctx context.Context, req *request, wait time.Duration) (line []byte, sent bool, err error) {
 	b, err := json.Marshal(req)
 	if err != nil {
 		return nil, false, err
@@ -166,7 +189,11 @@ func (w *worker) do(ctx context.Context, req *request, wait time.Duration) (line
 	select {
 	case line, ok := <-w.lines:
 		if !ok {
-			return nil, true, fmt.Errorf("%w: %s", errWorker, w.stop())
+			st := w.halt()
+			if st.err == nil && st.res.Reason == sandbox.ReasonMemory {
+				return nil, true, fmt.Errorf("%w (the sandbox's limit is %d MiB): %s", errMemory, w.opts.sandboxMemory()>>20, describeExit(st))
+			}
+			return nil, true, fmt.Errorf("%w: %s", errWorker, describeExit(st))
 		}
 		return line, true, nil
 	case <-timer.C:
@@ -183,20 +210,66 @@ func (w *worker) stop() string {
 	if w.proc == nil {
 		return "not running"
 	}
+	return describeExit(w.halt())
+}
+
+// halt is stop returning how the server ended.
+func (w *worker) halt() exitState {
 	w.stdin.Close()
 	w.proc.Kill()
-	var how string
+	var st exitState
 	select {
-	case st := <-w.exit:
-		how = describeExit(st)
+	case st = <-w.exit:
 	case <-time.After(10 * time.Second):
-		how = "did not exit after kill"
+		st.err = errors.New("did not exit after kill")
 	}
 	for range w.lines {
 	}
 	w.proc = nil
 	w.close()
-	return how
+	return st
+}
+
+// exitChecked asks the server to exit with a failure status, which makes
+// the sandbox check its memory cgroup's OOM kills since the server
+// started, and reports whether there were any. The sandbox is dropped (a
+// process the program left may still hold memory); the next do starts
+// afresh.
+func (w *worker) exitChecked() bool {
+	w.stdin.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if _, err := w.stdin.Write([]byte(`{"op": "exit", "code": 3}` + "\n")); err == nil {
+		select {
+		case st := <-w.exit:
+			for range w.lines {
+			}
+			w.proc = nil
+			w.close()
+			return st.err == nil && st.res.Reason == sandbox.ReasonMemory
+		case <-time.After(10 * time.Second):
+		}
+	}
+	st := w.halt()
+	return st.err == nil && st.res.Reason == sandbox.ReasonMemory
+}
+
+// oomKills is the kernel's count of OOM kills, in any cgroup of the
+// machine (oom_kill in /proc/vmstat, Linux 4.13 and later), or -1 when it
+// cannot be read.
+func oomKills() int64 {
+	b, err := os.ReadFile("/proc/vmstat")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return -1
+			}
+			return n
+		}
+	}
+	return -1
 }
 
 func describeExit(st exitState) string {
