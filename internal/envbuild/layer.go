@@ -74,7 +74,7 @@ func mergeUpper(upper, layer string, keep func(rel string) bool) error {
 				}
 				// A rename would be cheaper, but the snapshot may be on
 				// another file system than the store.
-				return copyRegular(p, dst, os.FileMode(st.Mode&0o7777))
+				return sandbox.CopyFile(p, dst, os.FileMode(st.Mode&0o7777))
 			}
 			return nil
 		})

@@ -5,13 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"cwm/internal/sandbox"
 )
 
 // Source is where a repository comes from.
@@ -237,25 +238,8 @@ func copyPlainTree(from, dst string) error {
 			if strings.HasSuffix(d.Name(), ".pyc") {
 				return nil
 			}
-			return copyRegular(p, target, info.Mode().Perm())
+			return sandbox.CopyFile(p, target, info.Mode().Perm())
 		}
 		return nil
 	})
-}
-
-func copyRegular(src, dst string, perm fs.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

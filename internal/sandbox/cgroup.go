@@ -172,7 +172,10 @@ var (
 // gone, killing what is left in them. A one-shot sandbox leaves nothing
 // else on disk: its pid 1 dies with cwm (a parent-death signal) and its
 // processes with pid 1.
-func reapStaleCgroups(cg cgroups, log *slog.Logger) {
+func reapStaleCgroups(cg cgroups, log *slog.Logger) { reapCgroupsOf(cg, staleCgroup, log) }
+
+// reapCgroupsOf removes the sandbox cgroups whose names match.
+func reapCgroupsOf(cg cgroups, match func(name string) bool, log *slog.Logger) {
 	for _, parent := range []string{cg.memory, cg.pids, cg.unified} {
 		if parent == "" {
 			continue
@@ -180,7 +183,7 @@ func reapStaleCgroups(cg cgroups, log *slog.Logger) {
 		ents, _ := os.ReadDir(parent)
 		var dirs []string
 		for _, e := range ents {
-			if e.IsDir() && staleCgroup(e.Name()) {
+			if e.IsDir() && match(e.Name()) {
 				dirs = append(dirs, filepath.Join(parent, e.Name()))
 			}
 		}

@@ -191,7 +191,7 @@ func TestUnprivileged(t *testing.T) {
 	defer os.RemoveAll(dir)
 	os.Chmod(dir, 0o755)
 	bin := filepath.Join(dir, "sandbox.test")
-	if err := copyPlain(os.Args[0], bin, 0o755); err != nil {
+	if err := CopyFile(os.Args[0], bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	os.Chmod(bin, 0o755)

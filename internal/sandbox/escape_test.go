@@ -413,7 +413,7 @@ func TestEscapesUnprivileged(t *testing.T) {
 	defer RemoveAll(dir)
 	os.Chmod(dir, 0o755)
 	bin := filepath.Join(dir, "sandbox.test")
-	if err := copyPlain(os.Args[0], bin, 0o755); err != nil {
+	if err := CopyFile(os.Args[0], bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	home := filepath.Join(dir, "home")

@@ -151,13 +151,15 @@ func copyReadable(src, dst string) error {
 			}
 			return os.MkdirAll(target, 0o755)
 		case info.Mode().IsRegular() && info.Mode().Perm()&0o004 != 0:
-			return copyPlain(p, target, info.Mode().Perm())
+			return CopyFile(p, target, info.Mode().Perm())
 		}
 		return nil
 	})
 }
 
-func copyPlain(src, dst string, perm fs.FileMode) error {
+// CopyFile copies the regular file src to dst, which must not exist, with
+// mode perm.
+func CopyFile(src, dst string, perm fs.FileMode) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err

@@ -485,15 +485,7 @@ func (o *oneShot) reportErr(r [8]uint64) error {
 
 // send passes files to pid 1 in one message.
 func (o *oneShot) send(files []*os.File) error {
-	var oob []byte
-	if len(files) > 0 {
-		fds := make([]int, len(files))
-		for i, f := range files {
-			fds[i] = int(f.Fd())
-		}
-		oob = unix.UnixRights(fds...)
-	}
-	return unix.Sendmsg(int(o.sock.Fd()), []byte{1}, oob, nil, 0)
+	return unix.Sendmsg(int(o.sock.Fd()), []byte{1}, rights(files), nil, 0)
 }
 
 // commandPid is the host pid of the command (pid 1's child), 0 if it has

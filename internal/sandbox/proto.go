@@ -34,11 +34,11 @@ type setupMsg struct {
 	NoCgroup bool       `json:"nocgroup"` // limits must come from rlimits alone
 	Memory   int64      `json:"memory"`
 	Pids     int64      `json:"pids"`
-	Disk     int64      `json:"disk"`   // size of each generation's tmpfs
+	Disk     int64      `json:"disk"` // size of each generation's tmpfs
 	// State, when set, is a host directory, bound writable, that holds the
 	// generations instead of tmpfs mounts (see tmpfsPlan).
-	State *mountSrc `json:"state,omitempty"`
-	Inodes   int64      `json:"inodes"` // files of each tmpfs
+	State  *mountSrc `json:"state,omitempty"`
+	Inodes int64     `json:"inodes"` // files of each tmpfs
 	// ProcFiles, ProcDirs and ProcRO are the /proc entries to mask and to
 	// make read-only (those of the lists in layout_linux.go this host has).
 	ProcFiles []string `json:"procfiles,omitempty"`
@@ -169,14 +169,7 @@ func (c *conn) send(v any, files ...*os.File) error {
 	if len(b) > maxPacket {
 		return fmt.Errorf("message of %d bytes exceeds %d", len(b), maxPacket)
 	}
-	var oob []byte
-	if len(files) > 0 {
-		fds := make([]int, len(files))
-		for i, f := range files {
-			fds[i] = int(f.Fd())
-		}
-		oob = unix.UnixRights(fds...)
-	}
+	oob := rights(files)
 	var serr error
 	err = c.rc.Write(func(fd uintptr) bool {
 		serr = unix.Sendmsg(int(fd), b, oob, nil, 0)
@@ -186,6 +179,18 @@ func (c *conn) send(v any, files ...*os.File) error {
 		return err
 	}
 	return serr
+}
+
+// rights is the control message that passes files with a message.
+func rights(files []*os.File) []byte {
+	if len(files) == 0 {
+		return nil
+	}
+	fds := make([]int, len(files))
+	for i, f := range files {
+		fds[i] = int(f.Fd())
+	}
+	return unix.UnixRights(fds...)
 }
 
 var errClosed = errors.New("connection closed")

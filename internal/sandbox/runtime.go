@@ -473,7 +473,7 @@ func Reap(run string, log *slog.Logger) error {
 		// A cgroup made just before the crash may be missing from the
 		// records; its name carries the dead process's pid.
 		if pid, _, ok := strings.Cut(strings.TrimPrefix(e.Name(), "p"), "-"); ok {
-			reapCgroups("cwm-"+pid+"-", log)
+			reapCgroupsOf(detectCgroups(), func(name string) bool { return strings.HasPrefix(name, "cwm-"+pid+"-") }, log)
 		}
 		if err := RemoveAll(dir); err != nil && first == nil {
 			first = err
@@ -484,25 +484,6 @@ func Reap(run string, log *slog.Logger) error {
 		log.Debug("reaped stale sandbox state", "dir", dir)
 	}
 	return first
-}
-
-func reapCgroups(prefix string, log *slog.Logger) {
-	cg := detectCgroups()
-	for _, parent := range []string{cg.memory, cg.pids, cg.unified} {
-		if parent == "" {
-			continue
-		}
-		ents, _ := os.ReadDir(parent)
-		var dirs []string
-		for _, e := range ents {
-			if e.IsDir() && strings.HasPrefix(e.Name(), prefix) {
-				dirs = append(dirs, filepath.Join(parent, e.Name()))
-			}
-		}
-		if err := removeCgroups(dirs); err != nil {
-			log.Warn("reap cgroup", "err", err)
-		}
-	}
 }
 
 // sandboxRecord is what a sandbox's directory says about it, for Reap.
