@@ -74,7 +74,9 @@ func (p *Pool) Fuzz(ctx context.Context, f Func, orig Result, opts FuzzOptions, 
 			seen[m.Call] = true
 			tried++
 			cand := Func{ID: fmt.Sprintf("%s/fuzz-%d", f.ID, kept+1), Code: f.Code, Call: m.Call}
-			res := p.Trace(ctx, cand)
+			// A candidate whose recording stops at a cap cannot be kept:
+			// it ends there instead of running on until the wall clock.
+			res := p.trace(ctx, cand, true)
 			if !res.Status.Complete() {
 				continue
 			}

@@ -116,3 +116,31 @@ for line in sys.stdin:
 		t.Errorf("mutations changed argument types: %q", bad)
 	}
 }
+
+// TestCandidateStopsAtCap: a fuzzing candidate whose recording stops at a
+// cap ends there (it cannot be kept), while a function traced for its own
+// line runs on untraced, so that its output is known, until it finishes or
+// the wall clock runs out.
+func TestCandidateStopsAtCap(t *testing.T) {
+	p := testPool(t)
+	endless := Func{ID: "endless", Code: "def f(s, p):\n    while s.startswith(p):\n        s = s[len(p):] or s\n    return s\n", Call: "f('abc', '')"}
+	r := p.trace(context.Background(), endless, true)
+	if r.Status != TooLong || r.Stats.Seconds > 2 || r.Stats.LineEvents != p.Options().MaxEvents+1 {
+		t.Errorf("candidate: %s after %.2fs, %d line events (%s); want too_long at the line cap at once",
+			r.Status, r.Stats.Seconds, r.Stats.LineEvents, r.Error)
+	}
+	finite := Func{ID: "finite", Code: "def f(n):\n    t = 0\n    for i in range(n):\n        t += i\n    return t\n", Call: "f(20000)"}
+	for _, stop := range []bool{false, true} {
+		r := p.trace(context.Background(), finite, stop)
+		want := "199990000"
+		if stop {
+			want = ""
+		}
+		if r.Status != TooLong || r.Output != want {
+			t.Errorf("trace(finite, stop at cap %v): %s, output %q; want too_long, output %q", stop, r.Status, r.Output, want)
+		}
+	}
+	if r := p.Trace(context.Background(), Func{ID: "after", Code: paperCode, Call: "f(1,3)"}); r.Text != paperText() {
+		t.Errorf("after the candidates: %s %q, want the paper's trace", r.Status, r.Error)
+	}
+}

@@ -134,6 +134,13 @@ func (p *Pool) Options() Options { return p.opts }
 // Result (status and reason); only a cancelled ctx makes Trace return
 // early, with status error.
 func (p *Pool) Trace(ctx context.Context, f Func) Result {
+	return p.trace(ctx, f, false)
+}
+
+// trace is Trace; with stopAtCap, a trace that hits a cap ends there as
+// too_long, its program not run on untraced: what Fuzz needs, since it
+// keeps only complete traces.
+func (p *Pool) trace(ctx context.Context, f Func, stopAtCap bool) Result {
 	src := Context(f.Code, f.Call)
 	if len(src) > p.opts.MaxBytes-textOverhead {
 		return tooLongContext(f.ID, src, &p.opts)
@@ -143,7 +150,7 @@ func (p *Pool) Trace(ctx context.Context, f Func) Result {
 	}
 	req := &request{ID: f.ID, Source: src, Filename: Filename, Timeout: p.opts.Timeout.Seconds(),
 		MaxEvents: p.opts.MaxEvents, MaxBytes: p.opts.MaxBytes, MaxRepr: p.opts.MaxRepr,
-		MaxOutput: p.opts.MaxOutput, MaxCapture: p.opts.MaxCapture}
+		MaxOutput: p.opts.MaxOutput, MaxCapture: p.opts.MaxCapture, StopAtCap: stopAtCap}
 	line, oom, err := p.do(ctx, req)
 	switch {
 	case errors.Is(err, errMemory):

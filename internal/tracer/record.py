@@ -72,6 +72,7 @@ _nbytes = 0           # lower bound of the text, without 49 bytes per line frame
 _capline = 0          # 1 when the line cap stopped recording
 _lim = 0              # len(_seq) at which _caps runs next
 _deadline = 0.0       # perf_counter deadline of the recording, 0 for none
+on_cap = None         # called when a cap stops the recording (see server._handle)
 _max_lines = 10000
 _max_bytes = 1 << 20
 _depth = 0            # in-scope frames on the stack
@@ -470,6 +471,8 @@ def _stop(status, reason):
         _state = 3 if status else 2
         _status, _reason = status, reason
     _settrace(None)
+    if status and on_cap is not None:
+        on_cap()
 
 
 def lines():

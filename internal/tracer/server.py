@@ -161,6 +161,16 @@ def _on_alarm(signum, frame):
     _real_exit(0)
 
 
+def _cap_exit():
+    """Recording stopped at a cap in a request that asked to stop there (a
+    fuzzing candidate, which is kept only if its trace is complete): send
+    what was traced and exit, instead of running the program on untraced
+    until it ends or the wall clock runs out."""
+    tracer._settrace(None)
+    _send(b"X", tracer.result())
+    _real_exit(0)
+
+
 def _user_exit(code=0):
     """os._exit as the program sees it: report, then really exit."""
     if _wfd < 0:
@@ -182,9 +192,12 @@ def _handle(req):
     _setitimer(signal.ITIMER_PROF, 0.05, 0.05)
     _setitimer(signal.ITIMER_REAL, timeout)
     os._exit = _user_exit
+    if req.get("stop_at_cap"):
+        tracer.record.on_cap = _cap_exit
     try:
         return tracer.trace_one(req)
     finally:
+        tracer.record.on_cap = None
         os._exit = _real_exit
         _armed = 0.0
         _setitimer(signal.ITIMER_REAL, 0)

@@ -23,6 +23,9 @@ type request struct {
 	MaxRepr    int      `json:"max_repr,omitempty"`
 	MaxOutput  int      `json:"max_output,omitempty"`
 	MaxCapture int      `json:"max_capture,omitempty"`
+	// StopAtCap ends the run when a cap stops the recording, rather than
+	// running the program on untraced (fuzzing candidates).
+	StopAtCap bool `json:"stop_at_cap,omitempty"`
 	// mutate
 	Code string `json:"code,omitempty"`
 	Call string `json:"call,omitempty"`
