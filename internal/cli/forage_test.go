@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -229,20 +228,6 @@ func TestForageUsage(t *testing.T) {
 	}
 }
 
-// TestForageChild is the cwm process TestForageKilled kills: the test
-// binary re-executed, running the command line in CWM_FORAGE_CHILD.
-func TestForageChild(t *testing.T) {
-	args := os.Getenv("CWM_FORAGE_CHILD")
-	if args == "" {
-		t.Skip("only run as TestForageKilled's child")
-	}
-	var argv []string
-	if err := json.Unmarshal([]byte(args), &argv); err != nil {
-		t.Fatal(err)
-	}
-	os.Exit(Run(context.Background(), argv, os.Stdin, os.Stdout, os.Stderr))
-}
-
 // CWM forage must be resumable after SIGKILL at any moment: no duplicate,
 // lost or torn lines once a re-run completes.
 func TestForageKilled(t *testing.T) {
@@ -263,12 +248,9 @@ func TestForageKilled(t *testing.T) {
 	}
 	defer srv.Close()
 	out := filepath.Join(t.TempDir(), "traj.jsonl")
-	argv, _ := json.Marshal([]string{"forage", "--tasks", tasksFile, "--out", out, "--model", "fake", "--base-url", srv.URL,
-		"--samples", "2", "--concurrency", "2", "--quiet", "--no-grade"})
 	child := func() *exec.Cmd {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestForageChild$")
-		cmd.Env = append(os.Environ(), "CWM_HOME="+home, "CWM_FORAGE_CHILD="+string(argv))
-		return cmd
+		return cliChild(t, home, "forage", "--tasks", tasksFile, "--out", out, "--model", "fake", "--base-url", srv.URL,
+			"--samples", "2", "--concurrency", "2", "--quiet", "--no-grade")
 	}
 	lines := func() int {
 		b, _ := os.ReadFile(out)

@@ -136,12 +136,7 @@ func (c *traceFuncCmd) Run(ctx context.Context, e *command.Env, args []string) e
 	if err != nil {
 		return fmt.Errorf("cannot resume: %w", err)
 	}
-	var todo []funcLine
-	for _, f := range funcs {
-		if !done[f.ID] {
-			todo = append(todo, f)
-		}
-	}
+	todo := resumeOrder(funcs, done)
 	if len(todo) == 0 {
 		fmt.Fprintf(e.Stderr, "cwm trace func: all %d functions of %s are already in %s\n", len(funcs), c.in, c.out)
 		return nil
@@ -205,6 +200,33 @@ func readFuncs(path string) ([]funcLine, error) {
 		return nil, fmt.Errorf("%s: no functions", path)
 	}
 	return funcs, nil
+}
+
+// resumeOrder returns the functions not yet in the output, those an
+// earlier run left unfinished last. Functions are handed to the workers
+// in input order, so those before the last one finished were in flight
+// when that run was killed, and they are the slowest (a kill most likely
+// lands in a long function); redone first, they would hold every worker
+// again before anything new is written, and under repeated kills the run
+// would never get past them.
+func resumeOrder(funcs []funcLine, done map[string]bool) []funcLine {
+	last := -1
+	for i, f := range funcs {
+		if done[f.ID] {
+			last = i
+		}
+	}
+	var fresh, unfinished []funcLine
+	for i, f := range funcs {
+		switch {
+		case done[f.ID]:
+		case i < last:
+			unfinished = append(unfinished, f)
+		default:
+			fresh = append(fresh, f)
+		}
+	}
+	return append(fresh, unfinished...)
 }
 
 // parseFunc decodes one input line and says what is wrong with it.
