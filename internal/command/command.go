@@ -1,6 +1,6 @@
 // Package command is the framework of cwm's command line: the Command
-// interface a subcommand implements, the Env it runs in, the errors that
-// decide exit codes, the dispatcher that finds a command by name, parses its
+// interface a subcommand implements, the Env it runs in, the exit status of
+// each kind of error (cwm/internal/errkind), the dispatcher that finds a command by name, parses its
 // flags and runs it, and the flag types commands share.
 //
 // The package imports only light standard packages (no regexp, net or
@@ -17,6 +17,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+
+	"cwm/internal/errkind"
 )
 
 // Command is one subcommand. Implementations bind their flags to their own
@@ -71,11 +73,15 @@ func DefaultHome() string {
 	return filepath.Join(os.TempDir(), "cwm")
 }
 
-// UsageError is a problem with how cwm was invoked: the dispatcher prints it
-// with the command's help and exits 2.
+// UsageError is a problem with how cwm was invoked, an error of kind
+// errkind.Usage: the dispatcher prints it with the command's help and exits
+// 2, as it does for any error of that kind.
 type UsageError string
 
 func (e UsageError) Error() string { return string(e) }
+
+// Kind is errkind.Usage.
+func (e UsageError) Kind() errkind.Kind { return errkind.Usage }
 
 // Usagef formats a UsageError.
 func Usagef(format string, args ...any) error { return UsageError(fmt.Sprintf(format, args...)) }

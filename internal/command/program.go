@@ -10,6 +10,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"cwm/internal/errkind"
 )
 
 // Program is a command line: its commands and the text of its main help.
@@ -98,13 +100,22 @@ func exitCode(err error, cmd Command, fs *flag.FlagSet, stderr io.Writer) int {
 	if errors.As(err, &st) {
 		return int(st)
 	}
-	var ue UsageError
-	if errors.As(err, &ue) {
-		fmt.Fprintf(stderr, "cwm %s: %v\n\n", cmd.Name(), ue)
+	k := errkind.Of(err)
+	fmt.Fprintf(stderr, "cwm %s: %v\n", cmd.Name(), err)
+	if k == errkind.Usage {
+		fmt.Fprintln(stderr)
 		printCommandHelp(stderr, cmd, fs)
+	}
+	return ExitCode(k)
+}
+
+// ExitCode is the exit status of a command that failed with an error of
+// kind k: 2 for a wrong call (after the command's help), 1 for every other
+// failure. It is the one place kinds become exit statuses.
+func ExitCode(k errkind.Kind) int {
+	if k == errkind.Usage {
 		return 2
 	}
-	fmt.Fprintf(stderr, "cwm %s: %v\n", cmd.Name(), err)
 	return 1
 }
 

@@ -5,8 +5,11 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"strings"
 	"testing"
+
+	"cwm/internal/errkind"
 )
 
 // echoCmd is a command for the dispatcher's tests: it prints its name and
@@ -22,7 +25,7 @@ func (c *echoCmd) Usage() string {
 	return "[ARG...]\nLonger description of " + c.name + "."
 }
 func (c *echoCmd) Flags(fs *flag.FlagSet) {
-	fs.StringVar(&c.fail, "fail", "", "fail with `KIND`: usage, status, error")
+	fs.StringVar(&c.fail, "fail", "", "fail with `KIND`: usage, status, error, input, usage-kind")
 }
 
 func (c *echoCmd) Run(_ context.Context, e *Env, args []string) error {
@@ -33,6 +36,10 @@ func (c *echoCmd) Run(_ context.Context, e *Env, args []string) error {
 		return ExitStatus(7)
 	case "error":
 		return errors.New("it broke")
+	case "input":
+		return fmt.Errorf("load: %w", errkind.New(errkind.Input, "bad line"))
+	case "usage-kind":
+		return fmt.Errorf("options: %w", errkind.New(errkind.Usage, "no tasks"))
 	}
 	e.Stdout.Write([]byte(c.name + ":" + strings.Join(args, ",") + "\n"))
 	return nil
@@ -63,6 +70,8 @@ func TestRun(t *testing.T) {
 		{[]string{"box", "run", "-fail", "usage"}, 2, "", "cwm box run: bad arguments\n\nUsage: cwm box run [ARG...]", ""},
 		{[]string{"box", "run", "-fail", "status"}, 7, "", "", "exit status"},
 		{[]string{"box", "run", "-fail", "error"}, 1, "", "cwm box run: it broke\n", "Usage:"},
+		{[]string{"box", "run", "-fail", "input"}, 1, "", "cwm box run: load: bad line\n", "Usage:"},
+		{[]string{"box", "run", "-fail", "usage-kind"}, 2, "", "cwm box run: options: no tasks\n\nUsage: cwm box run", ""},
 		{[]string{"box", "run", "-nosuchflag"}, 2, "", "flag provided but not defined: -nosuchflag\n\nUsage: cwm box run", ""},
 		{[]string{"box", "run", "--help"}, 0, "Longer description of box run.\n\nFlags:\n  -fail KIND", "", ""},
 		{[]string{}, 2, "", "Test program.", ""},
