@@ -1,36 +1,15 @@
 package agent
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"cwm/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs from the golden file (-want +got):\n%s", name, diff)
-	}
-}
 
 // CWM-SPEC 2.2: "One tool call per assistant turn, parsed with the regex
 // `<tool:\s([a-zA-Z_]+)>\n(.*?)\n</tool>` (DOTALL); more than one call,
@@ -88,14 +67,14 @@ func TestCWMGolden(t *testing.T) {
 	if len(msgs) != 2 || msgs[0].Role != RoleSystem || msgs[1].Role != RoleUser {
 		t.Fatalf("Prompt = %+v, want a system and a user message", msgs)
 	}
-	golden(t, "cwm_system.golden", msgs[0].Content)
-	golden(t, "cwm_user.golden", msgs[1].Content)
+	golden.Check(t, filepath.Join("testdata", "cwm_system.golden"), msgs[0].Content)
+	golden.Check(t, filepath.Join("testdata", "cwm_user.golden"), msgs[1].Content)
 
 	b := Budget{RemainingTurns: 120, UsedTokens: 5000, ContextTokens: 131072}
 	bash := p.Result(Call{Tool: "bash"}, Observation{Text: "total 8\n-rw-r--r-- 1 root root 42 calc.py", OK: true}, b)
 	submit := p.Result(Call{Tool: "submit"}, Observation{Text: "diff --git a/x b/x", OK: true, Patch: "diff --git a/x b/x\n"}, b)
 	failed := p.Result(Call{Tool: "submit"}, Observation{Text: "Failed to submit x. It is an empty file."}, b)
-	golden(t, "cwm_results.golden", bash.Content+"\n---\n"+submit.Content+"\n---\n"+failed.Content)
+	golden.Check(t, filepath.Join("testdata", "cwm_results.golden"), bash.Content+"\n---\n"+submit.Content+"\n---\n"+failed.Content)
 	if bash.Role != RoleTool {
 		t.Errorf("result role = %q, want tool", bash.Role)
 	}

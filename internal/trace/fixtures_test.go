@@ -1,14 +1,5 @@
 package trace
 
-import (
-	"flag"
-	"os"
-	"path/filepath"
-	"testing"
-)
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
 // L builds locals from name, value pairs.
 func L(kv ...string) []Local {
 	if len(kv) == 0 {
@@ -147,21 +138,4 @@ func excTrace() Trace {
 		line(0, "        return -1", "s", ".."),
 		ret(0, "        return -1", "-1"),
 	}}
-}
-
-// golden returns the content of testdata/name, first rewriting it with got
-// when -update is set.
-func golden(t *testing.T, name, got string) string {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file (run with -update to create it): %v", err)
-	}
-	return string(want)
 }

@@ -1,9 +1,12 @@
 package trace
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"cwm/internal/golden"
 )
 
 // The golden files were written from the spec's text (1.4) and from
@@ -31,9 +34,7 @@ func TestGolden(t *testing.T) {
 				t.Errorf("Validate() = %v, want nil", err)
 			}
 			text := Encode(tc.want)
-			if want := golden(t, tc.file, text); text != want {
-				t.Errorf("Encode() =\n%s\nwant\n%s", text, want)
-			}
+			golden.Check(t, filepath.Join("testdata", tc.file), text)
 			parsed, err := Parse(text)
 			if err != nil {
 				t.Fatalf("Parse(golden) error: %v", err)

@@ -2,12 +2,12 @@ package tracer
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"cwm/internal/golden"
 	"cwm/internal/trace"
 )
 
@@ -74,7 +74,7 @@ func TestPaperExample(t *testing.T) {
 	if res.Output != "6" {
 		t.Errorf("Trace(paper) output = %q, want %q", res.Output, "6")
 	}
-	checkGolden(t, "paper.txt", res.Text)
+	golden.Check(t, filepath.Join("testdata", "golden", "paper.txt"), res.Text)
 	// The text is what the trace package's strict parser accepts and what
 	// its own compression would write.
 	parsed, err := trace.Parse(res.Text)
@@ -121,27 +121,5 @@ func TestExceptionForm(t *testing.T) {
 	if res.Output != "ValueError('substring not found')" {
 		t.Errorf("output = %q, want the exception's repr", res.Output)
 	}
-	checkGolden(t, "exception.txt", res.Text)
-}
-
-// checkGolden compares got with testdata/golden/name (rewritten by -update).
-func checkGolden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file (run go test -update): %v", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs from the golden file (-golden +got):\n%s", name, diff)
-	}
+	golden.Check(t, filepath.Join("testdata", "golden", "exception.txt"), res.Text)
 }

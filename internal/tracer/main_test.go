@@ -11,8 +11,6 @@ import (
 	"cwm/internal/sandbox"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files")
-
 // One runtime and one pool serve every test and benchmark of the package:
 // starting workers costs more than most tests.
 var shared struct {

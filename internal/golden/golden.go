@@ -1,0 +1,43 @@
+// Package golden compares what a test produced with a golden file, the
+// reviewed copy of a format cwm writes, and rewrites golden files when the
+// tests run with -update: refresh, then review the change as a diff.
+//
+//	go test ./internal/trace -update
+//	git diff internal/trace/testdata
+//
+// Importing the package registers -update in the test binary once.
+package golden
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files with what the tests produce")
+
+// Check compares got with the file at path (relative to the package
+// directory, where tests run), failing t with a diff when they differ.
+// With -update it writes got to path instead, creating its directory.
+func Check(t testing.TB, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file (go test -update writes it): %v", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s differs from what the test produced (-golden +got):\n%s", path, diff)
+	}
+}

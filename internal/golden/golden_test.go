@@ -1,0 +1,36 @@
+package golden
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestCheck(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sub", "x.golden")
+	*update = true
+	Check(t, path, "one\ntwo\n")
+	*update = false
+	if b, err := os.ReadFile(path); err != nil || string(b) != "one\ntwo\n" {
+		t.Fatalf("-update wrote %q, %v; want the text", b, err)
+	}
+	Check(t, path, "one\ntwo\n") // the same: passes
+
+	var ft fakeT
+	Check(&ft, path, "one\nthree\n")
+	if !ft.failed {
+		t.Error("Check of different text did not fail")
+	}
+}
+
+// fakeT records failures instead of failing the test.
+type fakeT struct {
+	testing.TB
+	failed bool
+}
+
+func (f *fakeT) Helper()               {}
+func (f *fakeT) Errorf(string, ...any) { f.failed = true }
+func (f *fakeT) Fatalf(string, ...any) { f.failed = true }
+func (f *fakeT) Fatal(...any)          { f.failed = true }
