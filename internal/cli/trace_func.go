@@ -72,10 +72,10 @@ func (c *traceFuncCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.out, "out", "", "output `FILE` of traces (JSON lines, appended)")
 	fs.IntVar(&c.workers, "workers", runtime.NumCPU(), "worker processes, each in its own sandbox")
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Second, "wall-clock limit per function")
-	fs.IntVar(&c.maxEvents, "max-events", 10000, "line events per trace before it is cut (status too_long)")
-	c.maxBytes = 1 << 20
+	fs.IntVar(&c.maxEvents, "max-events", tracer.TraceCaps.MaxEvents, "line events per trace before it is cut (status too_long)")
+	c.maxBytes = command.ByteSize(tracer.TraceCaps.MaxBytes)
 	fs.Var(&c.maxBytes, "max-bytes", "trace text `BYTES` before it is cut (status too_long)")
-	fs.IntVar(&c.maxRepr, "max-repr", 4096, "characters of one value's text before it is truncated")
+	fs.IntVar(&c.maxRepr, "max-repr", tracer.TraceCaps.MaxRepr, "characters of one value's text before it is truncated")
 	c.memory = 1 << 30
 	fs.Var(&c.memory, "memory", "address space of the traced program in `BYTES`")
 	fs.IntVar(&c.fuzz, "fuzz", 0, "up to `N` more inputs per function by coverage-guided mutation")
@@ -156,7 +156,7 @@ func (c *traceFuncCmd) Run(ctx context.Context, e *command.Env, args []string) e
 		recycle = 1
 	}
 	pool, err := tracer.NewPool(ctx, rt, tracer.Options{Workers: min(c.workers, len(todo)), Timeout: c.timeout,
-		MaxEvents: c.maxEvents, MaxBytes: int(c.maxBytes), MaxRepr: c.maxRepr, Memory: int64(c.memory),
+		Caps: tracer.Caps{MaxEvents: c.maxEvents, MaxBytes: int(c.maxBytes), MaxRepr: c.maxRepr}, Memory: int64(c.memory),
 		Recycle: recycle, Log: e.Log})
 	if err != nil {
 		return fmt.Errorf("start trace workers: %w", err)

@@ -77,11 +77,11 @@ func (c *traceRepoCmd) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.perFunction, "max-episodes-per-function", 0, "keep at most `N` episodes per function (0: all)")
 	fs.IntVar(&c.workers, "workers", runtime.NumCPU(), "test runs at a time, each in its own sandbox")
 	fs.DurationVar(&c.timeout, "timeout", time.Minute, "recording time of one test; past it the test runs on untraced")
-	fs.IntVar(&c.maxEvents, "max-events", 10000, "line events per episode (past it: status too_long)")
-	c.maxBytes = 1 << 20
+	fs.IntVar(&c.maxEvents, "max-events", tracer.TraceCaps.MaxEvents, "line events per episode (past it: status too_long)")
+	c.maxBytes = command.ByteSize(tracer.TraceCaps.MaxBytes)
 	fs.Var(&c.maxBytes, "max-bytes", "trace text `BYTES` per episode (past it: status too_long)")
-	fs.IntVar(&c.maxRepr, "max-repr", 4096, "characters of one value's text before it is truncated")
-	fs.IntVar(&c.maxTestEvents, "max-test-events", 1000000, "line events recorded per test (past it: the rest of the test is not recorded)")
+	fs.IntVar(&c.maxRepr, "max-repr", tracer.TestCaps.MaxRepr, "characters of one value's text before it is truncated")
+	fs.IntVar(&c.maxTestEvents, "max-test-events", tracer.TestCaps.MaxEvents, "line events recorded per test (past it: the rest of the test is not recorded)")
 }
 
 func (c *traceRepoCmd) Run(ctx context.Context, e *command.Env, args []string) error {
@@ -241,10 +241,10 @@ func (s *repoRun) trace(ctx context.Context, e *command.Env, env *envbuild.Env, 
 	defer s.bar.Done()
 	layer := filepath.Join(env.Layer(), "repo")
 	eopts := tracer.EpisodeOptions{MaxDepth: c.maxDepth, StepIn: c.stepIn, Seed: c.seed,
-		MaxEvents: c.maxEvents, MaxBytes: int(c.maxBytes),
+		Caps:   tracer.Caps{MaxEvents: c.maxEvents, MaxBytes: int(c.maxBytes)},
 		Source: func(rel string) ([]byte, error) { return os.ReadFile(filepath.Join(layer, rel)) }}
-	ropts := tracer.RepoOptions{Workers: c.workers, Timeout: c.timeout, MaxEvents: c.maxTestEvents,
-		MaxRepr: c.maxRepr, PythonVersion: env.Python, Log: e.Log}
+	ropts := tracer.RepoOptions{Workers: c.workers, Timeout: c.timeout, Caps: tracer.Caps{MaxEvents: c.maxTestEvents,
+		MaxRepr: c.maxRepr}, PythonVersion: env.Python, Log: e.Log}
 	return tracer.TraceTests(ctx, rt, env.SandboxConfig(), env.TestCommand, todo, ropts, func(r *tracer.RawTest) error {
 		defer s.bar.Add(1)
 		if r.Outcome != "" && r.Outcome != testrun.Pass {

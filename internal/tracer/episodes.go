@@ -22,10 +22,10 @@ type EpisodeOptions struct {
 	// Seed makes the choices reproducible: the same seed, test and
 	// recording give the same episodes.
 	Seed int64
-	// MaxEvents and MaxBytes cap an episode (10,000 line events; 1 MiB of
-	// text): past either it is too_long, with the frames up to the cap.
-	MaxEvents int
-	MaxBytes  int
+	// Caps bound an episode (TraceCaps; MaxRepr is the recording's, not
+	// the episode's): past MaxEvents or MaxBytes it is too_long, with the
+	// frames up to the cap.
+	Caps
 	// Root is the repository's directory in the sandbox (/repo): code
 	// files are named relative to it.
 	Root string
@@ -92,12 +92,7 @@ type call struct {
 // comprehension, a generator resuming, a class body) is never a root: its
 // calls are candidates instead. Problems of single episodes are statuses.
 func Cut(t *RawTest, opts EpisodeOptions) []Episode {
-	if opts.MaxEvents <= 0 {
-		opts.MaxEvents = 10000
-	}
-	if opts.MaxBytes <= 0 {
-		opts.MaxBytes = 1 << 20
-	}
+	opts.Caps = opts.Caps.or(TraceCaps)
 	if opts.Root == "" {
 		opts.Root = "/repo"
 	}

@@ -23,12 +23,8 @@ type Options struct {
 	Workers int
 	// Timeout is the wall clock of one function, module code included (5s).
 	Timeout time.Duration
-	// MaxEvents caps the line events of a trace (10,000, as CWM's data).
-	MaxEvents int
-	// MaxBytes caps the trace text (1 MiB).
-	MaxBytes int
-	// MaxRepr caps one value text; longer ones are cut (4096 characters).
-	MaxRepr int
+	// Caps bound each trace (TraceCaps).
+	Caps
 	// MaxOutput caps the text of main's result in Result.Output (65536).
 	MaxOutput int
 	// MaxCapture is how much of the program's stdout and stderr is kept
@@ -57,15 +53,7 @@ func (o Options) withDefaults() Options {
 	if o.Timeout <= 0 {
 		o.Timeout = 5 * time.Second
 	}
-	if o.MaxEvents <= 0 {
-		o.MaxEvents = 10000
-	}
-	if o.MaxBytes <= 0 {
-		o.MaxBytes = 1 << 20
-	}
-	if o.MaxRepr <= 0 {
-		o.MaxRepr = 4096
-	}
+	o.Caps = o.Caps.or(TraceCaps)
 	if o.MaxOutput <= 0 {
 		o.MaxOutput = 65536
 	}

@@ -34,13 +34,10 @@ type RepoOptions struct {
 	// Timeout is how long one test is recorded; past it the test runs on
 	// untraced (60s).
 	Timeout time.Duration
-	// MaxEvents and MaxBytes cap the recording of one test: line events
-	// (1,000,000) and the lower bound of its text (256 MiB). Episodes have
-	// their own, smaller caps (EpisodeOptions).
-	MaxEvents int
-	MaxBytes  int
-	// MaxRepr caps one value's text (4096 characters).
-	MaxRepr int
+	// Caps bound the recording of one test (TestCaps; MaxBytes is a lower
+	// bound of its text). Episodes have their own, smaller caps
+	// (EpisodeOptions).
+	Caps
 	// Root is the repository inside the sandbox (/repo).
 	Root string
 	// PythonVersion is the environment's Python ("3.11"), for unittest.
@@ -59,15 +56,7 @@ func (o RepoOptions) withDefaults() RepoOptions {
 	if o.Timeout <= 0 {
 		o.Timeout = 60 * time.Second
 	}
-	if o.MaxEvents <= 0 {
-		o.MaxEvents = 1000000
-	}
-	if o.MaxBytes <= 0 {
-		o.MaxBytes = 256 << 20
-	}
-	if o.MaxRepr <= 0 {
-		o.MaxRepr = 4096
-	}
+	o.Caps = o.Caps.or(TestCaps)
 	if o.Root == "" {
 		o.Root = "/repo"
 	}
