@@ -74,7 +74,7 @@ func (c *tasksCommitsCmd) Run(ctx context.Context, e *command.Env, args []string
 		}
 		issue = string(b)
 	}
-	excl, env, rt, err := openTaskSource(e, c.env, c.excludeRepos)
+	excl, env, rt, err := openTaskSource(ctx, e, c.env, c.excludeRepos)
 	if err != nil {
 		return err
 	}

@@ -86,7 +86,7 @@ func (c *tasksMutateCmd) Run(ctx context.Context, e *command.Env, args []string)
 	if c.max < 0 || c.perFunction < 0 || c.workers < 1 || c.perOperator < 1 {
 		return command.Usagef("--max and --per-function must be >= 0, --workers and --per-operator >= 1")
 	}
-	excl, env, rt, err := openTaskSource(e, c.env, c.excludeRepos)
+	excl, env, rt, err := openTaskSource(ctx, e, c.env, c.excludeRepos)
 	if err != nil {
 		return err
 	}

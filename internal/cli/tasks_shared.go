@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"strings"
 
 	"cwm/internal/command"
@@ -11,21 +12,21 @@ import (
 
 // exclusions reads --exclude-repos: empty for the SWE-bench list cwm
 // ships, "none" for no decontamination, else a file.
-func exclusions(flagValue string) (*tasks.Exclusions, error) {
+func exclusions(ctx context.Context, flagValue string) (*tasks.Exclusions, error) {
 	switch flagValue {
 	case "":
 		return tasks.DefaultExclusions(), nil
 	case "none":
 		return nil, nil
 	}
-	return tasks.LoadExclusions(flagValue)
+	return tasks.LoadExclusions(ctx, flagValue)
 }
 
 // openTaskSource opens what the task makers start from: the exclusions
 // of --exclude-repos, the environment and a sandbox runtime (the caller
 // closes it).
-func openTaskSource(e *command.Env, envRef, excludeRepos string) (*tasks.Exclusions, *envbuild.Env, *sandbox.Runtime, error) {
-	excl, err := exclusions(excludeRepos)
+func openTaskSource(ctx context.Context, e *command.Env, envRef, excludeRepos string) (*tasks.Exclusions, *envbuild.Env, *sandbox.Runtime, error) {
+	excl, err := exclusions(ctx, excludeRepos)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -6,12 +6,13 @@ import (
 	_ "embed"
 	"fmt"
 	"os"
-	osexec "os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	"cwm/internal/envbuild"
+	"cwm/internal/hostexec"
 	"cwm/internal/sandbox"
 )
 
@@ -34,7 +35,8 @@ var hashRE = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
 
 // DefaultExclusions is the SWE-bench repository list cwm ships.
 func DefaultExclusions() *Exclusions {
-	x, err := parseExclusions(swebenchRepos, "swebench_repos.txt", "")
+	// The embedded list names no local repository: nothing runs.
+	x, err := parseExclusions(context.Background(), swebenchRepos, "swebench_repos.txt", "")
 	if err != nil {
 		panic(err) // the embedded list is part of the program
 	}
@@ -44,16 +46,17 @@ func DefaultExclusions() *Exclusions {
 // LoadExclusions reads an exclusion file: one repository per line, as
 // owner/name, a URL or a local git repository's path (whose root commits
 // are read), optionally followed by root commit hashes; "@swebench"
-// includes the default list; # starts a comment.
-func LoadExclusions(path string) (*Exclusions, error) {
+// includes the default list; # starts a comment. Reading a local
+// repository runs git on the host, within ctx.
+func LoadExclusions(ctx context.Context, path string) (*Exclusions, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read exclusion list: %w", err)
 	}
-	return parseExclusions(string(data), path, filepath.Dir(path))
+	return parseExclusions(ctx, string(data), path, filepath.Dir(path))
 }
 
-func parseExclusions(text, origin, dir string) (*Exclusions, error) {
+func parseExclusions(ctx context.Context, text, origin, dir string) (*Exclusions, error) {
 	x := &Exclusions{}
 	sc := bufio.NewScanner(strings.NewReader(text))
 	for n := 1; sc.Scan(); n++ {
@@ -82,14 +85,14 @@ func parseExclusions(text, origin, dir string) (*Exclusions, error) {
 			local = filepath.Join(dir, local)
 		}
 		if st, err := os.Stat(local); err == nil && st.IsDir() && (strings.HasPrefix(ref, "/") || strings.HasPrefix(ref, ".")) {
-			roots, err := hostRoots(local)
+			roots, err := hostRoots(ctx, local)
 			if err != nil {
 				return nil, fmt.Errorf("%s:%d: %w", origin, n, err)
 			}
 			for _, r := range roots {
 				e.roots[r] = true
 			}
-			for _, u := range hostRemotes(local) {
+			for _, u := range hostRemotes(ctx, local) {
 				if o, nm := ownerName(u); o != "" {
 					x.entries = append(x.entries, exclusion{entry: e.entry, owner: o, name: nm})
 				}
@@ -106,9 +109,13 @@ func parseExclusions(text, origin, dir string) (*Exclusions, error) {
 	return x, sc.Err()
 }
 
+// hostGitTimeout bounds each git command on a local repository the user
+// named; reading its roots or its configuration takes well under that.
+const hostGitTimeout = 2 * time.Minute
+
 // hostRoots reads the root commits of a local repository the user named.
-func hostRoots(dir string) ([]string, error) {
-	out, err := osexec.Command("git", "-C", dir, "rev-list", "--max-parents=0", "--all").Output()
+func hostRoots(ctx context.Context, dir string) ([]string, error) {
+	out, err := hostexec.Output(ctx, hostexec.Cmd{Args: []string{"git", "-C", dir, "rev-list", "--max-parents=0", "--all"}, Timeout: hostGitTimeout})
 	if err != nil {
 		return nil, fmt.Errorf("root commits of %s: %w", dir, err)
 	}
@@ -116,9 +123,10 @@ func hostRoots(dir string) ([]string, error) {
 }
 
 // hostRemotes reads the remote URLs of a local repository (reading its
-// configuration runs nothing from it).
-func hostRemotes(dir string) []string {
-	out, _ := osexec.Command("git", "-C", dir, "config", "--get-regexp", `^remote\..*\.url$`).Output()
+// configuration runs nothing from it). A repository without remotes, or
+// one git cannot read, has none.
+func hostRemotes(ctx context.Context, dir string) []string {
+	out, _ := hostexec.Output(ctx, hostexec.Cmd{Args: []string{"git", "-C", dir, "config", "--get-regexp", `^remote\..*\.url$`}, Timeout: hostGitTimeout})
 	var urls []string
 	for _, l := range strings.Split(string(out), "\n") {
 		if f := strings.Fields(l); len(f) == 2 {
@@ -156,7 +164,7 @@ func (x *Exclusions) Check(ctx context.Context, sb *sandbox.Sandbox, env *envbui
 	names := []string{env.Repository.Location, env.Name}
 	if env.Repository.Kind == "git" {
 		if st, err := os.Stat(env.Repository.Location); err == nil && st.IsDir() {
-			names = append(names, hostRemotes(env.Repository.Location)...)
+			names = append(names, hostRemotes(ctx, env.Repository.Location)...)
 		}
 	}
 	repo := env.Repository.Location

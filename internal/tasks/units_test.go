@@ -191,7 +191,7 @@ func TestDecontamination(t *testing.T) {
 				git(t, repo.dir, "remote", "add", "origin", "https://github.com/pallets/flask.git")
 				defer git(t, repo.dir, "remote", "remove", "origin")
 			}
-			x, err := LoadExclusions(list)
+			x, err := LoadExclusions(context.Background(), list)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -205,7 +205,7 @@ func TestDecontamination(t *testing.T) {
 			}
 		})
 	}
-	if _, err := parseExclusions("django/django nothex\n", "x", ""); err == nil {
+	if _, err := parseExclusions(context.Background(), "django/django nothex\n", "x", ""); err == nil {
 		t.Errorf("a list with a bad hash parsed")
 	}
 }
