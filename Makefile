@@ -7,9 +7,9 @@ BIN     := bin/cwm
 # sandbox init and worker that re-executes cwm.
 export CGO_ENABLED := 0
 PYTHON  := /usr/bin/python3
-DEB_PKGS := python3 python3-pytest python3-venv python3-setuptools git patch bubblewrap hyperfine
+DEB_PKGS := python3 python3-pytest python3-venv python3-setuptools git patch bubblewrap hyperfine apparmor
 
-.PHONY: all setup build test bench demo clean
+.PHONY: all setup build test test-vm bench demo clean
 
 all: build
 
@@ -30,7 +30,16 @@ build:
 
 test: setup
 	$(GO) vet ./...
+	GOARCH=arm64 $(GO) vet ./...
+	GOARCH=arm64 $(GO) build -o /dev/null ./cmd/cwm
 	$(GO) test -count=1 -timeout 60m ./...
+
+# test-vm runs the sandbox, environment, trace and task tests in a Debian 12
+# VM booted with cgroup v2 only, as root and as an ordinary user through a
+# delegated cgroup, and prints a table of what passed (scripts/test-vm.sh;
+# minutes, and more the first time, which builds the VM's root filesystem).
+test-vm:
+	./scripts/test-vm.sh
 
 # bench runs every benchmark that compares cwm with a baseline in the same
 # run; docs/benchmarks.md records the results. Each line can be run alone.

@@ -171,7 +171,7 @@ func TestUnusable(t *testing.T) {
 		reason []string
 	}{
 		{"allfail", "", RunLimits{}, []string{"no test passes in every run", "2 fail"}},
-		{"missingdep", "", RunLimits{}, []string{"missing dependencies", "requests", "dateutil"}},
+		{"missingdep", "", RunLimits{}, []string{"missing dependencies", "cwm_absent_alpha", "cwm_absent_beta"}},
 		{"hang", "pytest tests/test_hang.py::test_forever", RunLimits{Timeout: 3 * time.Second}, []string{"no test passes in every run", "1 error", "timeout limit"}},
 	}
 	for _, tt := range tests {
@@ -244,18 +244,40 @@ func TestMissingDependency(t *testing.T) {
 	for _, m := range e.Missing {
 		got[m.Import] = m
 	}
-	for imp, deb := range map[string]string{"requests": "python3-requests", "dateutil": "python3-dateutil"} {
-		m, ok := got[imp]
-		if !ok {
+	// The dependencies are names no index has: missing on every host,
+	// whatever it has installed.
+	for _, imp := range []string{"cwm_absent_alpha", "cwm_absent_beta"} {
+		if m, ok := got[imp]; !ok {
 			t.Errorf("Missing = %+v, want %s", e.Missing, imp)
-			continue
-		}
-		if aptKnows(context.Background(), deb) && m.Debian != deb {
-			t.Errorf("Missing[%s].Debian = %q, want %q", imp, m.Debian, deb)
+		} else if m.Debian != "" {
+			t.Errorf("Missing[%s].Debian = %q, want none", imp, m.Debian)
 		}
 	}
 	if _, ok := got["packaging"]; ok {
 		t.Errorf("Missing = %+v: packaging is installed", e.Missing)
+	}
+}
+
+// TestDebianPackage: the Debian package named for a missing module, by the
+// table or by apt's metadata.
+func TestDebianPackage(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		m    Missing
+		want string
+	}{
+		{Missing{Import: "dateutil", Requirement: "python-dateutil"}, "python3-dateutil"},
+		{Missing{Import: "yaml", Requirement: "PyYAML>=6"}, "python3-yaml"},
+		{Missing{Import: "requests", Requirement: "requests>=2.20"}, "python3-requests"},
+		{Missing{Import: "cwm_absent_alpha", Requirement: "cwm-absent-alpha"}, ""},
+	} {
+		want := c.want
+		if _, inTable := debianNames[c.m.Import]; !inTable && want != "" && !aptKnows(ctx, want) {
+			want = "" // this host's apt lists do not have it
+		}
+		if got := debianPackage(ctx, c.m); got != want {
+			t.Errorf("debianPackage(%+v) = %q, want %q", c.m, got, want)
+		}
 	}
 }
 

@@ -28,6 +28,7 @@ type cgroups struct {
 	pids    string // v1
 	unified string // v2
 	reason  string // why cgroups are unavailable
+	v2      bool   // the host has a cgroup v2 hierarchy (usable or not)
 }
 
 func detectCgroups() cgroups {
@@ -63,9 +64,9 @@ func detectCgroups() cgroups {
 		return cg
 	}
 	if v2 != "" {
-		dir := filepath.Join(v2, paths[""])
+		dir := v2Dir(v2, paths[""])
 		if err := delegateV2(dir); err != nil {
-			return cgroups{reason: "cgroup v2 at " + dir + ": " + err.Error()}
+			return cgroups{reason: "cgroup v2 at " + dir + ": " + err.Error(), v2: true}
 		}
 		return cgroups{version: 2, unified: dir}
 	}
@@ -126,9 +127,25 @@ func probeDir(dir string) error {
 	return unix.Access(dir, unix.W_OK)
 }
 
+// supervisorLeaf is the leaf of a delegated cgroup v2 subtree that cwm
+// moves the subtree's processes into (itself among them): a v2 cgroup
+// with processes cannot enable controllers for its children.
+const supervisorLeaf = "cwm-supervisor"
+
+// v2Dir is the cgroup under which sandbox cgroups are made: cwm's own,
+// or its parent when cwm already sits in the leaf of an earlier runtime.
+func v2Dir(mount, self string) string {
+	dir := filepath.Join(mount, self)
+	if filepath.Base(dir) == supervisorLeaf {
+		dir = filepath.Dir(dir)
+	}
+	return dir
+}
+
 // delegateV2 makes dir able to hold sandbox cgroups with the memory and pids
-// controllers. A v2 cgroup with processes cannot enable controllers for its
-// children, so cwm first moves itself into a leaf of its own.
+// controllers: every process in dir (cwm and, in a delegated unit, those it
+// shares it with) moves to the leaf, then dir enables the controllers for
+// its children, as container engines do with a delegated cgroup.
 func delegateV2(dir string) error {
 	ctrl, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
 	if err != nil {
@@ -144,14 +161,31 @@ func delegateV2(dir string) error {
 	if strings.Contains(string(sub), "memory") && strings.Contains(string(sub), "pids") {
 		return nil
 	}
-	leaf := filepath.Join(dir, "cwm-supervisor")
+	leaf := filepath.Join(dir, supervisorLeaf)
 	if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
-		return fmt.Errorf("move cwm to %s: %w", leaf, err)
+	// Processes may start while they are moved: repeat until none is left.
+	for round := 0; round < 20; round++ {
+		b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		if err != nil {
+			return err
+		}
+		pids := strings.Fields(string(b))
+		if len(pids) == 0 {
+			break
+		}
+		for _, pid := range pids {
+			err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(pid), 0)
+			if err != nil && !errors.Is(err, syscall.ESRCH) {
+				return fmt.Errorf("move process %s to %s: %w", pid, leaf, err)
+			}
+		}
 	}
-	return os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+memory +pids"), 0)
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+memory +pids"), 0); err != nil {
+		return fmt.Errorf("enable the memory and pids controllers in %s: %w", dir, err)
+	}
+	return nil
 }
 
 // cgroupPrefix starts the names of this process's sandbox cgroups:

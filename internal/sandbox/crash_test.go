@@ -199,7 +199,7 @@ func TestUnprivileged(t *testing.T) {
 	os.Mkdir(home, 0o755)
 	os.Chown(home, 65534, 65534)
 	cmd := exec.Command(bin, "-test.run=^$")
-	cmd.Env = []string{childEnv + "=unprivileged", "CWM_HOME=" + home, "PATH=/usr/bin:/bin"}
+	cmd.Env = []string{childEnv + "=unprivileged", "CWM_HOME=" + home, LimitsEnv + "=rlimits", "PATH=/usr/bin:/bin"}
 	cmd.SysProcAttr = unprivileged()
 	out, err := cmd.CombinedOutput()
 	t.Logf("as uid 65534:\n%s", out)
@@ -215,6 +215,17 @@ func TestUnprivileged(t *testing.T) {
 	for _, want := range []string{"id -u => 0\n", "cat /tmp/f => x\n", "=> readonly\n", "=> memory-limited\n", "tr -d ' ' => lo\n"} {
 		if strings.Count(string(out), want) != 2 {
 			t.Errorf("unprivileged output lacks %q from New and Exec, or from Run", want)
+		}
+	}
+	// Without usable cgroups, and without asking for rlimits, cwm refuses
+	// to start and says what to configure.
+	if strings.Contains(string(out), "cgroups 0 ") {
+		cmd = exec.Command(bin, "-test.run=^$")
+		cmd.Env = []string{childEnv + "=unprivileged", "CWM_HOME=" + home, "PATH=/usr/bin:/bin"}
+		cmd.SysProcAttr = unprivileged()
+		out, err = cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "no usable cgroups") || !strings.Contains(string(out), LimitsEnv+"=rlimits") {
+			t.Errorf("without cgroups and without %s=rlimits: %v, %q; want a refusal saying what to configure", LimitsEnv, err, out)
 		}
 	}
 }

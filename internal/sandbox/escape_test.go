@@ -425,7 +425,7 @@ func TestEscapesUnprivileged(t *testing.T) {
 	port, abstract := escapeListeners(t)
 	work, _ := filepath.Abs("../..")
 	cmd := exec.Command(bin, "-test.run=^$")
-	cmd.Env = []string{childEnv + "=escape", "CWM_HOME=" + home, "PATH=/usr/bin:/bin", "CWM_PROBE=" + probe,
+	cmd.Env = []string{childEnv + "=escape", "CWM_HOME=" + home, LimitsEnv + "=rlimits", "PATH=/usr/bin:/bin", "CWM_PROBE=" + probe,
 		fmt.Sprintf("CWM_ESCAPE_ENV=%d:%s:%d:%s", port, abstract, os.Getpid(), work)}
 	cmd.SysProcAttr = unprivileged()
 	out, err := cmd.CombinedOutput()

@@ -28,6 +28,11 @@ type Options struct {
 	Warm int
 	// WarmIdle is how long a warm sandbox is kept unused (default 30s).
 	WarmIdle time.Duration
+	// Rlimits lets the runtime start without usable cgroups, limiting
+	// memory and processes per process with rlimits (also
+	// CWM_LIMITS=rlimits). Without it such a host is refused, with what to
+	// configure.
+	Rlimits bool
 }
 
 // weakening turns measures of the sandbox off. Only the escape suite's
@@ -102,6 +107,9 @@ func NewRuntime(opts Options) (_ *Runtime, err error) {
 	if rt.ids, err = hostIDBlock(rt.uid, rt.gid); err != nil {
 		return nil, &ConfigError{Err: err}
 	}
+	if err := checkUserNamespaces(rt.uid); err != nil {
+		return nil, &ConfigError{Err: err}
+	}
 	run := filepath.Join(opts.Home, "run")
 	if err := os.MkdirAll(run, 0o700); err != nil {
 		return nil, fmt.Errorf("create run directory: %w", err)
@@ -120,6 +128,9 @@ func NewRuntime(opts Options) (_ *Runtime, err error) {
 		log.Warn("this kernel's tmpfs has no user extended attributes (Linux 6.6 has them): upper layers stay on disk and the disk limit does not hold")
 	}
 	rt.cg = detectCgroups()
+	if err := cgroupsRequired(rt.cg, rt.uid, opts.Rlimits || os.Getenv(LimitsEnv) == "rlimits"); err != nil {
+		return nil, &ConfigError{Err: err}
+	}
 	if rt.cg.version == 0 {
 		log.Debug("cgroups unavailable; memory and process limits use rlimits", "reason", rt.cg.reason)
 	}
@@ -190,8 +201,13 @@ func (rt *Runtime) warnUnmapped(dir string) {
 // unlike oom_score_adj written with CAP_SYS_RESOURCE, does not lower the
 // floor the process's children inherit: commands can raise their score
 // again (they do, to the maximum) but not lower it below 0.
+//
+// Lowering a score needs CAP_SYS_RESOURCE: an ordinary user's cwm cannot,
+// and its init stays an OOM candidate after the commands (which have the
+// maximum score).
 func protectFromOOM(pid int) error {
-	if err := os.WriteFile(fmt.Sprintf("/proc/%d/oom_adj", pid), []byte("-17"), 0); err != nil {
+	err := os.WriteFile(fmt.Sprintf("/proc/%d/oom_adj", pid), []byte("-17"), 0)
+	if err != nil && !errors.Is(err, os.ErrPermission) {
 		return fmt.Errorf("protect sandbox process %d from the OOM killer: %w", pid, err)
 	}
 	return nil

@@ -1,9 +1,9 @@
-import requests
-from dateutil import parser
+import cwm_absent_alpha
+from cwm_absent_beta import parser
 
 
 def status(url):
-    return requests.get(url).status_code
+    return cwm_absent_alpha.get(url).status_code
 
 
 def year(text):

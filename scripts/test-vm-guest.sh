@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Runs inside the test VM (scripts/test-vm.sh) as root, from a systemd
+# service with Delegate=yes: cwm's test binaries as root, then as the
+# ordinary user tester through a delegated cgroup subtree (as systemd gives
+# a user service), then the messages cwm must give on a host that cannot
+# run it, then the sandbox benchmarks. Writes one log per run and
+# results.tsv (host, privilege, suite, passed, skipped, failed) to
+# /mnt/out.
+set -u
+out=/mnt/out
+bin=$out/bin
+repo=/mnt/repo
+host="Debian 12, Linux $(uname -r | cut -d- -f1), cgroup v$([ -f /sys/fs/cgroup/cgroup.controllers ] && echo 2 || echo 1)"
+suites="sandbox envbuild tracer tasks testrun trace cli_sandboxcmd"
+: >"$out/results.tsv"
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin CGO_ENABLED=0
+
+# count prints passed, skipped and failed top-level tests of a -test.v log;
+# a binary that dies before its summary counts one failure more.
+count() {
+	local log=$1 rc=$2 p s f
+	p=$(grep -c '^--- PASS' "$log")
+	s=$(grep -c '^--- SKIP' "$log")
+	f=$(grep -c '^--- FAIL' "$log")
+	if [ "$rc" != 0 ] && [ "$f" = 0 ]; then f=1; fi
+	printf '%s\t%s\t%s' "$p" "$s" "$f"
+}
+
+record() { # privilege suite log rc
+	printf '%s\t%s\t%s\t%s\n' "$host" "$1" "$2" "$(count "$3" "$4")" >>"$out/results.tsv"
+}
+
+# Suites as root (the service's cgroup is delegated to it).
+for s in $suites; do
+	pkg=${s//_//}
+	log=$out/root-$s.log
+	(cd "$repo/internal/$pkg" && HOME=/root TMPDIR=/tmp CWM_TEST_BINARY=$bin/cwm "$bin/$s.test" -test.v -test.count=1 -test.timeout=40m) >"$log" 2>&1
+	record "root" "$s" "$log" $?
+done
+
+# Suites as tester, in a transient service whose cgroup systemd delegates
+# to it.
+mkdir -p /tmp/tester && chown tester:tester /tmp/tester
+for s in $suites; do
+	pkg=${s//_//}
+	log=$out/user-$s.log
+	systemd-run --quiet --wait --pipe --collect -p User=tester -p Group=tester -p Delegate=yes \
+		-p WorkingDirectory="$repo/internal/$pkg" -E HOME=/home/tester -E TMPDIR=/tmp/tester -E PATH="$PATH" -E CWM_TEST_BINARY="$bin/cwm" \
+		"$bin/$s.test" -test.v -test.count=1 -test.timeout=40m >"$log" 2>&1
+	record "user, delegated cgroup" "$s" "$log" $?
+done
+
+# The messages of hosts that cannot run cwm as they are.
+check() { # privilege name want command...
+	local priv=$1 name=$2 want=$3 log=$out/msg-$name.log
+	shift 3
+	"$@" >"$log" 2>&1
+	if grep -q -- "$want" "$log"; then
+		echo "--- PASS: $name" >>"$log"
+		printf '%s\t%s\t%s\t1\t0\t0\n' "$host" "$priv" "message: $name" >>"$out/results.tsv"
+	else
+		echo "--- FAIL: $name: want a message with \"$want\"" >>"$log"
+		printf '%s\t%s\t%s\t0\t0\t1\n' "$host" "$priv" "message: $name" >>"$out/results.tsv"
+	fi
+}
+# As tester outside any delegated subtree (the root service's own cgroup).
+check "user, no delegation" no-delegation "Delegate=yes" \
+	setpriv --reuid=1000 --regid=1000 --init-groups env HOME=/home/tester "$bin/cwm" sandbox run -- true
+sysctl -q -w user.max_user_namespaces=0
+check "user, no user namespaces" no-userns "user.max_user_namespaces" \
+	systemd-run --quiet --wait --pipe --collect -p User=tester -p Delegate=yes -E HOME=/home/tester "$bin/cwm" sandbox run -- true
+check "root, no user namespaces" no-userns-root "user.max_user_namespaces" \
+	env HOME=/root "$bin/cwm" sandbox run -- true
+sysctl -q -w user.max_user_namespaces=15000
+
+# The sandbox benchmarks against bwrap, as root, on cgroup v2.
+(cd "$repo/internal/sandbox" && HOME=/root "$bin/sandbox.test" -test.run '^$' -test.bench 'StartExecClose' -test.benchtime 200x) >"$out/bench-sandbox.log" 2>&1
+(cd "$repo/internal/cli/sandboxcmd" && HOME=/root CWM_TEST_BINARY=$bin/cwm "$bin/cli_sandboxcmd.test" -test.run '^$' -test.bench 'SandboxRunProcess' -test.benchtime 300x) >"$out/bench-process.log" 2>&1
+echo done >"$out/done"
