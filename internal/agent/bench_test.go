@@ -118,7 +118,7 @@ func BenchmarkStep(b *testing.B) {
 	b.Run("floor", func(b *testing.B) {
 		clock := &stepClock{at: map[string][]time.Time{}}
 		h := benchHarness(b, clock)
-		sb, err := h.rt.New(context.Background(), h.episode().Sandbox)
+		sb, err := h.runner.Sandboxes.Open(context.Background(), h.env)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"cwm/internal/sandbox"
+	"cwm/internal/env"
 	"cwm/internal/task"
 )
 
@@ -77,10 +77,11 @@ func (l Limits) WithDefaults() Limits {
 // Runner runs episodes. It is safe for concurrent use: each episode has
 // its own sandbox.
 type Runner struct {
-	Runtime  *sandbox.Runtime
-	Client   *Client
-	Protocol Protocol
-	Limits   Limits
+	// Sandboxes start the episodes' sandboxes.
+	Sandboxes *env.Sandboxes
+	Client    *Client
+	Protocol  Protocol
+	Limits    Limits
 	// History is how the bug is folded into git (default HistorySquash).
 	History History
 	Log     *slog.Logger
@@ -92,11 +93,8 @@ type Episode struct {
 	Sample int
 	// Seed, when set, is the sampling seed of this episode's requests.
 	Seed *int64
-	// Sandbox is the environment: its layers, base, variables and limits.
-	Sandbox sandbox.Config
-	// RepoRoot is the repository inside the sandbox (cwm environments:
-	// /repo). The bash session starts there.
-	RepoRoot string
+	// Env is the task's environment.
+	Env *env.Env
 }
 
 // setupTimeout bounds preparing the repository and taking the final diff;
@@ -115,22 +113,19 @@ func (r *Runner) Run(ctx context.Context, ep Episode) (*Trajectory, error) {
 	start := time.Now()
 	tr := &Trajectory{TaskID: ep.Task.InstanceID, Sample: ep.Sample, Model: r.Client.Model(),
 		Protocol: r.Protocol.Name(), EnvID: ep.Task.EnvID, StartedAt: start.UTC(), Steps: []Step{}, ModelCalls: []ModelCall{}}
-	if ep.RepoRoot == "" {
-		return nil, errors.New("episode without a repository root")
-	}
 	ectx, cancel := context.WithTimeoutCause(ctx, l.WallTime, errWallTime)
 	defer cancel()
 
-	sb, err := r.Runtime.New(ectx, ep.Sandbox)
-	if err != nil {
-		return nil, fmt.Errorf("start sandbox for %s: %w", tr.TaskID, err)
-	}
-	defer sb.Close()
-	base, err := prepareRepo(ectx, sb, ep.RepoRoot, ep.Task.BugPatch, r.History, setupTimeout)
+	sb, err := r.Sandboxes.Open(ectx, ep.Env)
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", tr.TaskID, err)
 	}
-	tb, err := NewToolbox(ectx, sb, ep.RepoRoot, l.CommandTimeout)
+	defer sb.Close()
+	base, err := prepareRepo(ectx, sb, env.RepoRoot, ep.Task.BugPatch, r.History, setupTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("task %s: %w", tr.TaskID, err)
+	}
+	tb, err := NewToolbox(ectx, sb, env.RepoRoot, l.CommandTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", tr.TaskID, err)
 	}
@@ -152,7 +147,7 @@ func (r *Runner) Run(ctx context.Context, ep Episode) (*Trajectory, error) {
 	// in its record.
 	dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), setupTimeout)
 	defer dcancel()
-	if tr.Patch, err = finalDiff(dctx, sb, ep.RepoRoot, base, setupTimeout); err != nil {
+	if tr.Patch, err = finalDiff(dctx, sb, env.RepoRoot, base, setupTimeout); err != nil {
 		return nil, fmt.Errorf("task %s sample %d: %w", tr.TaskID, tr.Sample, err)
 	}
 	tr.Seconds = time.Since(start).Seconds()
@@ -165,7 +160,7 @@ func (r *Runner) Run(ctx context.Context, ep Episode) (*Trajectory, error) {
 
 // converse is the episode loop: ask the model, run its call, report back.
 func (r *Runner) converse(ctx context.Context, tb *Toolbox, tr *Trajectory, l Limits, ep Episode) (ExitReason, error) {
-	tr.Messages = r.Protocol.Prompt(Prompt{Issue: ep.Task.ProblemStatement, RepoRoot: ep.RepoRoot, Limits: l})
+	tr.Messages = r.Protocol.Prompt(Prompt{Issue: ep.Task.ProblemStatement, RepoRoot: env.RepoRoot, Limits: l})
 	tools := r.Protocol.Tools()
 	var used int64  // context tokens of the last call
 	var pending int // bytes of messages added since then

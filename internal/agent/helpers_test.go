@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"cwm/internal/agent/agenttest"
+	"cwm/internal/env"
+	"cwm/internal/env/envtest"
 	"cwm/internal/sandbox"
 	"cwm/internal/task"
 )
@@ -15,7 +17,8 @@ type harness struct {
 	rt     *sandbox.Runtime
 	server *agenttest.Server
 	runner *Runner
-	layer  string
+	env    *env.Env
+	layer  string // the host directory of env's layer, to compare with
 	task   *task.Task
 }
 
@@ -41,13 +44,13 @@ func newHarness(t testing.TB, script agenttest.Script, proto string, l Limits) *
 		t.Fatal(err)
 	}
 	layer, tk := agenttest.CalcRepo(t)
-	return &harness{rt: rt, server: srv, layer: layer, task: tk,
-		runner: &Runner{Runtime: rt, Client: client, Protocol: p, Limits: l}}
+	e := envtest.Put(t, t.TempDir(), tk.EnvID, layer)
+	return &harness{rt: rt, server: srv, env: e, layer: e.LayerDir(), task: tk,
+		runner: &Runner{Sandboxes: env.NewSandboxes(rt), Client: client, Protocol: p, Limits: l}}
 }
 
 func (h *harness) episode() Episode {
-	return Episode{Task: h.task, Sandbox: sandbox.Config{Layers: []string{h.layer}, Workdir: "/repo",
-		Env: []string{"PYTHONDONTWRITEBYTECODE=1"}}, RepoRoot: "/repo"}
+	return Episode{Task: h.task, Env: h.env}
 }
 
 func (h *harness) run(t testing.TB) *Trajectory {

@@ -9,18 +9,14 @@ import (
 	"strings"
 
 	"cwm/internal/command"
-	"cwm/internal/envbuild"
+	"cwm/internal/env"
 	"cwm/internal/sandbox"
 )
 
 // resolveEnv finds the environment named by ref (id, unique id prefix or
 // name).
-func resolveEnv(e *command.Env, ref string) (*envbuild.Env, error) {
-	env, err := envbuild.NewStore(e.Home).Resolve(ref)
-	if err != nil {
-		return nil, err
-	}
-	return env, nil
+func resolveEnv(e *command.Env, ref string) (*env.Env, error) {
+	return env.NewStore(e.Home).Resolve(ref)
 }
 
 // progressTo is where a command's progress goes: stderr, unless quiet.
@@ -31,28 +27,29 @@ func progressTo(e *command.Env, quiet bool) io.Writer {
 	return e.Stderr
 }
 
-// newRuntime starts a sandbox runtime for one command. Sandboxes are not
-// kept warm: the command ends soon after.
-func newRuntime(e *command.Env) (*sandbox.Runtime, error) {
-	rt, err := sandbox.NewRuntime(sandbox.Options{Home: e.Home, Log: e.Log, Warm: -1})
+// openSandboxes starts a sandbox runtime for one command, keeping warm
+// sandboxes for reuse (0: the runtime's default, -1: none, for commands
+// that end soon after their sandboxes do). The caller calls close.
+func openSandboxes(e *command.Env, warm int) (sbs *env.Sandboxes, close func(), err error) {
+	rt, err := sandbox.NewRuntime(sandbox.Options{Home: e.Home, Log: e.Log, Warm: warm})
 	if err != nil {
-		return nil, fmt.Errorf("start sandbox runtime: %w", err)
+		return nil, nil, fmt.Errorf("start sandbox runtime: %w", err)
 	}
-	return rt, nil
+	return env.NewSandboxes(rt), func() { rt.Close() }, nil
 }
 
 // openEnvSandbox starts a sandbox on an environment.
-func openEnvSandbox(ctx context.Context, e *command.Env, env *envbuild.Env) (*sandbox.Sandbox, func(), error) {
-	rt, err := newRuntime(e)
+func openEnvSandbox(ctx context.Context, e *command.Env, en *env.Env) (*sandbox.Sandbox, func(), error) {
+	sbs, closeRT, err := openSandboxes(e, -1)
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := rt.New(ctx, env.SandboxConfig())
+	s, err := sbs.Open(ctx, en)
 	if err != nil {
-		rt.Close()
-		return nil, nil, fmt.Errorf("start sandbox on %s: %w", env.ID, err)
+		closeRT()
+		return nil, nil, err
 	}
-	return s, func() { s.Close(); rt.Close() }, nil
+	return s, func() { s.Close(); closeRT() }, nil
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"cwm/internal/command"
+	"cwm/internal/env"
 	"cwm/internal/envbuild"
 )
 
@@ -95,32 +96,32 @@ func (c *envBuildCmd) Run(ctx context.Context, e *command.Env, args []string) er
 	if c.timeout <= 0 || c.installTimeout <= 0 {
 		return command.Usagef("--timeout and --install-timeout must be positive")
 	}
-	rt, err := newRuntime(e)
+	sbs, closeRT, err := openSandboxes(e, -1)
 	if err != nil {
 		return err
 	}
-	defer rt.Close()
+	defer closeRT()
 	progress := progressTo(e, c.quiet)
-	env, err := envbuild.Build(ctx, rt, envbuild.Options{
+	built, err := envbuild.Build(ctx, sbs, envbuild.Options{
 		Home: e.Home, Source: args[0], Rev: c.rev, Name: c.envName, Install: c.install, Test: c.test,
 		Runs: c.runs, Base: c.base, Online: c.online, Force: c.force, NoCoverage: c.noCoverage,
 		InstallTimeout: c.installTimeout,
-		Limits:         envbuild.RunLimits{Timeout: c.timeout, Memory: int64(c.memory), Disk: int64(c.disk)},
+		Limits:         env.RunLimits{Timeout: c.timeout, Memory: int64(c.memory), Disk: int64(c.disk)},
 		Progress:       progress, Log: e.Log,
 	})
 	if err != nil {
 		return err
 	}
 	if c.json {
-		if err := writeJSON(e.Stdout, env); err != nil {
+		if err := writeJSON(e.Stdout, built); err != nil {
 			return err
 		}
 	} else {
-		fmt.Fprintln(e.Stdout, env.ID)
+		fmt.Fprintln(e.Stdout, built.ID)
 	}
-	if !env.Usable {
+	if !built.Usable {
 		var debs []string
-		for _, m := range env.Missing {
+		for _, m := range built.Missing {
 			if m.Debian != "" {
 				debs = append(debs, m.Debian)
 			}
@@ -128,7 +129,7 @@ func (c *envBuildCmd) Run(ctx context.Context, e *command.Env, args []string) er
 		if len(debs) > 0 {
 			fmt.Fprintf(e.Stderr, "hint: install the missing dependencies on the host (apt-get install %s) and build again\n", strings.Join(debs, " "))
 		}
-		return fmt.Errorf("environment %s is not usable: %s (log: %s)", env.ID, env.Reason, env.BuildLog)
+		return fmt.Errorf("environment %s is not usable: %s (log: %s)", built.ID, built.Reason, built.BuildLog)
 	}
 	return nil
 }

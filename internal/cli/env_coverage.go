@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"cwm/internal/command"
+	"cwm/internal/env"
 	"cwm/internal/envbuild"
 )
 
@@ -46,16 +47,16 @@ func (c *envCoverageCmd) Run(ctx context.Context, e *command.Env, args []string)
 	if len(args) < 1 || len(args) > 2 {
 		return command.Usagef("want an environment id or name and an optional function")
 	}
-	env, err := resolveEnv(e, args[0])
+	en, err := resolveEnv(e, args[0])
 	if err != nil {
 		return err
 	}
-	rt, err := newRuntime(e)
+	sbs, closeRT, err := openSandboxes(e, -1)
 	if err != nil {
 		return err
 	}
-	cov, err := envbuild.EnsureCoverage(ctx, rt, env)
-	rt.Close()
+	cov, err := envbuild.EnsureCoverage(ctx, sbs, en)
+	closeRT()
 	if err != nil {
 		return err
 	}
@@ -63,7 +64,7 @@ func (c *envCoverageCmd) Run(ctx context.Context, e *command.Env, args []string)
 	case c.test != "":
 		tc, ok := cov.Tests[c.test]
 		if !ok {
-			return fmt.Errorf("test %q is not in the map of %s (only tests that pass in every baseline run are)", c.test, env.ID)
+			return fmt.Errorf("test %q is not in the map of %s (only tests that pass in every baseline run are)", c.test, en.ID)
 		}
 		if c.json {
 			return writeJSON(e.Stdout, tc)
@@ -85,9 +86,9 @@ func (c *envCoverageCmd) Run(ctx context.Context, e *command.Env, args []string)
 		if len(refs) == 0 {
 			return fmt.Errorf("no covered function matches %q (cwm env coverage %s lists them)", args[1], args[0])
 		}
-		var out []envbuild.FuncCoverage
+		var out []env.FuncCoverage
 		for _, f := range refs {
-			out = append(out, envbuild.FuncCoverage{Func: f, Tests: cov.TestsFor(f)})
+			out = append(out, env.FuncCoverage{Func: f, Tests: cov.TestsFor(f)})
 		}
 		if c.json {
 			return writeJSON(e.Stdout, out)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"cwm/internal/command"
-	"cwm/internal/envbuild"
+	"cwm/internal/env"
 )
 
 type envGCCmd struct{}
@@ -26,7 +26,7 @@ func (*envGCCmd) Run(ctx context.Context, e *command.Env, args []string) error {
 	if len(args) > 0 {
 		return command.Usagef("env gc takes no arguments")
 	}
-	removed, err := envbuild.NewStore(e.Home).GC()
+	removed, err := env.NewStore(e.Home).GC()
 	for _, r := range removed {
 		fmt.Fprintf(e.Stdout, "removed %s\n", r)
 	}

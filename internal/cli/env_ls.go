@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 
 	"cwm/internal/command"
-	"cwm/internal/envbuild"
+	"cwm/internal/env"
 )
 
 type envLsCmd struct {
@@ -32,13 +32,13 @@ func (c *envLsCmd) Run(ctx context.Context, e *command.Env, args []string) error
 	if len(args) > 0 {
 		return command.Usagef("env ls takes no arguments")
 	}
-	envs, err := envbuild.NewStore(e.Home).List()
+	envs, err := env.NewStore(e.Home).List()
 	if err != nil {
 		return err
 	}
 	if c.json {
 		if envs == nil {
-			envs = []*envbuild.Env{}
+			envs = []*env.Env{}
 		}
 		return writeJSON(e.Stdout, envs)
 	}
@@ -48,14 +48,14 @@ func (c *envLsCmd) Run(ctx context.Context, e *command.Env, args []string) error
 	}
 	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tUSABLE\tPASS/TESTS\tFLAKY\tPYTHON\tSIZE\tBUILT\tREPOSITORY")
-	for _, env := range envs {
+	for _, en := range envs {
 		usable := "yes"
-		if !env.Usable {
+		if !en.Usable {
 			usable = "no"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%d\t%s\t%s\t%s\t%s\n", shortID(env.ID), env.Name, usable,
-			env.Counts.Pass, env.Counts.Tests, env.Counts.Flaky, env.Python, humanBytes(env.LayerBytes),
-			env.BuiltAt.Local().Format("2006-01-02 15:04"), env.Repository.Location)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%d\t%s\t%s\t%s\t%s\n", shortID(en.ID), en.Name, usable,
+			en.Counts.Pass, en.Counts.Tests, en.Counts.Flaky, en.Python, humanBytes(en.LayerBytes),
+			en.BuiltAt.Local().Format("2006-01-02 15:04"), en.Repository.Location)
 	}
 	return tw.Flush()
 }

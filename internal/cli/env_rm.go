@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"cwm/internal/command"
-	"cwm/internal/envbuild"
+	"cwm/internal/env"
 )
 
 type envRmCmd struct{}
@@ -26,24 +26,24 @@ func (*envRmCmd) Run(ctx context.Context, e *command.Env, args []string) error {
 	if len(args) == 0 {
 		return command.Usagef("want at least one environment id or name")
 	}
-	store := envbuild.NewStore(e.Home)
-	var envs []*envbuild.Env
+	store := env.NewStore(e.Home)
+	var envs []*env.Env
 	seen := map[string]bool{}
 	for _, a := range args {
-		env, err := store.Resolve(a)
+		en, err := store.Resolve(a)
 		if err != nil {
 			return err
 		}
-		if !seen[env.ID] {
-			seen[env.ID] = true
-			envs = append(envs, env)
+		if !seen[en.ID] {
+			seen[en.ID] = true
+			envs = append(envs, en)
 		}
 	}
-	for _, env := range envs {
-		if err := store.Remove(env); err != nil {
+	for _, en := range envs {
+		if err := store.Remove(en); err != nil {
 			return err
 		}
-		fmt.Fprintf(e.Stdout, "removed %s (%s)\n", env.ID, env.Name)
+		fmt.Fprintf(e.Stdout, "removed %s (%s)\n", en.ID, en.Name)
 	}
 	return nil
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"cwm/internal/command"
-	"cwm/internal/envbuild"
+	"cwm/internal/env"
 )
 
 type envShowCmd struct {
@@ -55,7 +55,7 @@ func (c *envShowCmd) Run(ctx context.Context, e *command.Env, args []string) err
 	fmt.Fprintf(w, "revision:    %s\n", env.Revision)
 	fmt.Fprintf(w, "base:        %s, Python %s\n", env.Base, env.Python)
 	fmt.Fprintf(w, "built:       %s in %.1fs, layer %s\n", env.BuiltAt.Local().Format("2006-01-02 15:04:05"), env.BuildSecs, humanBytes(env.LayerBytes))
-	fmt.Fprintf(w, "layer:       %s\n", env.Layer())
+	fmt.Fprintf(w, "layer:       %s\n", env.LayerDir())
 	fmt.Fprintf(w, "build log:   %s\n", env.BuildLog)
 	fmt.Fprintln(w, "install:")
 	for _, s := range env.Install {
@@ -104,7 +104,7 @@ func (c *envShowCmd) Run(ctx context.Context, e *command.Env, args []string) err
 	return nil
 }
 
-func printBaseline(w io.Writer, tests []envbuild.TestResult) {
+func printBaseline(w io.Writer, tests []env.TestResult) {
 	fmt.Fprintln(w, "tests:")
 	for _, t := range tests {
 		outs := make([]string, len(t.Outcomes))

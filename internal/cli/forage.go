@@ -16,10 +16,9 @@ import (
 
 	"cwm/internal/agent"
 	"cwm/internal/command"
-	"cwm/internal/envbuild"
+	"cwm/internal/env"
 	"cwm/internal/jsonl"
 	"cwm/internal/progress"
-	"cwm/internal/sandbox"
 	"cwm/internal/shard"
 	"cwm/internal/task"
 )
@@ -195,16 +194,16 @@ func (c *forageCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		return err
 	}
 	defer w.Close()
-	rt, err := sandbox.NewRuntime(sandbox.Options{Home: e.Home, Log: e.Log})
+	sbs, closeRT, err := openSandboxes(e, 0)
 	if err != nil {
 		return err
 	}
-	defer rt.Close()
+	defer closeRT()
 	if c.grader == nil && !c.noGrade {
-		c.grader = &hiddenTestGrader{rt: rt, envs: envs, mapping: c.mapping}
+		c.grader = &hiddenTestGrader{sbs: sbs, envs: envs, mapping: c.mapping}
 	}
 
-	runner := &agent.Runner{Runtime: rt, Client: client, Protocol: proto, Limits: c.limits,
+	runner := &agent.Runner{Sandboxes: sbs, Client: client, Protocol: proto, Limits: c.limits,
 		History: agent.History(c.history), Log: e.Log}
 	var bar *progress.Bar
 	if !c.quiet {
@@ -263,7 +262,7 @@ type runCounts struct {
 // crash loses only the episodes in flight; one the model server failed is
 // written to modelErrorsPath instead, so that the next run retries it.
 func (c *forageCmd) runAll(ctx context.Context, e *command.Env, runner *agent.Runner, w *jsonl.Writer, bar *progress.Bar,
-	envs map[string]*envbuild.Env, todo []pair) runCounts {
+	envs map[string]*env.Env, todo []pair) runCounts {
 	work := make(chan pair)
 	var mu sync.Mutex
 	var n runCounts
@@ -306,8 +305,7 @@ func (c *forageCmd) runAll(ctx context.Context, e *command.Env, runner *agent.Ru
 			defer wg.Done()
 			// Ends when the work channel closes (all sent, or cancelled).
 			for p := range work {
-				env := envs[p.task.EnvID]
-				ep := agent.Episode{Task: p.task, Sample: p.sample, Sandbox: env.SandboxConfig(), RepoRoot: "/repo"}
+				ep := agent.Episode{Task: p.task, Sample: p.sample, Env: envs[p.task.EnvID]}
 				if c.seed.set {
 					s := c.seed.v + int64(p.sample)
 					ep.Seed = &s
@@ -370,9 +368,9 @@ func trajectoryKey(line []byte) (string, error) {
 
 // resolveEnvs finds the environment of every task to run, so that a
 // missing one stops the run before any episode starts.
-func resolveEnvs(home string, todo []pair) (map[string]*envbuild.Env, error) {
-	st := envbuild.NewStore(home)
-	envs := map[string]*envbuild.Env{}
+func resolveEnvs(home string, todo []pair) (map[string]*env.Env, error) {
+	st := env.NewStore(home)
+	envs := map[string]*env.Env{}
 	for _, p := range todo {
 		id := p.task.EnvID
 		if _, ok := envs[id]; ok {
@@ -381,11 +379,11 @@ func resolveEnvs(home string, todo []pair) (map[string]*envbuild.Env, error) {
 		if id == "" {
 			return nil, fmt.Errorf("task %s has no env_id", p.task.InstanceID)
 		}
-		env, err := st.Resolve(id)
+		en, err := st.Resolve(id)
 		if err != nil {
 			return nil, fmt.Errorf("task %s: %w", p.task.InstanceID, err)
 		}
-		envs[id] = env
+		envs[id] = en
 	}
 	return envs, nil
 }

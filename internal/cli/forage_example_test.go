@@ -10,6 +10,7 @@ import (
 
 	"cwm/internal/agent"
 	"cwm/internal/agent/agenttest"
+	"cwm/internal/env"
 	"cwm/internal/envbuild"
 	"cwm/internal/sandbox"
 	"cwm/internal/task"
@@ -62,7 +63,7 @@ func TestForageExampleTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := envbuild.Build(context.Background(), rt, envbuild.Options{Home: home, Source: "../../examples/textkit", Runs: 1, NoCoverage: true})
+	env, err := envbuild.Build(context.Background(), env.NewSandboxes(rt), envbuild.Options{Home: home, Source: "../../examples/textkit", Runs: 1, NoCoverage: true})
 	rt.Close()
 	if err != nil {
 		t.Fatal(err)

@@ -5,9 +5,8 @@ import (
 	"flag"
 
 	"cwm/internal/agent"
-	"cwm/internal/envbuild"
+	"cwm/internal/env"
 	"cwm/internal/reward"
-	"cwm/internal/sandbox"
 	"cwm/internal/task"
 )
 
@@ -26,8 +25,8 @@ func (g *gradeFlags) register(fs *flag.FlagSet) {
 // patch, or the final diff when nothing was submitted, against the task's
 // hidden tests in a fresh sandbox, and its similarity to the gold patch.
 type hiddenTestGrader struct {
-	rt      *sandbox.Runtime
-	envs    map[string]*envbuild.Env
+	sbs     *env.Sandboxes
+	envs    map[string]*env.Env
 	mapping reward.Mapping
 }
 
@@ -36,7 +35,7 @@ func (g *hiddenTestGrader) Grade(ctx context.Context, t *task.Task, tr *agent.Tr
 	if tr.SubmittedPatch != nil {
 		patch = *tr.SubmittedPatch
 	}
-	res, err := reward.Grade(ctx, g.rt, g.envs[t.EnvID], t, patch)
+	res, err := reward.Grade(ctx, g.sbs, g.envs[t.EnvID], t, patch)
 	if err != nil {
 		return agent.Grade{}, err
 	}

@@ -11,11 +11,10 @@ import (
 	"sync"
 
 	"cwm/internal/command"
-	"cwm/internal/envbuild"
+	"cwm/internal/env"
 	"cwm/internal/jsonl"
 	"cwm/internal/progress"
 	"cwm/internal/reward"
-	"cwm/internal/sandbox"
 	"cwm/internal/task"
 )
 
@@ -276,12 +275,12 @@ func (c *rewardCmd) gradeAll(ctx context.Context, e *command.Env, jobs []*job, g
 		return nil, err
 	}
 	defer w.Close()
-	rt, err := sandbox.NewRuntime(sandbox.Options{Home: e.Home, Log: e.Log, Warm: c.concurrency})
+	sbs, closeRT, err := openSandboxes(e, c.concurrency)
 	if err != nil {
-		return nil, fmt.Errorf("start sandbox runtime: %w", err)
+		return nil, err
 	}
-	defer rt.Close()
-	envs := &envCache{store: envbuild.NewStore(e.Home), envs: map[string]*envbuild.Env{}}
+	defer closeRT()
+	envs := &envCache{store: env.NewStore(e.Home), envs: map[string]*env.Env{}}
 	// Lines of a group go out together; pending counts what is missing.
 	pending := map[string]int{}
 	members := map[string][]*job{}
@@ -297,9 +296,9 @@ func (c *rewardCmd) gradeAll(ctx context.Context, e *command.Env, jobs []*job, g
 	for range min(c.concurrency, len(jobs)) {
 		wg.Go(func() {
 			for j := range queue {
-				env, err := envs.get(j.t)
+				en, err := envs.get(j.t)
 				if err == nil {
-					j.result, err = reward.Grade(ctx, rt, env, j.t, j.patch)
+					j.result, err = reward.Grade(ctx, sbs, en, j.t, j.patch)
 				}
 				j.err = err
 				finished <- j
@@ -375,24 +374,24 @@ func (c *rewardCmd) writeGroup(w *jsonl.Writer, js []*job, size int, prior []flo
 
 // envCache resolves task environments once each, for concurrent workers.
 type envCache struct {
-	store *envbuild.Store
+	store *env.Store
 	mu    sync.Mutex
-	envs  map[string]*envbuild.Env // by env_id; nil for a missing one
+	envs  map[string]*env.Env // by env_id; nil for a missing one
 }
 
-func (c *envCache) get(t *task.Task) (*envbuild.Env, error) {
+func (c *envCache) get(t *task.Task) (*env.Env, error) {
 	if t.EnvID == "" {
 		return nil, fmt.Errorf("task %s has no env_id", t.InstanceID)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	env, ok := c.envs[t.EnvID]
+	en, ok := c.envs[t.EnvID]
 	if !ok {
-		env = c.store.Get(t.EnvID)
-		c.envs[t.EnvID] = env
+		en = c.store.Get(t.EnvID)
+		c.envs[t.EnvID] = en
 	}
-	if env == nil {
+	if en == nil {
 		return nil, fmt.Errorf("environment %s of task %s is not in %s (see cwm env ls)", t.EnvID, t.InstanceID, c.store.Dir())
 	}
-	return env, nil
+	return en, nil
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"cwm/internal/command"
+	"cwm/internal/env"
+	"cwm/internal/envbuild"
 	"cwm/internal/tasks"
 )
 
@@ -74,15 +76,18 @@ func (c *tasksCommitsCmd) Run(ctx context.Context, e *command.Env, args []string
 		}
 		issue = string(b)
 	}
-	excl, env, rt, err := openTaskSource(ctx, e, c.env, c.excludeRepos)
+	src, err := openTaskSource(ctx, e, c.env, c.excludeRepos)
 	if err != nil {
 		return err
 	}
-	defer rt.Close()
+	defer src.close()
 	progress := progressTo(e, c.quiet)
-	ds, err := tasks.Commits(ctx, rt, env, tasks.CommitOptions{Out: c.out, Commits: commits, Auto: c.auto,
-		Max: c.max, IssueText: issue, Home: e.Home, Runs: c.runs, TimeoutFactor: c.timeoutFactor,
-		Exclude: excl, Progress: progress, Log: e.Log})
+	atParent := func(ctx context.Context, base *env.Env, rev string) (*env.Env, error) {
+		return envbuild.AtRevision(ctx, src.sbs, base, rev, envbuild.Options{Home: e.Home, Runs: c.runs, Log: e.Log})
+	}
+	ds, err := tasks.Commits(ctx, src.sbs, src.env, tasks.CommitOptions{Out: c.out, Commits: commits, Auto: c.auto,
+		Max: c.max, IssueText: issue, Build: atParent, TimeoutFactor: c.timeoutFactor,
+		Exclude: src.excl, Progress: progress})
 	if c.json && ds != nil {
 		if werr := writeJSON(e.Stdout, ds); werr != nil && err == nil {
 			err = werr

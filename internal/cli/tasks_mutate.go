@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"cwm/internal/command"
+	"cwm/internal/envbuild"
 	"cwm/internal/mutate"
 	"cwm/internal/shard"
 	"cwm/internal/tasks"
@@ -86,16 +87,20 @@ func (c *tasksMutateCmd) Run(ctx context.Context, e *command.Env, args []string)
 	if c.max < 0 || c.perFunction < 0 || c.workers < 1 || c.perOperator < 1 {
 		return command.Usagef("--max and --per-function must be >= 0, --workers and --per-operator >= 1")
 	}
-	excl, env, rt, err := openTaskSource(ctx, e, c.env, c.excludeRepos)
+	src, err := openTaskSource(ctx, e, c.env, c.excludeRepos)
 	if err != nil {
 		return err
 	}
-	defer rt.Close()
+	defer src.close()
+	cov, err := envbuild.EnsureCoverage(ctx, src.sbs, src.env)
+	if err != nil {
+		return fmt.Errorf("tasks from %s: test-to-code map: %w", src.env.ID, err)
+	}
 	progress := progressTo(e, c.quiet)
-	sum, err := tasks.Mutate(ctx, rt, env, tasks.MutateOptions{
+	sum, err := tasks.Mutate(ctx, src.sbs, src.env, tasks.MutateOptions{Coverage: cov,
 		Out: c.out, Families: fams, Max: c.max, PerFunction: c.perFunction, PerOperator: c.perOperator,
 		Seed: c.seed, Shard: shard, Workers: c.workers, Functions: splitList(c.functions),
-		FullSuite: c.fullSuite, TimeoutFactor: c.timeoutFactor, Exclude: excl, Progress: progress, Log: e.Log,
+		FullSuite: c.fullSuite, TimeoutFactor: c.timeoutFactor, Exclude: src.excl, Progress: progress, Log: e.Log,
 	})
 	if sum != nil {
 		if c.json {
@@ -107,7 +112,7 @@ func (c *tasksMutateCmd) Run(ctx context.Context, e *command.Env, args []string)
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("tasks from %s: %w", env.ID, err)
+		return fmt.Errorf("tasks from %s: %w", src.env.ID, err)
 	}
 	return nil
 }

@@ -5,8 +5,7 @@ import (
 	"strings"
 
 	"cwm/internal/command"
-	"cwm/internal/envbuild"
-	"cwm/internal/sandbox"
+	"cwm/internal/env"
 	"cwm/internal/tasks"
 )
 
@@ -22,23 +21,29 @@ func exclusions(ctx context.Context, flagValue string) (*tasks.Exclusions, error
 	return tasks.LoadExclusions(ctx, flagValue)
 }
 
-// openTaskSource opens what the task makers start from: the exclusions
-// of --exclude-repos, the environment and a sandbox runtime (the caller
-// closes it).
-func openTaskSource(ctx context.Context, e *command.Env, envRef, excludeRepos string) (*tasks.Exclusions, *envbuild.Env, *sandbox.Runtime, error) {
+// taskSource is what the task makers start from: the exclusions of
+// --exclude-repos, the environment and sandboxes (close releases them).
+type taskSource struct {
+	excl  *tasks.Exclusions
+	env   *env.Env
+	sbs   *env.Sandboxes
+	close func()
+}
+
+func openTaskSource(ctx context.Context, e *command.Env, envRef, excludeRepos string) (*taskSource, error) {
 	excl, err := exclusions(ctx, excludeRepos)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	env, err := resolveEnv(e, envRef)
+	en, err := resolveEnv(e, envRef)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	rt, err := newRuntime(e)
+	sbs, closeRT, err := openSandboxes(e, -1)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	return excl, env, rt, nil
+	return &taskSource{excl: excl, env: en, sbs: sbs, close: closeRT}, nil
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.

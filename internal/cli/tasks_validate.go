@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"cwm/internal/command"
+	"cwm/internal/env"
 	"cwm/internal/task"
 	"cwm/internal/tasks"
 )
@@ -57,13 +58,13 @@ func (c *tasksValidateCmd) Run(ctx context.Context, e *command.Env, args []strin
 	if len(ts) == 0 {
 		return fmt.Errorf("%s holds no task", args[0])
 	}
-	rt, err := newRuntime(e)
+	sbs, closeRT, err := openSandboxes(e, -1)
 	if err != nil {
 		return err
 	}
-	defer rt.Close()
+	defer closeRT()
 	progress := progressTo(e, c.quiet || c.json)
-	verdicts, err := tasks.Validate(ctx, rt, ts, tasks.ValidateOptions{Home: e.Home, Workers: c.workers,
+	verdicts, err := tasks.Validate(ctx, sbs, ts, tasks.ValidateOptions{Store: env.NewStore(e.Home), Workers: c.workers,
 		Runs: c.runs, TimeoutFactor: c.timeoutFactor, Progress: progress})
 	if err != nil {
 		return err

@@ -9,14 +9,13 @@ import (
 	"io"
 	"os"
 	"path"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
 	"time"
 
 	"cwm/internal/command"
-	"cwm/internal/envbuild"
+	"cwm/internal/env"
 	"cwm/internal/jsonl"
 	"cwm/internal/progress"
 	"cwm/internal/testrun"
@@ -95,14 +94,14 @@ func (c *traceRepoCmd) Run(ctx context.Context, e *command.Env, args []string) e
 	case c.workers <= 0 || c.timeout <= 0 || c.maxEvents <= 0 || c.maxBytes <= 0 || c.maxRepr < 64 || c.maxTestEvents <= 0:
 		return command.Usagef("--workers, --timeout, --max-events, --max-bytes, --max-test-events must be positive, --max-repr at least 64")
 	}
-	env, err := resolveEnv(e, c.env)
+	en, err := resolveEnv(e, c.env)
 	if err != nil {
 		return err
 	}
-	if !env.Usable {
-		return fmt.Errorf("environment %s is not usable: %s", env.ID, env.Reason)
+	if !en.Usable {
+		return fmt.Errorf("environment %s is not usable: %s", en.ID, en.Reason)
 	}
-	tests, err := matchTests(env.Passing(), c.tests)
+	tests, err := matchTests(en.Passing(), c.tests)
 	if err != nil {
 		return err
 	}
@@ -125,7 +124,7 @@ func (c *traceRepoCmd) Run(ctx context.Context, e *command.Env, args []string) e
 	start := time.Now()
 	s := &repoRun{cmd: c, st: st, counts: map[tracer.Status]int{}, functions: map[tracer.Code]bool{}}
 	if len(todo) > 0 {
-		if err := s.trace(ctx, e, env, todo, target); err != nil {
+		if err := s.trace(ctx, e, en, todo, target); err != nil {
 			if ctx.Err() != nil {
 				return fmt.Errorf("interrupted; run the same command again to resume: %w", ctx.Err())
 			}
@@ -224,7 +223,7 @@ type repoRun struct {
 	kept       int                  // episodes written by sample
 }
 
-func (s *repoRun) trace(ctx context.Context, e *command.Env, env *envbuild.Env, todo []string, target string) error {
+func (s *repoRun) trace(ctx context.Context, e *command.Env, en *env.Env, todo []string, target string) error {
 	c := s.cmd
 	w, err := jsonl.Append(target)
 	if err != nil {
@@ -232,20 +231,25 @@ func (s *repoRun) trace(ctx context.Context, e *command.Env, env *envbuild.Env, 
 	}
 	defer w.Close()
 	s.w = w
-	rt, err := newRuntime(e)
+	sbs, closeRT, err := openSandboxes(e, -1)
 	if err != nil {
 		return err
 	}
-	defer rt.Close()
+	defer closeRT()
 	s.bar = progress.New(e.Stderr, "trace repo", len(todo))
 	defer s.bar.Done()
-	layer := filepath.Join(env.Layer(), "repo")
+	// Sources are read from a sandbox of their own, never changed.
+	src, err := sbs.Open(ctx, en)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
 	eopts := tracer.EpisodeOptions{MaxDepth: c.maxDepth, StepIn: c.stepIn, Seed: c.seed,
 		Caps:   tracer.Caps{MaxEvents: c.maxEvents, MaxBytes: int(c.maxBytes)},
-		Source: func(rel string) ([]byte, error) { return os.ReadFile(filepath.Join(layer, rel)) }}
+		Source: func(rel string) ([]byte, error) { return src.ReadFile(ctx, path.Join(env.RepoRoot, rel), 64<<20) }}
 	ropts := tracer.RepoOptions{Workers: c.workers, Timeout: c.timeout, Caps: tracer.Caps{MaxEvents: c.maxTestEvents,
-		MaxRepr: c.maxRepr}, PythonVersion: env.Python, Log: e.Log}
-	return tracer.TraceTests(ctx, rt, env.SandboxConfig(), env.TestCommand, todo, ropts, func(r *tracer.RawTest) error {
+		MaxRepr: c.maxRepr}, Log: e.Log}
+	return tracer.TraceTests(ctx, sbs, en, todo, ropts, func(r *tracer.RawTest) error {
 		defer s.bar.Add(1)
 		if r.Outcome != "" && r.Outcome != testrun.Pass {
 			s.failing = append(s.failing, r.Test)

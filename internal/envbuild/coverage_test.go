@@ -5,11 +5,13 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"cwm/internal/env"
 )
 
 func TestCoverageMap(t *testing.T) {
 	e := textkitEnv(t)
-	c, err := LoadCoverage(e)
+	c, err := env.LoadCoverage(e)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,18 +49,18 @@ func TestCoverageMap(t *testing.T) {
 
 func TestCoverageUnittestLazy(t *testing.T) {
 	e := mustBuild(t, buildOpts(copyRepo(t, "testdata/bareunit")))
-	if _, err := LoadCoverage(e); err != ErrNoCoverage {
+	if _, err := env.LoadCoverage(e); err != env.ErrNoCoverage {
 		t.Fatalf("LoadCoverage before computing = %v, want ErrNoCoverage", err)
 	}
-	c, err := EnsureCoverage(context.Background(), testRT, e)
+	c, err := EnsureCoverage(context.Background(), testSandboxes, e)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tc, ok := c.Tests["test_shapes.CircleTest.test_negative"]
-	if !ok || len(tc.Functions) != 1 || tc.Functions[0] != (FuncRef{File: "shapes/__init__.py", Name: "circle_area", Line: 4}) {
+	if !ok || len(tc.Functions) != 1 || tc.Functions[0] != (env.FuncRef{File: "shapes/__init__.py", Name: "circle_area", Line: 4}) {
 		t.Errorf("coverage of test_negative = %+v (present %v)", tc, ok)
 	}
-	if again, err := LoadCoverage(NewStore(testHome).Get(e.ID)); err != nil || len(again.Tests) != 4 {
+	if again, err := env.LoadCoverage(env.NewStore(testHome).Get(e.ID)); err != nil || len(again.Tests) != 4 {
 		t.Errorf("stored map: %v, %v; want 4 tests", again, err)
 	}
 }

@@ -13,41 +13,9 @@ import (
 	"sync"
 	"time"
 
+	"cwm/internal/env"
 	"cwm/internal/sandbox"
 )
-
-// Missing is a dependency the environment lacks.
-type Missing struct {
-	// Import is the module name code imports ("yaml").
-	Import string `json:"import"`
-	// Requirement is the requirement as declared ("PyYAML>=5"), when known.
-	Requirement string `json:"requirement,omitempty"`
-	// Installed is the version present when it does not satisfy the
-	// requirement.
-	Installed string `json:"installed,omitempty"`
-	// Debian is the Debian package that provides it, when there is one.
-	Debian string `json:"debian,omitempty"`
-	// Source says who found it missing: pip, project metadata, build
-	// backend, tests.
-	Source string `json:"source"`
-}
-
-func (m Missing) String() string {
-	var more []string
-	if m.Requirement != "" && requirementName(m.Requirement) != strings.ReplaceAll(strings.ToLower(m.Import), "_", "-") {
-		more = append(more, m.Requirement)
-	}
-	if m.Installed != "" {
-		more = append(more, "installed "+m.Installed+" does not satisfy it")
-	}
-	if m.Debian != "" {
-		more = append(more, "Debian package "+m.Debian)
-	}
-	if len(more) == 0 {
-		return m.Import
-	}
-	return m.Import + " (" + strings.Join(more, ", ") + ")"
-}
 
 // depCheck lists the requirements that are not satisfied in the venv: the
 // given ones and those of every project installed in editable mode from
@@ -120,7 +88,7 @@ func (in *installer) checkDependencies(ctx context.Context, python string) error
 		return fmt.Errorf("check dependencies: %w", err)
 	}
 	for _, f := range found {
-		in.addMissing(Missing{Requirement: f.Requirement, Installed: f.Installed, Source: f.Source})
+		in.addMissing(env.Missing{Requirement: f.Requirement, Installed: f.Installed, Source: f.Source})
 	}
 	return nil
 }
@@ -159,7 +127,7 @@ var debianNames = map[string]string{
 // importName is the module a requirement provides, by the table or by the
 // usual convention (lower case, dashes as underscores).
 func importName(req string) string {
-	name := requirementName(req)
+	name := env.RequirementName(req)
 	if m, ok := importNames[name]; ok {
 		return topModule(m)
 	}
@@ -190,13 +158,13 @@ func aptKnows(ctx context.Context, pkg string) bool {
 // debianPackage finds the Debian package that provides a module: the
 // table, then python3-NAME for the import and the distribution name, as
 // far as apt knows them.
-func debianPackage(ctx context.Context, m Missing) string {
+func debianPackage(ctx context.Context, m env.Missing) string {
 	if p, ok := debianNames[m.Import]; ok {
 		return p
 	}
 	cands := []string{"python3-" + strings.ToLower(strings.ReplaceAll(m.Import, "_", "-"))}
 	if m.Requirement != "" {
-		cands = append(cands, "python3-"+requirementName(m.Requirement))
+		cands = append(cands, "python3-"+env.RequirementName(m.Requirement))
 	}
 	for _, c := range cands {
 		if aptKnows(ctx, c) {
@@ -242,7 +210,7 @@ func ownModule(repo, mod string) bool {
 }
 
 // finishMissing fills in import names and Debian packages.
-func finishMissing(ctx context.Context, ms []Missing) []Missing {
+func finishMissing(ctx context.Context, ms []env.Missing) []env.Missing {
 	for i := range ms {
 		if ms[i].Import == "" {
 			ms[i].Import = importName(ms[i].Requirement)

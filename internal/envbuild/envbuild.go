@@ -1,8 +1,8 @@
-// Package envbuild turns a repository into an Environment: a read-only
-// layer holding the repository at one revision (/repo, with its git
-// history up to that revision) and what its installation produced (/venv),
-// plus a manifest (env.json) that records how it was installed and tested
-// and the outcome of every test in several baseline runs.
+// Package envbuild turns a repository into an environment (cwm/internal/env):
+// a read-only layer holding the repository at one revision (/repo, with
+// its git history up to that revision) and what its installation produced
+// (/venv), plus a manifest (env.json) that records how it was installed
+// and tested and the outcome of every test in several baseline runs.
 //
 // Building finds the recipe (flags, CI workflows, tox or nox, project
 // metadata, a Makefile, then defaults), installs offline in a sandbox,
@@ -11,7 +11,7 @@
 // executes (the test-to-code map the tasks stage mutates). Environments
 // are content addressed: the id hashes the repository tree, the recipe and
 // the base, so building the same thing twice gives the same id. A build
-// happens in a hidden directory renamed into place at the end, so an
+// happens in a stage of the store (env.Stage) published at the end, so an
 // interrupted build never looks like an environment. See
 // docs/environments.md.
 package envbuild
@@ -20,7 +20,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -29,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"cwm/internal/env"
 	"cwm/internal/progress"
 	"cwm/internal/sandbox"
 	"cwm/internal/testrun"
@@ -62,17 +62,18 @@ type Options struct {
 	// InstallTimeout bounds each install step (default 10 minutes).
 	InstallTimeout time.Duration
 	// Limits bound each test run (timeout default 15 minutes).
-	Limits RunLimits
+	Limits env.RunLimits
 	// Progress receives a line per step for people; nil for none.
 	Progress io.Writer
 	Log      *slog.Logger
 }
 
-// Build builds (or finds, when already built) the environment for opts.
-// An environment whose tests never pass is still stored, with Usable false
-// and the Reason; the error is for failures of the build itself and for
-// bad input (*InputError).
-func Build(ctx context.Context, rt *sandbox.Runtime, opts Options) (*Env, error) {
+// Build builds (or finds, when already built) the environment for opts in
+// the store under opts.Home, with sandboxes of sbs. An environment whose
+// tests never pass is still stored, with Usable false and the Reason; the
+// error is for failures of the build itself and for bad input (of kind
+// errkind.Input).
+func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, error) {
 	start := time.Now()
 	if opts.Runs <= 0 {
 		opts.Runs = 3
@@ -107,26 +108,26 @@ func Build(ctx context.Context, rt *sandbox.Runtime, opts Options) (*Env, error)
 			return nil, inputErrorf("--test: %v", err)
 		}
 	}
-	store := NewStore(opts.Home)
-	stg, err := store.newStage()
+	store := env.NewStore(opts.Home)
+	stg, err := store.NewStage()
 	if err != nil {
 		return nil, err
 	}
 	done := false
 	defer func() {
 		if !done {
-			stg.discard()
+			stg.Discard()
 		}
 	}()
-	logf, err := os.Create(filepath.Join(stg.dir, "build.log"))
+	logf, err := os.Create(filepath.Join(stg.Dir(), env.BuildLog))
 	if err != nil {
 		return nil, err
 	}
 	defer logf.Close()
 
-	layer := filepath.Join(stg.dir, "layer")
+	layer := stg.LayerDir()
 	repo := filepath.Join(layer, "repo")
-	scratch := filepath.Join(stg.dir, "scratch")
+	scratch := filepath.Join(stg.Dir(), "scratch")
 	if err := os.MkdirAll(scratch, 0o755); err != nil {
 		return nil, err
 	}
@@ -144,14 +145,12 @@ func Build(ctx context.Context, rt *sandbox.Runtime, opts Options) (*Env, error)
 	}
 	fmt.Fprintf(say, "env build: %s (%s %s at %s)\n", name, src.Kind, src.Location, short(info.Revision))
 
-	sbBase := opts.Base
-	if base != "host" {
-		sbBase = base
-	}
-	cfg := envConfig(layer, sbBase, RunLimits{Timeout: opts.InstallTimeout, Memory: opts.Limits.Memory, Pids: opts.Limits.Pids, Disk: opts.Limits.Disk})
-	isb, err := rt.New(ctx, cfg)
+	// The environment as built so far: its layer over the base.
+	e := stg.Env()
+	e.Base = base
+	isb, err := sbs.OpenWith(ctx, e, env.RunLimits{Timeout: opts.InstallTimeout, Memory: opts.Limits.Memory, Pids: opts.Limits.Pids, Disk: opts.Limits.Disk})
 	if err != nil {
-		return nil, fmt.Errorf("start install sandbox: %w", err)
+		return nil, fmt.Errorf("install: %w", err)
 	}
 	defer isb.Close()
 	python, err := pythonVersion(ctx, isb, "python3")
@@ -172,10 +171,10 @@ func Build(ctx context.Context, rt *sandbox.Runtime, opts Options) (*Env, error)
 		return old, nil
 	}
 
-	e := &Env{Version: manifestVersion, ID: id, Name: name, Repository: src, Revision: info.Revision,
-		Tree: info.Tree, Commit: info.Commit, Base: base, Python: python, Online: opts.Online,
-		TestCommand: tc, Test: recipe.Test, Limits: opts.Limits, BuiltAt: time.Now().UTC()}
-	installed, compiled, err := install(ctx, isb, e, recipe, repo, stg.dir, opts, logf, say)
+	e.ID, e.Name, e.Repository, e.Revision = id, name, src, info.Revision
+	e.Tree, e.Commit, e.Python, e.Online = info.Tree, info.Commit, python, opts.Online
+	e.TestCommand, e.Test, e.Limits, e.BuiltAt = tc, recipe.Test, opts.Limits, time.Now().UTC()
+	installed, compiled, err := install(ctx, isb, e, recipe, repo, stg.Dir(), opts, logf, say)
 	if err != nil {
 		return nil, err
 	}
@@ -194,14 +193,13 @@ func Build(ctx context.Context, rt *sandbox.Runtime, opts Options) (*Env, error)
 	// Baseline: every run in a fresh sandbox, so no run sees another's
 	// leftovers.
 	fmt.Fprintf(say, "test: %s  [%s]\n", tc.String(), recipe.Test.Provenance)
-	runCfg := envConfig(layer, sbBase, opts.Limits)
 	var reps []*testrun.Report
 	var bar *progress.Bar
 	if opts.Progress != nil {
 		bar = progress.New(opts.Progress, "baseline runs", opts.Runs)
 	}
 	for i := 0; i < opts.Runs; i++ {
-		rep, err := runSuite(ctx, rt, runCfg, tc, testrun.Options{PythonVersion: python, OutputLimit: opts.Limits.Output}, logf)
+		rep, err := runSuite(ctx, sbs, e, testrun.Options{PythonVersion: python, OutputLimit: opts.Limits.Output}, logf)
 		if err != nil {
 			bar.Done()
 			return nil, fmt.Errorf("baseline run %d: %w", i+1, err)
@@ -228,7 +226,7 @@ func Build(ctx context.Context, rt *sandbox.Runtime, opts Options) (*Env, error)
 			msgs = append(msgs, '\n')
 		}
 		for _, mod := range missingFromOutput(repo, rep.Result.Stdout, rep.Result.Stderr, msgs) {
-			addMissingTo(&e.Missing, Missing{Import: mod, Source: "tests"})
+			addMissingTo(&e.Missing, env.Missing{Import: mod, Source: "tests"})
 		}
 	}
 	e.Missing = finishMissing(ctx, e.Missing)
@@ -240,37 +238,28 @@ func Build(ctx context.Context, rt *sandbox.Runtime, opts Options) (*Env, error)
 	}
 
 	if e.Usable && !opts.NoCoverage {
-		ci, err := computeCoverage(ctx, rt, runCfg, e, stg.dir, logf)
+		ci, err := computeCoverage(ctx, sbs, e, logf)
 		if err != nil {
 			return nil, err
 		}
-		e.Coverage = ci
 		fmt.Fprintf(say, "coverage: %d functions under %d passing tests (%.1fs)\n", ci.Functions, ci.Tests, ci.Seconds)
 	}
 
-	final := filepath.Join(store.dir, id)
-	e.Dir = stg.dir
-	e.LayerBytes = diskUsage(layer)
-	e.BuildLog = filepath.Join(final, "build.log")
 	e.BuildSecs = roundSeconds(time.Since(start))
-	if err := e.save(); err != nil {
-		return nil, fmt.Errorf("write manifest: %w", err)
-	}
 	logf.Close()
-	if err := publish(store, stg, final, opts.Force); err != nil {
+	if err := stg.Publish(opts.Force); err != nil {
 		return nil, err
 	}
 	done = true
-	e.Dir = final
 	return e, nil
 }
 
 // install runs the recipe's install steps in the install sandbox and
 // snapshots what they wrote (installed) and the bytecode a warm-up run
 // compiled (compiled), for the caller to merge into the layer.
-func install(ctx context.Context, s *sandbox.Sandbox, e *Env, r Recipe, repo, stageDir string, opts Options, logf, say io.Writer) (installed, compiled string, err error) {
+func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo, stageDir string, opts Options, logf, say io.Writer) (installed, compiled string, err error) {
 	in := &installer{s: s, repo: repo, log: logf, online: opts.Online, timeout: opts.InstallTimeout}
-	steps := append([]Step{venvStep}, r.Install...)
+	steps := append([]env.Step{venvStep}, r.Install...)
 	for i := range steps {
 		st := &steps[i]
 		if err := in.run(ctx, st); err != nil {
@@ -320,7 +309,7 @@ func install(ctx context.Context, s *sandbox.Sandbox, e *Env, r Recipe, repo, st
 	return installed, compiled, nil
 }
 
-func addMissingTo(list *[]Missing, m Missing) {
+func addMissingTo(list *[]env.Missing, m env.Missing) {
 	for _, have := range *list {
 		if have.Import == m.Import || (have.Import == "" && importName(have.Requirement) == m.Import) {
 			return
@@ -329,29 +318,9 @@ func addMissingTo(list *[]Missing, m Missing) {
 	*list = append(*list, m)
 }
 
-// publish renames the finished stage to its final place. An environment
-// already there is replaced when it is unusable or force is set;
-// otherwise (another build of the same id won the race) it is kept and
-// the stage dropped.
-func publish(store *Store, stg *stage, final string, force bool) error {
-	if old, err := load(final); err == nil || !errors.Is(err, os.ErrNotExist) {
-		if err == nil && old.Usable && !force {
-			stg.discard()
-			return nil
-		}
-		trash := filepath.Join(store.dir, ".trash-"+randomSuffix())
-		if err := os.Rename(final, trash); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("replace environment %s: %w", filepath.Base(final), err)
-		}
-		defer sandbox.RemoveAll(trash)
-	}
-	if err := os.Rename(stg.dir, final); err != nil {
-		return fmt.Errorf("store environment: %w", err)
-	}
-	os.Remove(filepath.Join(final, "lock"))
-	stg.lock.Close()
-	return nil
-}
+// idVersion is the version of what an environment's id hashes; a layer
+// migration does not change ids.
+const idVersion = 1
 
 // envID hashes what determines an environment's content: the commit in
 // the layer (its tree and, for a git source, its history; a plain
@@ -390,4 +359,14 @@ func short(rev string) string {
 		return rev[:12]
 	}
 	return rev
+}
+
+// AtRevision builds e's repository at revision rev with e's name, test
+// command and limits, and no coverage map: the environment of an issue-fix
+// task whose fix is rev's child. opts gives the store (Home), the
+// baseline runs, the progress and the log; its other fields are e's.
+func AtRevision(ctx context.Context, sbs *env.Sandboxes, e *env.Env, rev string, opts Options) (*env.Env, error) {
+	opts.Source, opts.Rev, opts.Name, opts.Test = e.Repository.Location, rev, e.Name, e.Test.Command
+	opts.Install, opts.NoCoverage, opts.Limits = nil, true, e.Limits
+	return Build(ctx, sbs, opts)
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"cwm/internal/env"
 	"cwm/internal/sandbox"
 	"cwm/internal/sandbox/sandboxtest"
 	"cwm/internal/testrun"
@@ -23,12 +24,14 @@ import (
 // The tests share one runtime and one $CWM_HOME; environments that several
 // tests look at are built once.
 var (
-	testRT   *sandbox.Runtime
-	testHome string
+	testSandboxes *env.Sandboxes
+	testHome      string
 )
 
 func TestMain(m *testing.M) {
-	sandboxtest.Main(m, "envbuild", func(rt *sandbox.Runtime, home string) { testRT, testHome = rt, home })
+	sandboxtest.Main(m, "envbuild", func(rt *sandbox.Runtime, home string) {
+		testSandboxes, testHome = env.NewSandboxes(rt), home
+	})
 }
 
 // copyRepo copies a test repository to a fresh directory (a plain
@@ -44,12 +47,12 @@ func copyRepo(t testing.TB, src string) string {
 
 func buildOpts(src string) Options {
 	return Options{Home: testHome, Source: src, Runs: 1, NoCoverage: true,
-		Limits: RunLimits{Timeout: 2 * time.Minute}}
+		Limits: env.RunLimits{Timeout: 2 * time.Minute}}
 }
 
-func mustBuild(t testing.TB, opts Options) *Env {
+func mustBuild(t testing.TB, opts Options) *env.Env {
 	t.Helper()
-	e, err := Build(context.Background(), testRT, opts)
+	e, err := Build(context.Background(), testSandboxes, opts)
 	if err != nil {
 		t.Fatalf("Build(%s): %v", opts.Source, err)
 	}
@@ -58,14 +61,14 @@ func mustBuild(t testing.TB, opts Options) *Env {
 
 var (
 	textkitOnce sync.Once
-	textkit     *Env
+	textkit     *env.Env
 	textkitErr  error
 )
 
 // textkitEnv builds the example repository once for every test that
 // needs it: three baseline runs and the coverage map, as cwm env build
 // does by default.
-func textkitEnv(t testing.TB) *Env {
+func textkitEnv(t testing.TB) *env.Env {
 	t.Helper()
 	textkitOnce.Do(func() {
 		src := filepath.Join(t.TempDir(), "textkit")
@@ -73,7 +76,7 @@ func textkitEnv(t testing.TB) *Env {
 			textkitErr = err
 			return
 		}
-		textkit, textkitErr = Build(context.Background(), testRT, Options{Home: testHome, Source: src, Runs: 3})
+		textkit, textkitErr = Build(context.Background(), testSandboxes, Options{Home: testHome, Source: src, Runs: 3})
 	})
 	if textkitErr != nil {
 		t.Fatalf("build examples/textkit: %v", textkitErr)
@@ -87,16 +90,16 @@ func TestRecipes(t *testing.T) {
 		framework testrun.Framework
 		testProv  string
 		install   []string // provenance of each install step after the venv
-		counts    Counts
+		counts    env.Counts
 	}{
 		{"toxonly", testrun.Pytest, "tox.ini [testenv] commands", []string{"tox.ini [testenv] deps"},
-			Counts{Tests: 8, Pass: 8}},
+			env.Counts{Tests: 8, Pass: 8}},
 		{"wfonly", testrun.Pytest, ".github/workflows/tests.yaml: job unit, step Unit tests", nil,
-			Counts{Tests: 3, Pass: 3}},
+			env.Counts{Tests: 3, Pass: 3}},
 		{"bareunit", testrun.Unittest, "default (unittest: no pytest in the tests)", nil,
-			Counts{Tests: 5, Pass: 4, Skip: 1}},
+			env.Counts{Tests: 5, Pass: 4, Skip: 1}},
 		{"setuppy", testrun.Pytest, "default (pytest)", []string{"setup.py", "requirements.txt", "requirements-dev.txt"},
-			Counts{Tests: 4, Pass: 4}},
+			env.Counts{Tests: 4, Pass: 4}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.repo, func(t *testing.T) {
@@ -135,11 +138,11 @@ func TestExample(t *testing.T) {
 	}
 	t.Logf("textkit layer: %d bytes (%.2f MB), build %.1fs", e.LayerBytes, float64(e.LayerBytes)/(1<<20), e.BuildSecs)
 	// The layer's repository is clean after installing and running.
-	out, err := exec.Command("git", "-C", filepath.Join(e.Layer(), "repo"), "status", "--porcelain").CombinedOutput()
+	out, err := exec.Command("git", "-C", filepath.Join(e.LayerDir(), "repo"), "status", "--porcelain").CombinedOutput()
 	if err != nil || len(out) > 0 {
 		t.Errorf("git status in the layer = %q, %v; want clean", out, err)
 	}
-	got, err := NewStore(testHome).Resolve("textkit")
+	got, err := env.NewStore(testHome).Resolve("textkit")
 	if err != nil || got.ID != e.ID {
 		t.Errorf("Resolve(textkit) = %v, %v; want %s", got, err, e.ID)
 	}
@@ -157,7 +160,7 @@ func TestFlaky(t *testing.T) {
 		t.Errorf("flaky repo: %v, statuses %v; want test_stable pass, some flaky, usable", e.Counts, status)
 	}
 	for _, tr := range e.Baseline {
-		if tr.Status == Flaky && tr.Outcomes[0] == tr.Outcomes[1] && tr.Outcomes[1] == tr.Outcomes[2] {
+		if tr.Status == env.Flaky && tr.Outcomes[0] == tr.Outcomes[1] && tr.Outcomes[1] == tr.Outcomes[2] {
 			t.Errorf("%s is flaky with identical outcomes %v", tr.ID, tr.Outcomes)
 		}
 	}
@@ -167,12 +170,12 @@ func TestUnusable(t *testing.T) {
 	tests := []struct {
 		repo   string
 		test   string
-		limits RunLimits
+		limits env.RunLimits
 		reason []string
 	}{
-		{"allfail", "", RunLimits{}, []string{"no test passes in every run", "2 fail"}},
-		{"missingdep", "", RunLimits{}, []string{"missing dependencies", "cwm_absent_alpha", "cwm_absent_beta"}},
-		{"hang", "pytest tests/test_hang.py::test_forever", RunLimits{Timeout: 3 * time.Second}, []string{"no test passes in every run", "1 error", "timeout limit"}},
+		{"allfail", "", env.RunLimits{}, []string{"no test passes in every run", "2 fail"}},
+		{"missingdep", "", env.RunLimits{}, []string{"missing dependencies", "cwm_absent_alpha", "cwm_absent_beta"}},
+		{"hang", "pytest tests/test_hang.py::test_forever", env.RunLimits{Timeout: 3 * time.Second}, []string{"no test passes in every run", "1 error", "timeout limit"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.repo, func(t *testing.T) {
@@ -192,7 +195,7 @@ func TestUnusable(t *testing.T) {
 				}
 			}
 			// Kept, and listed as unusable.
-			if got := NewStore(testHome).Get(e.ID); got == nil || got.Usable {
+			if got := env.NewStore(testHome).Get(e.ID); got == nil || got.Usable {
 				t.Errorf("store.Get(%s) = %v, want the unusable environment", e.ID, got)
 			}
 		})
@@ -204,13 +207,13 @@ func TestUnusable(t *testing.T) {
 func TestRunawaySuites(t *testing.T) {
 	tests := []struct {
 		repo    string
-		limits  RunLimits
+		limits  env.RunLimits
 		reason  string
 		runaway string
 		quick   string
 	}{
-		{"hang", RunLimits{Timeout: 3 * time.Second}, "timeout", "tests/test_hang.py::test_forever", "tests/test_hang.py::test_quick"},
-		{"noisy", RunLimits{Timeout: time.Minute, Output: 1 << 20}, "output", "test_noisy.Noisy.test_shout", "test_noisy.Noisy.test_quick"},
+		{"hang", env.RunLimits{Timeout: 3 * time.Second}, "timeout", "tests/test_hang.py::test_forever", "tests/test_hang.py::test_quick"},
+		{"noisy", env.RunLimits{Timeout: time.Minute, Output: 1 << 20}, "output", "test_noisy.Noisy.test_shout", "test_noisy.Noisy.test_quick"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.repo, func(t *testing.T) {
@@ -240,7 +243,7 @@ func TestRunawaySuites(t *testing.T) {
 
 func TestMissingDependency(t *testing.T) {
 	e := mustBuild(t, buildOpts(copyRepo(t, "testdata/missingdep")))
-	got := map[string]Missing{}
+	got := map[string]env.Missing{}
 	for _, m := range e.Missing {
 		got[m.Import] = m
 	}
@@ -263,13 +266,13 @@ func TestMissingDependency(t *testing.T) {
 func TestDebianPackage(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
-		m    Missing
+		m    env.Missing
 		want string
 	}{
-		{Missing{Import: "dateutil", Requirement: "python-dateutil"}, "python3-dateutil"},
-		{Missing{Import: "yaml", Requirement: "PyYAML>=6"}, "python3-yaml"},
-		{Missing{Import: "requests", Requirement: "requests>=2.20"}, "python3-requests"},
-		{Missing{Import: "cwm_absent_alpha", Requirement: "cwm-absent-alpha"}, ""},
+		{env.Missing{Import: "dateutil", Requirement: "python-dateutil"}, "python3-dateutil"},
+		{env.Missing{Import: "yaml", Requirement: "PyYAML>=6"}, "python3-yaml"},
+		{env.Missing{Import: "requests", Requirement: "requests>=2.20"}, "python3-requests"},
+		{env.Missing{Import: "cwm_absent_alpha", Requirement: "cwm-absent-alpha"}, ""},
 	} {
 		want := c.want
 		if _, inTable := debianNames[c.m.Import]; !inTable && want != "" && !aptKnows(ctx, want) {
@@ -321,10 +324,10 @@ func TestDestructiveSuite(t *testing.T) {
 	opts := buildOpts(src)
 	opts.Runs = 2
 	e := mustBuild(t, opts)
-	layer := digest(t, e.Layer())
+	layer := digest(t, e.LayerDir())
 
 	// One more run of the suite, as env test does.
-	rep, err := runSuite(context.Background(), testRT, e.SandboxConfig(), e.TestCommand, testrun.Options{}, nil)
+	rep, err := runSuite(context.Background(), testSandboxes, e, testrun.Options{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +340,7 @@ func TestDestructiveSuite(t *testing.T) {
 	if b, err := os.ReadFile(canary); err != nil || string(b) != "keep me" {
 		t.Errorf("canary outside the sandbox = %q, %v; want it untouched", b, err)
 	}
-	if got := digest(t, e.Layer()); got != layer {
+	if got := digest(t, e.LayerDir()); got != layer {
 		t.Errorf("the layer changed after a run of the suite")
 	}
 	if got := digest(t, src); got != before {
@@ -383,7 +386,7 @@ func TestGitSource(t *testing.T) {
 	opts := buildOpts(src)
 	opts.Rev = "HEAD~1"
 	old := mustBuild(t, opts)
-	repo := filepath.Join(old.Layer(), "repo")
+	repo := filepath.Join(old.LayerDir(), "repo")
 	if old.Revision != first || old.Repository.Kind != "git" {
 		t.Errorf("Build(rev HEAD~1) revision = %s (%s), want %s (git)", old.Revision, old.Repository.Kind, first)
 	}
@@ -402,13 +405,13 @@ func TestGitSource(t *testing.T) {
 		t.Errorf("Build(HEAD) = id %s revision %s; want a new id, revision %s", now.ID, now.Revision, second)
 	}
 	opts.Rev = "no-such-rev"
-	if _, err := Build(context.Background(), testRT, opts); err == nil || !strings.Contains(err.Error(), "no such revision") {
+	if _, err := Build(context.Background(), testSandboxes, opts); err == nil || !strings.Contains(err.Error(), "no such revision") {
 		t.Errorf("Build(no-such-rev) error = %v, want no such revision", err)
 	}
 }
 
 func TestInterruptedBuild(t *testing.T) {
-	store := NewStore(testHome)
+	store := env.NewStore(testHome)
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	go func() {
@@ -428,7 +431,7 @@ func TestInterruptedBuild(t *testing.T) {
 	os.WriteFile(filepath.Join(src, "interrupted.txt"), []byte(time.Now().String()), 0o644)
 	opts := buildOpts(src)
 	opts.Progress = pw
-	_, err := Build(ctx, testRT, opts)
+	_, err := Build(ctx, testSandboxes, opts)
 	pw.Close()
 	if err == nil {
 		t.Fatal("Build with a cancelled context succeeded")
@@ -441,28 +444,6 @@ func TestInterruptedBuild(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(store.Dir(), ".build-*")); len(left) > 0 {
 		t.Errorf("the cancelled build left %v", left)
-	}
-	// A crashed build (its process gone without cleaning up) leaves a
-	// hidden directory: never listed, removed by GC.
-	stg, err := store.newStage()
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.MkdirAll(filepath.Join(stg.dir, "layer", "repo"), 0o755)
-	os.WriteFile(filepath.Join(stg.dir, "env.json"), []byte(`{"id":"x","usable":true}`), 0o644)
-	if removed, _ := store.GC(); contains(removed, filepath.Base(stg.dir)) {
-		t.Errorf("GC removed a build that is still running")
-	}
-	stg.lock.Close()
-	envs, _ = store.List()
-	for _, e := range envs {
-		if e.Dir == stg.dir {
-			t.Errorf("a crashed build is listed")
-		}
-	}
-	removed, err := store.GC()
-	if err != nil || !contains(removed, filepath.Base(stg.dir)) {
-		t.Errorf("GC() = %v, %v; want it to remove %s", removed, err, filepath.Base(stg.dir))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"cwm/internal/env"
 	"cwm/internal/sandbox"
 	"cwm/internal/testrun"
 )
@@ -19,7 +20,7 @@ import (
 // system's packages (that is where offline dependencies come from) and
 // has no pip of its own: the system's pip serves it, and 25 MB of
 // bundled pip per environment would be most of its size.
-var venvStep = Step{
+var venvStep = env.Step{
 	Command:    "python3 -m venv --system-site-packages --without-pip /venv",
 	Provenance: "cwm (virtual environment)",
 }
@@ -32,13 +33,13 @@ type installer struct {
 	log     io.Writer
 	online  bool
 	timeout time.Duration
-	missing []Missing
+	missing []env.Missing
 	extras  []string // extras of the project installs, for the dependency check
 	reqs    []string // requirements named by install steps
 }
 
 // run runs one step and records how it went in st.
-func (in *installer) run(ctx context.Context, st *Step) error {
+func (in *installer) run(ctx context.Context, st *env.Step) error {
 	start := time.Now()
 	defer func() { st.Seconds = roundSeconds(time.Since(start)) }()
 	cmds, complex, err := testrun.Words(st.Command)
@@ -47,10 +48,10 @@ func (in *installer) run(ctx context.Context, st *Step) error {
 		return nil
 	}
 	if !complex && len(cmds) >= 1 {
-		dir, env, words, ok := simpleCommand(cmds)
+		dir, vars, words, ok := simpleCommand(cmds)
 		if ok {
 			if plan, ok := parsePip(words, filepath.Join(in.repo, dir)); ok {
-				return in.runPip(ctx, st, plan, dir, env)
+				return in.runPip(ctx, st, plan, dir, vars)
 			}
 			if reason := unsupported(words); reason != "" {
 				st.Status, st.Note = "skipped", reason
@@ -71,7 +72,7 @@ func (in *installer) run(ctx context.Context, st *Step) error {
 }
 
 // simpleCommand takes apart "[cd DIR &&] [K=V...] WORDS".
-func simpleCommand(cmds [][]string) (dir string, env, words []string, ok bool) {
+func simpleCommand(cmds [][]string) (dir string, vars, words []string, ok bool) {
 	if len(cmds) == 2 && len(cmds[0]) == 2 && cmds[0][0] == "cd" {
 		dir, cmds = cmds[0][1], cmds[1:]
 	}
@@ -80,12 +81,12 @@ func simpleCommand(cmds [][]string) (dir string, env, words []string, ok bool) {
 	}
 	words = cmds[0]
 	for len(words) > 0 && strings.Contains(words[0], "=") && !strings.HasPrefix(words[0], "-") {
-		env, words = append(env, words[0]), words[1:]
+		vars, words = append(vars, words[0]), words[1:]
 	}
 	if len(words) > 0 && words[0] == "sudo" {
 		words = words[1:]
 	}
-	return dir, env, words, len(words) > 0
+	return dir, vars, words, len(words) > 0
 }
 
 // unsupported says why a command cannot run in an offline sandbox, or ""
@@ -202,7 +203,7 @@ func (p *pipPlan) addTarget(t string) {
 		}
 		return
 	}
-	if tooling[requirementName(t)] {
+	if tooling[env.RequirementName(t)] {
 		p.dropped = append(p.dropped, t)
 		return
 	}
@@ -278,7 +279,7 @@ func (p pipPlan) command(online bool) string {
 // project's own dependencies: with --no-deps, and the dependency check
 // after installation names the rest), so one missing package does not
 // stop everything else from being installed.
-func (in *installer) runPip(ctx context.Context, st *Step, p pipPlan, dir string, env []string) error {
+func (in *installer) runPip(ctx context.Context, st *env.Step, p pipPlan, dir string, vars []string) error {
 	in.extras = append(in.extras, p.extras...)
 	in.reqs = append(in.reqs, p.reqs...)
 	if len(p.editable) == 0 && len(p.reqs) == 0 {
@@ -289,8 +290,8 @@ func (in *installer) runPip(ctx context.Context, st *Step, p pipPlan, dir string
 	partial := false
 	for attempt := 0; attempt < 50; attempt++ {
 		line := p.command(in.online)
-		if len(env) > 0 {
-			line = strings.Join(env, " ") + " " + line
+		if len(vars) > 0 {
+			line = strings.Join(vars, " ") + " " + line
 		}
 		st.Run = line
 		if dir != "" {
@@ -312,15 +313,15 @@ func (in *installer) runPip(ctx context.Context, st *Step, p pipPlan, dir string
 		if m == nil {
 			if b := backendMissing.FindStringSubmatch(out); b != nil && len(p.editable) > 0 {
 				mod := b[1] + b[2]
-				in.addMissing(Missing{Import: topModule(mod), Source: "build backend"})
+				in.addMissing(env.Missing{Import: topModule(mod), Source: "build backend"})
 				st.Status, st.Note = "failed", "the build backend "+mod+" is not installed"
 				return nil
 			}
 			st.Status, st.Note = "failed", res.Describe()+testrun.LastLine(res.Stderr, res.Stdout)
 			return nil
 		}
-		name := requirementName(m[1])
-		in.addMissing(Missing{Requirement: m[1], Source: "pip"})
+		name := env.RequirementName(m[1])
+		in.addMissing(env.Missing{Requirement: m[1], Source: "pip"})
 		partial = true
 		if i := indexReq(p.reqs, name); i >= 0 {
 			p.reqs = append(p.reqs[:i:i], p.reqs[i+1:]...)
@@ -341,16 +342,16 @@ func (in *installer) runPip(ctx context.Context, st *Step, p pipPlan, dir string
 
 func indexReq(reqs []string, name string) int {
 	for i, r := range reqs {
-		if requirementName(r) == name {
+		if env.RequirementName(r) == name {
 			return i
 		}
 	}
 	return -1
 }
 
-func (in *installer) addMissing(m Missing) {
+func (in *installer) addMissing(m env.Missing) {
 	for _, have := range in.missing {
-		if (m.Requirement != "" && requirementName(have.Requirement) == requirementName(m.Requirement)) ||
+		if (m.Requirement != "" && env.RequirementName(have.Requirement) == env.RequirementName(m.Requirement)) ||
 			(m.Import != "" && have.Import == m.Import) {
 			return
 		}

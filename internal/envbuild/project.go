@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"cwm/internal/env"
 )
 
 // hasProjectMetadata reports whether the repository can be installed as
@@ -138,20 +140,20 @@ func readProject(repo string) runnerRecipe {
 		if e := projectExtra(repo); e != "" {
 			target = ".[" + e + "]"
 		}
-		r.install = append(r.install, Step{Command: "pip install -e " + target, Provenance: meta})
+		r.install = append(r.install, env.Step{Command: "pip install -e " + target, Provenance: meta})
 	}
 	for _, f := range requirementFiles(repo) {
-		r.install = append(r.install, Step{Command: "pip install -r " + f, Provenance: f})
+		r.install = append(r.install, env.Step{Command: "pip install -r " + f, Provenance: f})
 	}
 	switch {
 	case hasTOMLSection(repo, "pyproject.toml", "tool.pytest.ini_options"):
-		r.test = Step{Command: "python -m pytest", Provenance: "pyproject.toml [tool.pytest.ini_options]"}
+		r.test = env.Step{Command: "python -m pytest", Provenance: "pyproject.toml [tool.pytest.ini_options]"}
 	case readINI(filepath.Join(repo, "setup.cfg"))["tool:pytest"] != nil:
-		r.test = Step{Command: "python -m pytest", Provenance: "setup.cfg [tool:pytest]"}
+		r.test = env.Step{Command: "python -m pytest", Provenance: "setup.cfg [tool:pytest]"}
 	case fileExists(filepath.Join(repo, "pytest.ini")):
-		r.test = Step{Command: "python -m pytest", Provenance: "pytest.ini"}
+		r.test = env.Step{Command: "python -m pytest", Provenance: "pytest.ini"}
 	case readINI(filepath.Join(repo, "tox.ini"))["pytest"] != nil:
-		r.test = Step{Command: "python -m pytest", Provenance: "tox.ini [pytest]"}
+		r.test = env.Step{Command: "python -m pytest", Provenance: "tox.ini [pytest]"}
 	}
 	return r
 }
@@ -173,7 +175,7 @@ var (
 // makeTarget finds the first recipe line of a Makefile target that runs
 // tests, with simple variables (NAME = value) expanded. Without one, the
 // target itself ("make test") is the command.
-func makeTarget(repo, target string) (Step, bool) {
+func makeTarget(repo, target string) (env.Step, bool) {
 	var file string
 	for _, f := range []string{"GNUmakefile", "makefile", "Makefile"} {
 		if fileExists(filepath.Join(repo, f)) {
@@ -182,7 +184,7 @@ func makeTarget(repo, target string) (Step, bool) {
 		}
 	}
 	if file == "" {
-		return Step{}, false
+		return env.Step{}, false
 	}
 	data, _ := os.ReadFile(filepath.Join(repo, file))
 	vars := map[string]string{"PYTHON": "python"}
@@ -215,12 +217,12 @@ func makeTarget(repo, target string) (Step, bool) {
 			}
 			cmd := expand(strings.TrimLeft(strings.TrimSpace(r), "@-+"))
 			if classify(cmd) == kindTest && !strings.HasPrefix(cmd, "make ") {
-				return Step{Command: cmd, Provenance: prov}, true
+				return env.Step{Command: cmd, Provenance: prov}, true
 			}
 		}
-		return Step{Command: "make " + target, Provenance: prov}, true
+		return env.Step{Command: "make " + target, Provenance: prov}, true
 	}
-	return Step{}, false
+	return env.Step{}, false
 }
 
 func containsWord(ws []string, w string) bool {
@@ -232,7 +234,7 @@ func containsWord(ws []string, w string) bool {
 	return false
 }
 
-func makeTest(repo string) (Step, bool) { return makeTarget(repo, "test") }
+func makeTest(repo string) (env.Step, bool) { return makeTarget(repo, "test") }
 
 var (
 	importsPytest = regexp.MustCompile(`(?m)^\s*(import pytest|from pytest\b)|@pytest\.`)
@@ -243,7 +245,7 @@ var (
 // fallbackTest is python -m pytest, unless every test file is a plain
 // unittest module (no pytest import, no module-level test functions), in
 // which case it is unittest discovery from the directory holding them.
-func fallbackTest(repo string) Step {
+func fallbackTest(repo string) env.Step {
 	var files []string
 	filepath.WalkDir(repo, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -272,16 +274,16 @@ func fallbackTest(repo string) Step {
 		dirs[rel] = true
 	}
 	if !unittestOnly {
-		return Step{Command: "python -m pytest", Provenance: "default (pytest)"}
+		return env.Step{Command: "python -m pytest", Provenance: "default (pytest)"}
 	}
 	// Discovery only descends into packages; a tests/ directory without
 	// __init__.py must be the start directory itself.
 	if len(dirs) == 1 {
 		for d := range dirs {
 			if d != "." && !fileExists(filepath.Join(repo, d, "__init__.py")) {
-				return Step{Command: "python -m unittest discover -s " + d, Provenance: "default (unittest: no pytest in the tests)"}
+				return env.Step{Command: "python -m unittest discover -s " + d, Provenance: "default (unittest: no pytest in the tests)"}
 			}
 		}
 	}
-	return Step{Command: "python -m unittest discover", Provenance: "default (unittest: no pytest in the tests)"}
+	return env.Step{Command: "python -m unittest discover", Provenance: "default (unittest: no pytest in the tests)"}
 }

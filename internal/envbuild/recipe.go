@@ -7,29 +7,14 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-)
 
-// Step is one install or test command and where it came from.
-type Step struct {
-	// Command is the command as found (GitHub expressions substituted).
-	Command string `json:"command"`
-	// Provenance says where: "flag --install", ".github/workflows/ci.yml:
-	// job test, step Install", "tox.ini [testenv] deps", "pyproject.toml".
-	Provenance string `json:"provenance"`
-	// Run is the command as cwm ran it, when it differs (pip made
-	// offline, tooling upgrades dropped).
-	Run string `json:"run,omitempty"`
-	// Status is ok, failed, partial (ran without some requirements) or
-	// skipped; Note says why when it is not ok.
-	Status  string  `json:"status,omitempty"`
-	Note    string  `json:"note,omitempty"`
-	Seconds float64 `json:"seconds,omitempty"`
-}
+	"cwm/internal/env"
+)
 
 // Recipe is how to install and test a repository.
 type Recipe struct {
-	Install []Step `json:"install"`
-	Test    Step   `json:"test"`
+	Install []env.Step `json:"install"`
+	Test    env.Step   `json:"test"`
 }
 
 // detectRecipe finds the recipe of the repository checked out at repo.
@@ -42,11 +27,11 @@ func detectRecipe(repo string, flagInstall []string, flagTest, python string) (R
 	var r Recipe
 	installFound := len(flagInstall) > 0
 	for _, c := range flagInstall {
-		r.Install = append(r.Install, Step{Command: c, Provenance: "flag --install"})
+		r.Install = append(r.Install, env.Step{Command: c, Provenance: "flag --install"})
 	}
 	testFound := flagTest != ""
 	if testFound {
-		r.Test = Step{Command: flagTest, Provenance: "flag --test"}
+		r.Test = env.Step{Command: flagTest, Provenance: "flag --test"}
 	}
 	tox := readTox(repo)
 	nox := readNox(repo)
@@ -58,7 +43,7 @@ func detectRecipe(repo string, flagInstall []string, flagTest, python string) (R
 	if !installFound {
 		// Installing tox or nox themselves is tooling: their own recipe
 		// says what they install.
-		var kept []Step
+		var kept []env.Step
 		for _, s := range wfInstall {
 			if !onlyTooling(s.Command) {
 				kept = append(kept, s)
@@ -103,7 +88,7 @@ func detectRecipe(repo string, flagInstall []string, flagTest, python string) (R
 // resolveTest follows a test command that delegates to tox, nox or make to
 // the command they would run: tox and nox need the network to build their
 // own environments, and cwm needs the runner itself to see each test.
-func resolveTest(s Step, tox, nox *runnerRecipe, repo string) Step {
+func resolveTest(s env.Step, tox, nox *runnerRecipe, repo string) env.Step {
 	words := strings.Fields(s.Command)
 	i := 0
 	if len(words) > 3 && words[0] == "cd" && words[2] == "&&" {
@@ -127,12 +112,12 @@ func resolveTest(s Step, tox, nox *runnerRecipe, repo string) Step {
 	case "make":
 		if i+1 < len(words) {
 			if m, ok := makeTarget(repo, words[i+1]); ok && m.Command != s.Command {
-				return Step{Command: m.Command, Provenance: s.Provenance + " -> " + m.Provenance}
+				return env.Step{Command: m.Command, Provenance: s.Provenance + " -> " + m.Provenance}
 			}
 		}
 	}
 	if via != nil && via.test.Command != "" {
-		return Step{Command: via.test.Command, Provenance: s.Provenance + " -> " + via.test.Provenance}
+		return env.Step{Command: via.test.Command, Provenance: s.Provenance + " -> " + via.test.Provenance}
 	}
 	return s
 }
@@ -145,18 +130,6 @@ var tooling = map[string]bool{
 	"codecov": true, "coveralls": true, "ruff": true, "flake8": true, "black": true,
 	"mypy": true, "isort": true, "pylint": true, "pytest-cov": true, "coverage": true,
 	"pytest-xdist": true, "uv": true, "poetry": true, "pdm": true, "hatch": true,
-}
-
-var (
-	reqName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*`)
-	reqSeps = regexp.MustCompile(`[-_.]+`)
-)
-
-// requirementName is the distribution name of a requirement string,
-// normalised (PEP 503): "PyYAML>=5" -> "pyyaml".
-func requirementName(req string) string {
-	m := reqName.FindString(strings.TrimSpace(req))
-	return strings.ToLower(reqSeps.ReplaceAllString(m, "-"))
 }
 
 // onlyTooling reports whether a pip command installs nothing but tooling.
@@ -184,7 +157,7 @@ func onlyTooling(line string) bool {
 			return false
 		}
 		names++
-		if !tooling[requirementName(w)] {
+		if !tooling[env.RequirementName(w)] {
 			return false
 		}
 	}
@@ -193,8 +166,8 @@ func onlyTooling(line string) bool {
 
 // runnerRecipe is what a tox.ini, noxfile.py or the project metadata says.
 type runnerRecipe struct {
-	install []Step
-	test    Step
+	install []env.Step
+	test    env.Step
 }
 
 // ini is a minimal INI reader for tox.ini and setup.cfg: sections of keys
@@ -293,21 +266,21 @@ func readTox(repo string) *runnerRecipe {
 		for _, line := range strings.Split(get(sec, "commands"), "\n") {
 			line = substituteTox(strings.TrimPrefix(strings.TrimSpace(line), "-"))
 			if line != "" && classify(line) == kindTest {
-				s.test = Step{Command: line, Provenance: prov + " commands"}
+				s.test = env.Step{Command: line, Provenance: prov + " commands"}
 				break
 			}
 		}
 		if !isTrue(get(sec, "skip_install")) && !isTrue(cfg["tox"]["skipsdist"]) && hasProjectMetadata(repo) {
-			s.install = append(s.install, Step{Command: "pip install -e .", Provenance: prov + " (the package)"})
+			s.install = append(s.install, env.Step{Command: "pip install -e .", Provenance: prov + " (the package)"})
 		}
 		var deps []string
 		for _, d := range strings.Split(get(sec, "deps"), "\n") {
-			if d = substituteTox(d); d != "" && !tooling[requirementName(d)] {
+			if d = substituteTox(d); d != "" && !tooling[env.RequirementName(d)] {
 				deps = append(deps, quoteArg(d))
 			}
 		}
 		if len(deps) > 0 {
-			s.install = append(s.install, Step{Command: "pip install " + strings.Join(deps, " "), Provenance: prov + " deps"})
+			s.install = append(s.install, env.Step{Command: "pip install " + strings.Join(deps, " "), Provenance: prov + " deps"})
 		}
 		if i == 0 || s.test.Command != "" {
 			r = s
@@ -363,10 +336,10 @@ func readNox(repo string) *runnerRecipe {
 		switch {
 		case m[1] == "install":
 			if !onlyTooling("pip install " + line) {
-				r.install = append(r.install, Step{Command: "pip install " + line, Provenance: "noxfile.py session.install"})
+				r.install = append(r.install, env.Step{Command: "pip install " + line, Provenance: "noxfile.py session.install"})
 			}
 		case r.test.Command == "" && classify(line) == kindTest:
-			r.test = Step{Command: line, Provenance: "noxfile.py session.run"}
+			r.test = env.Step{Command: line, Provenance: "noxfile.py session.run"}
 		}
 	}
 	if r.test.Command == "" && len(r.install) == 0 {

@@ -8,10 +8,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"cwm/internal/env"
 	"cwm/internal/testrun"
 )
 
-func cmds(steps []Step) []string {
+func cmds(steps []env.Step) []string {
 	var out []string
 	for _, s := range steps {
 		out = append(out, s.Command+" <- "+s.Provenance)
@@ -56,8 +57,8 @@ func TestDetectRecipeFlagsWin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Recipe{Install: []Step{{Command: "pip install .", Provenance: "flag --install"}},
-		Test: Step{Command: "pytest tests/test_case.py", Provenance: "flag --test"}}
+	want := Recipe{Install: []env.Step{{Command: "pip install .", Provenance: "flag --install"}},
+		Test: env.Step{Command: "pytest tests/test_case.py", Provenance: "flag --test"}}
 	if diff := cmp.Diff(want, r); diff != "" {
 		t.Errorf("detectRecipe with flags mismatch (-want +got):\n%s", diff)
 	}
@@ -214,11 +215,11 @@ func TestMergeRuns(t *testing.T) {
 	if diff := cmp.Diff(want, status); diff != "" {
 		t.Errorf("mergeRuns statuses mismatch (-want +got):\n%s", diff)
 	}
-	if want := (Counts{Tests: 5, Pass: 1, Fail: 1, Skip: 1, Flaky: 2}); counts != want {
+	if want := (env.Counts{Tests: 5, Pass: 1, Fail: 1, Skip: 1, Flaky: 2}); counts != want {
 		t.Errorf("mergeRuns counts = %v, want %v", counts, want)
 	}
 	// A skip is never a pass: a suite that only skips is unusable.
-	if r := unusableReason(Counts{Tests: 2, Skip: 2}, nil, nil, nil); r == "" {
+	if r := unusableReason(env.Counts{Tests: 2, Skip: 2}, nil, nil, nil); r == "" {
 		t.Errorf("unusableReason(all skipped) = \"\", want a reason")
 	}
 }

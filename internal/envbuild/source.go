@@ -12,17 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"cwm/internal/env"
+	"cwm/internal/errkind"
 	"cwm/internal/sandbox"
 )
-
-// Source is where a repository comes from.
-type Source struct {
-	// Kind is "git" (a git repository, local or remote) or "dir" (a plain
-	// directory, snapshotted into a one-commit repository).
-	Kind string `json:"kind"`
-	// Location is the absolute path or the URL.
-	Location string `json:"location"`
-}
 
 // sourceInfo is what fetching a source found.
 type sourceInfo struct {
@@ -31,15 +24,11 @@ type sourceInfo struct {
 	Commit   string // the commit in the layer's repository
 }
 
-// InputError is a problem with what the user asked for (a path that does
-// not exist, a revision that is not there, an unknown environment). The
-// CLI prints it as it is.
-type InputError struct{ Msg string }
-
-func (e *InputError) Error() string { return e.Msg }
-
+// inputErrorf is a problem with what the user asked for (a path that does
+// not exist, a revision that is not there), an error of kind
+// errkind.Input: the CLI prints it as it is.
 func inputErrorf(format string, args ...any) error {
-	return &InputError{Msg: fmt.Sprintf(format, args...)}
+	return errkind.Errorf(errkind.Input, format, args...)
 }
 
 // isURL reports whether a source looks like a git URL rather than a path.
@@ -56,37 +45,37 @@ func isURL(s string) bool {
 // ResolveSource decides what kind of source s is. A path must be a
 // directory; it is a git source when it is the top of a git work tree
 // (or a bare repository).
-func ResolveSource(ctx context.Context, s string) (Source, error) {
+func ResolveSource(ctx context.Context, s string) (env.Source, error) {
 	if s == "" {
-		return Source{}, inputErrorf("no repository given")
+		return env.Source{}, inputErrorf("no repository given")
 	}
 	if isURL(s) {
-		return Source{Kind: "git", Location: s}, nil
+		return env.Source{Kind: "git", Location: s}, nil
 	}
 	abs, err := filepath.Abs(s)
 	if err != nil {
-		return Source{}, inputErrorf("repository %s: %v", s, err)
+		return env.Source{}, inputErrorf("repository %s: %v", s, err)
 	}
 	st, err := os.Stat(abs)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return Source{}, inputErrorf("repository %s: no such directory", s)
+			return env.Source{}, inputErrorf("repository %s: no such directory", s)
 		}
-		return Source{}, inputErrorf("repository %s: %v", s, err)
+		return env.Source{}, inputErrorf("repository %s: %v", s, err)
 	}
 	if !st.IsDir() {
-		return Source{}, inputErrorf("repository %s: not a directory", s)
+		return env.Source{}, inputErrorf("repository %s: not a directory", s)
 	}
 	// A subdirectory of some other repository (like examples/textkit in
 	// cwm's own tree) is a plain directory: only a repository's top counts.
 	top, err := git(ctx, abs, nil, "rev-parse", "--show-toplevel")
 	if err == nil && filepath.Clean(strings.TrimSpace(top)) == abs {
-		return Source{Kind: "git", Location: abs}, nil
+		return env.Source{Kind: "git", Location: abs}, nil
 	}
 	if bare, err := git(ctx, abs, nil, "rev-parse", "--is-bare-repository"); err == nil && strings.TrimSpace(bare) == "true" {
-		return Source{Kind: "git", Location: abs}, nil
+		return env.Source{Kind: "git", Location: abs}, nil
 	}
-	return Source{Kind: "dir", Location: abs}, nil
+	return env.Source{Kind: "dir", Location: abs}, nil
 }
 
 // gitEnv makes git ignore the user's and the system's configuration and
@@ -100,14 +89,14 @@ var gitEnv = []string{
 
 // git runs git on the host in dir. Only cwm's own repositories and the
 // user's source are touched, never code from the repository.
-func git(ctx context.Context, dir string, env []string, args ...string) (string, error) {
+func git(ctx context.Context, dir string, vars []string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	base := []string{"-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false",
 		"-c", "init.defaultBranch=main", "-c", "advice.detachedHead=false", "-c", "safe.directory=*"}
 	cmd := exec.CommandContext(ctx, "git", append(base, args...)...)
 	cmd.Dir = dir
-	cmd.Env = append(append(os.Environ(), gitEnv...), env...)
+	cmd.Env = append(append(os.Environ(), gitEnv...), vars...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
@@ -123,7 +112,7 @@ func git(ctx context.Context, dir string, env []string, args ...string) (string,
 // fetchSource puts the repository at rev into dst (which must not exist):
 // a checkout with the history up to rev and nothing after it (no remotes,
 // no other refs, no reflog), on a branch named main.
-func fetchSource(ctx context.Context, src Source, rev, dst, scratch string) (sourceInfo, error) {
+func fetchSource(ctx context.Context, src env.Source, rev, dst, scratch string) (sourceInfo, error) {
 	if src.Kind == "dir" {
 		if rev != "" {
 			return sourceInfo{}, inputErrorf("--rev %s: %s is a plain directory, not a git repository", rev, src.Location)

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 
+	"cwm/internal/env"
+
 	// The YAML parser: CI workflows are YAML with anchors, block scalars
 	// and flow sequences, which only a real parser reads correctly.
 	"gopkg.in/yaml.v3"
@@ -33,13 +35,13 @@ type workflowJob struct {
 // GitHub Actions workflows: the run-steps of the job that tests Python
 // (uses setup-python or runs a test command), in order. uses-steps are
 // skipped; ${{ matrix.python... }} becomes the Python cwm has.
-func workflowCommands(repo, python string) (install, test []Step, err error) {
+func workflowCommands(repo, python string) (install, test []env.Step, err error) {
 	files, _ := filepath.Glob(filepath.Join(repo, ".github", "workflows", "*.y*ml"))
 	sort.Strings(files)
 	type candidate struct {
 		file, job      string
 		score          int
-		install, tests []Step
+		install, tests []env.Step
 	}
 	var best *candidate
 	for _, f := range files {
@@ -88,9 +90,9 @@ func workflowCommands(repo, python string) (install, test []Step, err error) {
 					}
 					switch classify(line) {
 					case kindInstall:
-						c.install = append(c.install, Step{Command: line, Provenance: prov})
+						c.install = append(c.install, env.Step{Command: line, Provenance: prov})
 					case kindTest:
-						c.tests = append(c.tests, Step{Command: line, Provenance: prov})
+						c.tests = append(c.tests, env.Step{Command: line, Provenance: prov})
 					}
 				}
 			}

@@ -2,12 +2,12 @@ package reward
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"cwm/internal/envbuild"
+	"cwm/internal/env"
+	"cwm/internal/errkind"
 	"cwm/internal/sandbox"
 	"cwm/internal/task"
 	"cwm/internal/testrun"
@@ -83,8 +83,8 @@ type Result struct {
 
 // ErrTask is wrapped by errors that come from the task rather than the
 // candidate: its bug or test patch does not apply, it lists no hidden
-// tests. Such a task grades nothing.
-var ErrTask = errors.New("task cannot be graded")
+// tests. Such a task grades nothing; the error is of kind errkind.Input.
+var ErrTask = errkind.New(errkind.Input, "task cannot be graded")
 
 // applyLogLimit caps the tool output kept in Result.ApplyLog.
 const applyLogLimit = 4 << 10
@@ -92,7 +92,7 @@ const applyLogLimit = 4 << 10
 // candidatePath is where the candidate patch is written in the sandbox.
 const candidatePath = "/tmp/cwm-candidate.diff"
 
-// Grade grades patch for task t in a fresh sandbox on env (the task's
+// Grade grades patch for task t in a fresh sandbox of sbs on e (the task's
 // environment): it applies t's bug patch and test patch (both must apply
 // with git apply), then the candidate, with git apply or else
 // patch --fuzz, and runs only the FAIL_TO_PASS and PASS_TO_PASS tests. The
@@ -100,7 +100,7 @@ const candidatePath = "/tmp/cwm-candidate.diff"
 // is not resolved, and needs no sandbox to say so. The error is
 // for failures of the machinery and for tasks that cannot be graded
 // (wrapping ErrTask).
-func Grade(ctx context.Context, rt *sandbox.Runtime, env *envbuild.Env, t *task.Task, patch string) (Result, error) {
+func Grade(ctx context.Context, sbs *env.Sandboxes, e *env.Env, t *task.Task, patch string) (Result, error) {
 	start := time.Now()
 	var r Result
 	if s, err := Similarity(patch, t.Patch); err != nil {
@@ -120,9 +120,9 @@ func Grade(ctx context.Context, rt *sandbox.Runtime, env *envbuild.Env, t *task.
 		r.Seconds.Total = time.Since(start).Seconds()
 		return r, nil
 	}
-	s, err := rt.New(ctx, env.SandboxConfig())
+	s, err := sbs.Open(ctx, e)
 	if err != nil {
-		return r, fmt.Errorf("grade %s: start sandbox on %s: %w", t.InstanceID, env.ID, err)
+		return r, fmt.Errorf("grade %s: %w", t.InstanceID, err)
 	}
 	defer s.Close()
 	for _, p := range []struct{ name, text string }{{"bug_patch", t.BugPatch}, {"test_patch", t.TestPatch}} {
@@ -134,7 +134,7 @@ func Grade(ctx context.Context, rt *sandbox.Runtime, env *envbuild.Env, t *task.
 			return r, fmt.Errorf("grade %s: apply %s: %w", t.InstanceID, p.name, err)
 		}
 		if !res.Success() {
-			return r, fmt.Errorf("grade %s: %w: its %s does not apply to environment %s: %s", t.InstanceID, ErrTask, p.name, env.ID, firstLines(res.Stderr, 3))
+			return r, fmt.Errorf("grade %s: %w: its %s does not apply to environment %s: %s", t.InstanceID, ErrTask, p.name, e.ID, firstLines(res.Stderr, 3))
 		}
 	}
 	r.Seconds.Setup = time.Since(start).Seconds()
@@ -149,7 +149,7 @@ func Grade(ctx context.Context, rt *sandbox.Runtime, env *envbuild.Env, t *task.
 		r.Reason = "the patch does not apply"
 	} else {
 		testStart := time.Now()
-		rep, err := testrun.Run(ctx, s, env.TestCommand, testrun.Options{IDs: ids, PythonVersion: env.Python, OutputLimit: env.Limits.Output})
+		rep, err := testrun.Run(ctx, s, e.TestCommand, testrun.Options{IDs: ids, PythonVersion: e.Python, OutputLimit: e.Limits.Output})
 		if err != nil {
 			return r, fmt.Errorf("grade %s: run the hidden tests: %w", t.InstanceID, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"cwm/internal/env"
 	"cwm/internal/envbuild"
 	"cwm/internal/sandbox"
 	"cwm/internal/task"
@@ -65,7 +66,7 @@ func diffOf(t testing.TB, change map[string]string) string {
 
 var (
 	envOnce  sync.Once
-	testEnv  *envbuild.Env
+	testEnv  *env.Env
 	testRT   *sandbox.Runtime
 	testHome string
 	envErr   error
@@ -74,7 +75,7 @@ var (
 // calcEnv builds the environment of calcFiles once for the package's
 // tests, on a runtime that keeps sandboxes warm: every grading must still
 // start from a clean tree.
-func calcEnv(t testing.TB) (*sandbox.Runtime, *envbuild.Env) {
+func calcEnv(t testing.TB) (*env.Sandboxes, *env.Env) {
 	t.Helper()
 	envOnce.Do(func() {
 		home, err := os.MkdirTemp("", "cwm-reward-test-")
@@ -94,9 +95,9 @@ func calcEnv(t testing.TB) (*sandbox.Runtime, *envbuild.Env) {
 		if testRT, envErr = sandbox.NewRuntime(sandbox.Options{Home: home}); envErr != nil {
 			return
 		}
-		testEnv, envErr = envbuild.Build(context.Background(), testRT, envbuild.Options{
+		testEnv, envErr = envbuild.Build(context.Background(), env.NewSandboxes(testRT), envbuild.Options{
 			Home: home, Source: src, Runs: 1, NoCoverage: true,
-			Limits: envbuild.RunLimits{Timeout: 2 * time.Minute},
+			Limits: env.RunLimits{Timeout: 2 * time.Minute},
 		})
 		if envErr == nil && !testEnv.Usable {
 			envErr = fmt.Errorf("environment not usable: %s", testEnv.Reason)
@@ -105,7 +106,7 @@ func calcEnv(t testing.TB) (*sandbox.Runtime, *envbuild.Env) {
 	if envErr != nil {
 		t.Fatalf("build the calc environment: %v", envErr)
 	}
-	return testRT, testEnv
+	return env.NewSandboxes(testRT), testEnv
 }
 
 func TestMain(m *testing.M) {

@@ -21,9 +21,9 @@ import (
 //
 //	go test ./internal/tasks -run '^$' -bench Validation -benchtime 1x
 func BenchmarkValidation(b *testing.B) {
-	env := buildEnv(b, envbuild.Options{Source: "testdata/ledger"})
-	if env.Runs[0].Seconds < 5 {
-		b.Fatalf("the ledger suite took %.1fs, want at least 5s", env.Runs[0].Seconds)
+	e := buildEnv(b, envbuild.Options{Source: "testdata/ledger"})
+	if e.Runs[0].Seconds < 5 {
+		b.Fatalf("the ledger suite took %.1fs, want at least 5s", e.Runs[0].Seconds)
 	}
 	ctx := context.Background()
 	perTask := map[bool][]float64{}
@@ -31,7 +31,7 @@ func BenchmarkValidation(b *testing.B) {
 		for _, full := range []bool{i%2 == 1, i%2 == 0} {
 			out := filepath.Join(b.TempDir(), fmt.Sprintf("tasks-%v.jsonl", full))
 			t0 := time.Now()
-			sum, err := Mutate(ctx, testRT, env, MutateOptions{Out: out, Max: 12, PerFunction: 1, Seed: 3,
+			sum, err := Mutate(ctx, testSandboxes, e, MutateOptions{Out: out, Max: 12, PerFunction: 1, Seed: 3,
 				Workers: 2, FullSuite: full})
 			if err != nil {
 				b.Fatal(err)

@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"cwm/internal/env"
 	"cwm/internal/mutate"
 	"cwm/internal/sandbox"
 	"cwm/internal/task"
@@ -75,7 +75,7 @@ const importCheckPy = "import importlib, sys; sys.path.insert(0, sys.argv[1]); i
 func (w *worker) validate(ctx context.Context, c *candidate) (decision, *task.Task, error) {
 	start := time.Now()
 	r, sb := w.r, w.sb
-	env := r.env
+	e := r.env
 	full := r.opts.FullSuite
 	d := decision{Key: c.key, Family: c.m.Family, Operator: c.m.Operator, File: c.m.File,
 		Function: c.m.Function, Desc: c.m.Desc, Stages: map[string]float64{}}
@@ -129,7 +129,7 @@ func (w *worker) validate(ctx context.Context, c *candidate) (decision, *task.Ta
 			return done(k, "import", why)
 		}
 		limit := r.budget.timeout(c.tests)
-		rep, err := runTests(ctx, sb, env, c.tests, limit)
+		rep, err := runTests(ctx, sb, e, c.tests, limit)
 		if err != nil {
 			return d, nil, err
 		}
@@ -156,7 +156,7 @@ func (w *worker) validate(ctx context.Context, c *candidate) (decision, *task.Ta
 		return applyFailed(err)
 	}
 	limit := r.budget.timeout(nil)
-	rep, err := runTests(ctx, sb, env, nil, limit)
+	rep, err := runTests(ctx, sb, e, nil, limit)
 	if err != nil {
 		return d, nil, err
 	}
@@ -194,10 +194,10 @@ func (w *worker) validate(ctx context.Context, c *candidate) (decision, *task.Ta
 	checks = append(checks, fmt.Sprintf("whole suite on the buggy tree: %d FAIL_TO_PASS, %d PASS_TO_PASS, %d flaky or unstable tests left out",
 		len(f2p), len(p2p), r.leftOut))
 	t := &task.Task{
-		InstanceID: c.id, Repo: r.repo, BaseCommit: env.Commit, Patch: gold, TestPatch: "",
+		InstanceID: c.id, Repo: r.repo, BaseCommit: e.Commit, Patch: gold, TestPatch: "",
 		ProblemStatement: problemStatement(f2p, got), FailToPass: f2p, PassToPass: p2p,
-		Version: env.ID, CreatedAt: time.Now().UTC().Format(time.RFC3339), EnvironmentSetupCommit: env.Commit,
-		EnvID: env.ID, BugPatch: bug, Kind: "mutate", Family: c.m.Family, Operator: c.m.Operator,
+		Version: e.ID, CreatedAt: time.Now().UTC().Format(time.RFC3339), EnvironmentSetupCommit: e.Commit,
+		EnvID: e.ID, BugPatch: bug, Kind: "mutate", Family: c.m.Family, Operator: c.m.Operator,
 		File: c.m.File, Function: c.m.Function,
 	}
 	stage("whole_suite")
@@ -308,8 +308,8 @@ func (r *mutateRun) importable(ctx context.Context, sb *sandbox.Sandbox, file st
 	}
 	r.mu.Unlock()
 	p.once.Do(func() {
-		p.module, p.root = moduleName(r.env.Layer(), file)
-		if p.module == "" {
+		p.module, p.root, p.err = moduleName(ctx, sb, file)
+		if p.module == "" || p.err != nil {
 			return
 		}
 		res, err := sb.Exec(ctx, sandbox.Cmd{Args: []string{"python", "-c", importCheckPy, p.root, p.module}, Dir: "/repo", Timeout: r.budget.timeout([]string{})})
@@ -324,10 +324,11 @@ func (r *mutateRun) importable(ctx context.Context, sb *sandbox.Sandbox, file st
 
 // moduleName is the dotted module of a repository file and the directory
 // to put on sys.path for it: the packages are the directories holding an
-// __init__.py, from the file's up.
-func moduleName(layer, file string) (module, root string) {
+// __init__.py, from the file's up, as sb (holding the environment's tree)
+// shows them.
+func moduleName(ctx context.Context, sb *sandbox.Sandbox, file string) (module, root string, err error) {
 	if !strings.HasSuffix(file, ".py") {
-		return "", ""
+		return "", "", nil
 	}
 	dir, base := path.Split(file)
 	dir = strings.TrimSuffix(dir, "/")
@@ -336,8 +337,11 @@ func moduleName(layer, file string) (module, root string) {
 		parts = []string{strings.TrimSuffix(base, ".py")}
 	}
 	for dir != "" && dir != "." {
-		if _, err := os.Stat(filepath.Join(layer, "repo", dir, "__init__.py")); err != nil {
-			break
+		if _, err := sb.Stat(ctx, path.Join(env.RepoRoot, dir, "__init__.py")); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				break
+			}
+			return "", "", fmt.Errorf("module of %s: %w", file, err)
 		}
 		parts = append([]string{path.Base(dir)}, parts...)
 		dir = path.Dir(dir)
@@ -346,9 +350,9 @@ func moduleName(layer, file string) (module, root string) {
 		}
 	}
 	if len(parts) == 0 {
-		return "", ""
+		return "", "", nil
 	}
-	return strings.Join(parts, "."), path.Join("/repo", dir)
+	return strings.Join(parts, "."), path.Join(env.RepoRoot, dir), nil
 }
 
 func roundSecs(d time.Duration) float64 {

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"sort"
 	"strings"
 	"time"
 
-	"cwm/internal/envbuild"
+	"cwm/internal/env"
+	"cwm/internal/errkind"
 	"cwm/internal/jsonl"
 	"cwm/internal/sandbox"
 	"cwm/internal/task"
@@ -31,15 +31,14 @@ type CommitOptions struct {
 	// IssueText, when set, is the problem statement (one commit only);
 	// otherwise the commit message is.
 	IssueText string
-	// Home is $CWM_HOME, where the environments at the parents are built.
-	Home string
-	// Runs is the number of baseline runs of each parent's environment
-	// (default 2).
-	Runs          int
+	// Build builds the environment of e's repository at revision rev with
+	// e's recipe (envbuild.AtRevision does): each task runs in the
+	// environment at its commit's parent. An error of kind errkind.Input
+	// rejects the commit; any other stops the run.
+	Build         func(ctx context.Context, e *env.Env, rev string) (*env.Env, error)
 	TimeoutFactor float64
 	Exclude       *Exclusions
 	Progress      io.Writer
-	Log           *slog.Logger
 }
 
 // CommitDecision is what became of one commit.
@@ -53,32 +52,32 @@ type CommitDecision struct {
 	Seconds    float64 `json:"seconds"`
 }
 
-// Commits makes issue-fix tasks from fix commits of env's history. Each
-// task's environment is built with envbuild at the commit's parent, from
-// env's source repository: its layer then holds no later history (the
+// Commits makes issue-fix tasks from fix commits of e's history, in
+// sandboxes of sbs. Each task's environment is built (opts.Build) at the
+// commit's parent, from e's source repository: its layer then holds no later history (the
 // fix is not in git log), and graders and agents use it as they use any
 // environment, by applying test_patch and a candidate patch, with no
 // checkout. The commit is split into test changes (test_patch) and the
 // rest (patch); the task holds when the test changes alone make some
 // tests fail (FAIL_TO_PASS) and both together make every FAIL_TO_PASS
 // and PASS_TO_PASS test pass, each checked twice.
-func Commits(ctx context.Context, rt *sandbox.Runtime, env *envbuild.Env, opts CommitOptions) ([]CommitDecision, error) {
-	if env.Repository.Kind != "git" {
-		return nil, fmt.Errorf("environment %s was built from a plain directory: commit tasks need one built from a git repository", env.ID)
+func Commits(ctx context.Context, sbs *env.Sandboxes, e *env.Env, opts CommitOptions) ([]CommitDecision, error) {
+	if e.Repository.Kind != "git" {
+		return nil, errkind.Errorf(errkind.Input, "environment %s was built from a plain directory: commit tasks need one built from a git repository", e.ID)
 	}
 	if opts.IssueText != "" && (opts.Auto || len(opts.Commits) != 1) {
-		return nil, errors.New("an issue text describes one commit: give exactly one with --commits")
+		return nil, errkind.New(errkind.Input, "an issue text describes one commit: give exactly one with --commits")
 	}
-	if opts.Runs <= 0 {
-		opts.Runs = 2
+	if opts.Build == nil {
+		return nil, errkind.New(errkind.Usage, "commit tasks: no builder for the parents' environments")
 	}
-	sb, err := rt.New(ctx, env.SandboxConfig())
+	sb, err := sbs.Open(ctx, e)
 	if err != nil {
-		return nil, fmt.Errorf("start sandbox on %s: %w", env.ID, err)
+		return nil, err
 	}
 	defer sb.Close()
 	if opts.Exclude != nil {
-		if err := opts.Exclude.Check(ctx, sb, env); err != nil {
+		if err := opts.Exclude.Check(ctx, sb, e); err != nil {
 			return nil, err
 		}
 	}
@@ -114,7 +113,7 @@ func Commits(ctx context.Context, rt *sandbox.Runtime, env *envbuild.Env, opts C
 		if decided[c] {
 			continue
 		}
-		d, t, err := commitTask(ctx, rt, sb, env, c, opts)
+		d, t, err := commitTask(ctx, sbs, sb, e, c, opts)
 		if err != nil {
 			return results, fmt.Errorf("commit %.12s: %w", c, err)
 		}
@@ -183,8 +182,8 @@ func listCommits(ctx context.Context, sb *sandbox.Sandbox, opts CommitOptions) (
 	return out, nil
 }
 
-// commitTask decides one commit. sb is a sandbox on env (the history).
-func commitTask(ctx context.Context, rt *sandbox.Runtime, sb *sandbox.Sandbox, env *envbuild.Env, c string, opts CommitOptions) (CommitDecision, *task.Task, error) {
+// commitTask decides one commit. sb is a sandbox on e (the history).
+func commitTask(ctx context.Context, sbs *env.Sandboxes, sb *sandbox.Sandbox, e *env.Env, c string, opts CommitOptions) (CommitDecision, *task.Task, error) {
 	start := time.Now()
 	d := CommitDecision{Key: c}
 	reject := func(kind, reason string) (CommitDecision, *task.Task, error) {
@@ -244,13 +243,10 @@ func commitTask(ctx context.Context, rt *sandbox.Runtime, sb *sandbox.Sandbox, e
 		date = when.UTC().Format(time.RFC3339) // SWE-bench writes UTC with Z
 	}
 
-	penv, err := envbuild.Build(ctx, rt, envbuild.Options{Home: opts.Home, Source: env.Repository.Location,
-		Rev: d.Parent, Name: env.Name, Test: env.Test.Command, Runs: opts.Runs, NoCoverage: true,
-		Limits: env.Limits, Log: opts.Log})
+	penv, err := opts.Build(ctx, e, d.Parent)
 	if err != nil {
-		var ie *envbuild.InputError
-		if errors.As(err, &ie) {
-			return reject("parent environment", ie.Error())
+		if errkind.Of(err) == errkind.Input {
+			return reject("parent environment", err.Error())
 		}
 		return d, nil, fmt.Errorf("build the environment at %.12s: %w", d.Parent, err)
 	}
@@ -258,22 +254,22 @@ func commitTask(ctx context.Context, rt *sandbox.Runtime, sb *sandbox.Sandbox, e
 	if !penv.Usable {
 		return reject("parent environment", "the environment at the parent is not usable: "+penv.Reason)
 	}
-	repo := RepoName(env)
+	repo := RepoName(e)
 	t := &task.Task{
 		InstanceID: instanceID(repo, "commit", c[:12]), Repo: repo, BaseCommit: penv.Commit,
 		Patch: fix, TestPatch: testPatch, ProblemStatement: strings.TrimSpace(statement) + "\n",
 		Version: penv.ID, CreatedAt: strings.TrimSpace(date), EnvironmentSetupCommit: penv.Commit,
 		EnvID: penv.ID, Kind: "commit",
 	}
-	psb, err := rt.New(ctx, penv.SandboxConfig())
+	psb, err := sbs.Open(ctx, penv)
 	if err != nil {
-		return d, nil, fmt.Errorf("start sandbox on %s: %w", penv.ID, err)
+		return d, nil, err
 	}
 	defer psb.Close()
 	v := newVerifier(penv, newBudget(penv, opts.TimeoutFactor), false)
 	flaky := map[string]bool{}
 	for _, b := range penv.Baseline {
-		if b.Status == envbuild.Flaky {
+		if b.Status == env.Flaky {
 			flaky[b.ID] = true
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"cwm/internal/env"
 	"cwm/internal/envbuild"
 	"cwm/internal/task"
 )
@@ -65,7 +66,7 @@ func calcHistory(t *testing.T) calcRepo {
 	return calc
 }
 
-func calcEnv(t *testing.T) (*envbuild.Env, calcRepo) {
+func calcEnv(t *testing.T) (*env.Env, calcRepo) {
 	repo := calcHistory(t)
 	return buildEnv(t, envbuild.Options{Source: repo.dir, Test: "python -m pytest -q"}), repo
 }
@@ -76,10 +77,10 @@ func calcEnv(t *testing.T) (*envbuild.Env, calcRepo) {
 // becomes a task; the commit whose new test passes without its change is
 // rejected with that reason.
 func TestCommits(t *testing.T) {
-	env, repo := calcEnv(t)
+	e, repo := calcEnv(t)
 	ctx := context.Background()
 	out := filepath.Join(t.TempDir(), "tasks.jsonl")
-	ds, err := Commits(ctx, testRT, env, CommitOptions{Out: out, Commits: []string{repo.fix, repo.extra}, Home: testHome})
+	ds, err := Commits(ctx, testSandboxes, e, CommitOptions{Out: out, Commits: []string{repo.fix, repo.extra}, Build: atParent})
 	if err != nil {
 		t.Fatalf("Commits: %v", err)
 	}
@@ -116,21 +117,21 @@ func TestCommits(t *testing.T) {
 	if !strings.Contains(tk.Patch, "+    return sum(xs) / len(xs)") || strings.Contains(tk.Patch, "tests/") {
 		t.Errorf("patch should be the source fix only:\n%s", tk.Patch)
 	}
-	if tk.EnvID == env.ID || tk.BugPatch != "" {
-		t.Errorf("task env %s (HEAD's is %s), bug_patch %q: want the parent's environment and no bug_patch", tk.EnvID, env.ID, tk.BugPatch)
+	if tk.EnvID == e.ID || tk.BugPatch != "" {
+		t.Errorf("task env %s (HEAD's is %s), bug_patch %q: want the parent's environment and no bug_patch", tk.EnvID, e.ID, tk.BugPatch)
 	}
-	verdicts, err := Validate(ctx, testRT, tasks, ValidateOptions{Home: testHome})
+	verdicts, err := Validate(ctx, testSandboxes, tasks, ValidateOptions{Store: env.NewStore(testHome)})
 	if err != nil || !verdicts[0].OK {
 		t.Errorf("Validate(commit task) = %+v, %v; want it to hold", verdicts, err)
 	}
 
 	// Resuming decides nothing twice; --auto proposes exactly the two
 	// commits that touch tests and source (not the root).
-	again, err := Commits(ctx, testRT, env, CommitOptions{Out: out, Auto: true, Home: testHome})
+	again, err := Commits(ctx, testSandboxes, e, CommitOptions{Out: out, Auto: true, Build: atParent})
 	if err != nil || len(again) != 0 {
 		t.Errorf("--auto after deciding both commits: %+v, %v; want nothing new", again, err)
 	}
-	sb, err := testRT.New(ctx, env.SandboxConfig())
+	sb, err := testSandboxes.Open(ctx, e)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,18 +143,18 @@ func TestCommits(t *testing.T) {
 }
 
 func TestCommitsRejects(t *testing.T) {
-	env, repo := calcEnv(t)
+	e, repo := calcEnv(t)
 	out := filepath.Join(t.TempDir(), "tasks.jsonl")
-	ds, err := Commits(context.Background(), testRT, env, CommitOptions{Out: out, Commits: []string{repo.root}, Home: testHome})
+	ds, err := Commits(context.Background(), testSandboxes, e, CommitOptions{Out: out, Commits: []string{repo.root}, Build: atParent})
 	if err != nil || len(ds) != 1 || ds[0].Kind != "no parent" {
 		t.Errorf("Commits(root) = %+v, %v; want rejected for having no parent", ds, err)
 	}
-	_, err = Commits(context.Background(), testRT, env, CommitOptions{Out: out, Commits: []string{repo.fix, repo.extra}, IssueText: "x", Home: testHome})
+	_, err = Commits(context.Background(), testSandboxes, e, CommitOptions{Out: out, Commits: []string{repo.fix, repo.extra}, IssueText: "x", Build: atParent})
 	if err == nil {
 		t.Errorf("Commits with an issue text and two commits = nil error")
 	}
 	tk := textkitEnv(t)
-	if _, err := Commits(context.Background(), testRT, tk, CommitOptions{Out: out, Commits: []string{"HEAD"}, Home: testHome}); err == nil || !strings.Contains(err.Error(), "plain directory") {
+	if _, err := Commits(context.Background(), testSandboxes, tk, CommitOptions{Out: out, Commits: []string{"HEAD"}, Build: atParent}); err == nil || !strings.Contains(err.Error(), "plain directory") {
 		t.Errorf("Commits on a plain-directory environment: %v, want an error saying why", err)
 	}
 }

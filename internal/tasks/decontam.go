@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"cwm/internal/envbuild"
+	"cwm/internal/env"
 	"cwm/internal/hostexec"
 	"cwm/internal/sandbox"
 )
@@ -152,22 +152,22 @@ func (e *ExcludedError) Error() string {
 // the same owner/name (from its URL, its remotes, its name), the same
 // base name as a listed repository, or a root commit in common with one
 // (a fork or a copy). sb is a sandbox on env.
-func (x *Exclusions) Check(ctx context.Context, sb *sandbox.Sandbox, env *envbuild.Env) error {
+func (x *Exclusions) Check(ctx context.Context, sb *sandbox.Sandbox, e *env.Env) error {
 	if x == nil || len(x.entries) == 0 {
 		return nil
 	}
 	out, err := execOut(ctx, sb, sandbox.Cmd{Args: gitArgs("rev-list", "--max-parents=0", "HEAD"), Dir: "/repo"})
 	if err != nil {
-		return fmt.Errorf("root commits of %s: %w", env.ID, err)
+		return fmt.Errorf("root commits of %s: %w", e.ID, err)
 	}
 	roots := strings.Fields(out)
-	names := []string{env.Repository.Location, env.Name}
-	if env.Repository.Kind == "git" {
-		if st, err := os.Stat(env.Repository.Location); err == nil && st.IsDir() {
-			names = append(names, hostRemotes(ctx, env.Repository.Location)...)
+	names := []string{e.Repository.Location, e.Name}
+	if e.Repository.Kind == "git" {
+		if st, err := os.Stat(e.Repository.Location); err == nil && st.IsDir() {
+			names = append(names, hostRemotes(ctx, e.Repository.Location)...)
 		}
 	}
-	repo := env.Repository.Location
+	repo := e.Repository.Location
 	for _, e := range x.entries {
 		for _, r := range roots {
 			if e.roots[r] {

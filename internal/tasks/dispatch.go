@@ -3,25 +3,28 @@ package tasks
 import (
 	"context"
 	"fmt"
-	"sync"
 
+	"cwm/internal/batch"
 	"cwm/internal/jsonl"
 	"cwm/internal/progress"
 	"cwm/internal/sandbox"
 	"cwm/internal/task"
 )
 
+// result is what validating a candidate decided, and the task when it
+// was verified.
 type result struct {
-	c   *candidate
-	d   decision
-	t   *task.Task
-	err error
+	c *candidate
+	d decision
+	t *task.Task
 }
 
-// dispatch validates the queue with one worker per sandbox until Max
-// tasks exist. A candidate whose function already has PerFunction tasks
+// dispatch validates the queue, one worker per sandbox, until Max tasks
+// exist. A candidate whose function already has PerFunction tasks
 // (written or in flight) waits or is skipped, so the cap holds exactly.
-func (r *mutateRun) dispatch(ctx context.Context, sbs []*sandbox.Sandbox, queue []*candidate, perFn map[string]int) error {
+// The first error stops the handing out of candidates; those running
+// finish and are recorded.
+func (r *mutateRun) dispatch(ctx context.Context, boxes []*sandbox.Sandbox, queue []*candidate, perFn map[string]int) error {
 	out, err := jsonl.Append(r.opts.Out)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", r.opts.Out, err)
@@ -37,85 +40,60 @@ func (r *mutateRun) dispatch(ctx context.Context, sbs []*sandbox.Sandbox, queue 
 	if r.opts.Max > 0 {
 		total = max(0, r.opts.Max-r.summary.Existing)
 	}
+	// The bar counts tasks written against Max, or candidates decided
+	// without one: record draws it.
 	var bar *progress.Bar // nil draws nothing
 	if r.opts.Progress != nil {
 		bar = progress.New(r.opts.Progress, "tasks mutate", total)
 	}
 	defer bar.Done()
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	jobs := make(chan *candidate)
-	results := make(chan result)
-	var wg sync.WaitGroup
-	for _, sb := range sbs {
-		w := &worker{r: r, sb: sb}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c := range jobs {
-				d, t, err := w.validate(ctx, c)
-				results <- result{c, d, t, err}
-			}
-		}()
+	workers := make([]*worker, len(boxes))
+	for i, sb := range boxes {
+		workers[i] = &worker{r: r, sb: sb}
 	}
-	defer func() {
-		close(jobs)
-		cancel()
-		go func() {
-			for range results {
-			}
-		}()
-		wg.Wait()
-		close(results)
-	}()
-
 	have := r.summary.Existing
 	inflight := map[string]int{}
-	busy := 0
+	capped := r.opts.PerFunction > 0
 	var firstErr error
-	next := 0
-	for {
-		// Skip what can no longer become a task.
-		for next < len(queue) && r.opts.PerFunction > 0 && perFn[queue[next].fn] >= r.opts.PerFunction {
-			next++
-		}
-		need := r.opts.Max == 0 || have+busy < r.opts.Max
-		var send chan *candidate
-		var c *candidate
-		if firstErr == nil && need && next < len(queue) && busy < len(sbs) {
-			c = queue[next]
-			if r.opts.PerFunction == 0 || perFn[c.fn]+inflight[c.fn] < r.opts.PerFunction {
-				send = jobs
+	err = batch.Run(ctx, queue, batch.Options[*candidate]{Workers: len(boxes),
+		Admit: func(c *candidate, running int) batch.Admission {
+			switch {
+			case firstErr != nil:
+				return batch.Stop
+			case capped && perFn[c.fn] >= r.opts.PerFunction:
+				return batch.Skip // can no longer become a task
+			case r.opts.Max > 0 && have+running >= r.opts.Max:
+				return batch.Hold // enough may be in flight
+			case capped && perFn[c.fn]+inflight[c.fn] >= r.opts.PerFunction:
+				return batch.Hold
 			}
-		}
-		if send == nil && busy == 0 {
-			break
-		}
-		select {
-		case send <- c:
-			next++
-			busy++
 			inflight[c.fn]++
-		case res := <-results:
-			busy--
-			inflight[res.c.fn]--
-			if res.err != nil {
+			return batch.Take
+		}},
+		func(ctx context.Context, w int, c *candidate) (result, error) {
+			d, t, err := workers[w].validate(ctx, c)
+			return result{c, d, t}, err
+		},
+		func(c *candidate, res result, err error) error {
+			inflight[c.fn]--
+			if err != nil {
 				if firstErr == nil {
-					firstErr = fmt.Errorf("validate %s (%s): %w", res.c.m.Desc, res.c.m.File, res.err)
+					firstErr = fmt.Errorf("validate %s (%s): %w", c.m.Desc, c.m.File, err)
 				}
-				continue
+				return nil
 			}
 			if err := r.record(res, out, dec, bar); err != nil && firstErr == nil {
 				firstErr = err
 			}
 			if res.t != nil {
 				have++
-				perFn[res.c.fn]++
+				perFn[c.fn]++
 			}
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+			return nil
+		})
+	if err != nil {
+		return err
 	}
 	return firstErr
 }

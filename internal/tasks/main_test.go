@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"cwm/internal/env"
 	"cwm/internal/envbuild"
 	"cwm/internal/sandbox"
 	"cwm/internal/sandbox/sandboxtest"
@@ -19,24 +20,32 @@ import (
 // The tests share one runtime and one $CWM_HOME; each environment is built
 // once for the whole package.
 var (
-	testRT   *sandbox.Runtime
-	testHome string
+	testSandboxes *env.Sandboxes
+	testHome      string
 )
 
 func TestMain(m *testing.M) {
-	sandboxtest.Main(m, "tasks", func(rt *sandbox.Runtime, home string) { testRT, testHome = rt, home })
+	sandboxtest.Main(m, "tasks", func(rt *sandbox.Runtime, home string) {
+		testSandboxes, testHome = env.NewSandboxes(rt), home
+	})
+}
+
+// atParent builds the environments of issue-fix tasks, as cwm tasks
+// commits does.
+func atParent(ctx context.Context, e *env.Env, rev string) (*env.Env, error) {
+	return envbuild.AtRevision(ctx, testSandboxes, e, rev, envbuild.Options{Home: testHome, Runs: 2})
 }
 
 type onceEnv struct {
 	once sync.Once
-	env  *envbuild.Env
+	env  *env.Env
 	err  error
 }
 
 var envs sync.Map // source -> *onceEnv
 
 // buildEnv builds the environment of a source once per package run.
-func buildEnv(t testing.TB, opts envbuild.Options) *envbuild.Env {
+func buildEnv(t testing.TB, opts envbuild.Options) *env.Env {
 	t.Helper()
 	v, _ := envs.LoadOrStore(opts.Source, &onceEnv{})
 	o := v.(*onceEnv)
@@ -45,8 +54,8 @@ func buildEnv(t testing.TB, opts envbuild.Options) *envbuild.Env {
 		if opts.Runs == 0 {
 			opts.Runs = 2
 		}
-		opts.Limits = envbuild.RunLimits{Timeout: 5 * time.Minute}
-		o.env, o.err = envbuild.Build(context.Background(), testRT, opts)
+		opts.Limits = env.RunLimits{Timeout: 5 * time.Minute}
+		o.env, o.err = envbuild.Build(context.Background(), testSandboxes, opts)
 		if o.err == nil && !o.env.Usable {
 			o.err = fmt.Errorf("environment of %s is not usable: %s", opts.Source, o.env.Reason)
 		}
@@ -57,7 +66,7 @@ func buildEnv(t testing.TB, opts envbuild.Options) *envbuild.Env {
 	return o.env
 }
 
-func textkitEnv(t testing.TB) *envbuild.Env {
+func textkitEnv(t testing.TB) *env.Env {
 	return buildEnv(t, envbuild.Options{Source: "../../examples/textkit"})
 }
 

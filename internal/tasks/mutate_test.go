@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"cwm/internal/env"
 	"cwm/internal/envbuild"
 	"cwm/internal/jsonl"
 	"cwm/internal/mutate"
@@ -25,11 +26,11 @@ func TestMutateTextkit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and mutates the example repository")
 	}
-	env := textkitEnv(t)
+	e := textkitEnv(t)
 	ctx := context.Background()
 	out := filepath.Join(t.TempDir(), "tasks.jsonl")
 	opts := MutateOptions{Out: out, Max: 32, PerFunction: 2, Seed: 1, Workers: 2}
-	sum, err := Mutate(ctx, testRT, env, opts)
+	sum, err := Mutate(ctx, testSandboxes, e, opts)
 	if err != nil {
 		t.Fatalf("Mutate: %v", err)
 	}
@@ -46,7 +47,7 @@ func TestMutateTextkit(t *testing.T) {
 	families := map[string]int{}
 	perFn := map[string]int{}
 	status := map[string]string{}
-	for _, b := range env.Baseline {
+	for _, b := range e.Baseline {
 		status[b.ID] = b.Status
 	}
 	lineRef := regexp.MustCompile(`\.py:\d+|line \d+`)
@@ -61,7 +62,7 @@ func TestMutateTextkit(t *testing.T) {
 				t.Errorf("%s: %s is in a list but its baseline status is %q (flaky tests belong in neither)", tk.InstanceID, id, status[id])
 			}
 		}
-		if tk.Kind != "mutate" || tk.EnvID != env.ID || tk.BaseCommit != env.Commit || tk.TestPatch != "" || tk.Validation == nil {
+		if tk.Kind != "mutate" || tk.EnvID != e.ID || tk.BaseCommit != e.Commit || tk.TestPatch != "" || tk.Validation == nil {
 			t.Errorf("%s: kind %q env %q base %q test_patch %q validation %v", tk.InstanceID, tk.Kind, tk.EnvID, tk.BaseCommit, tk.TestPatch, tk.Validation)
 		}
 		if !strings.HasPrefix(tk.InstanceID, "textkit__"+tk.Family+"-") {
@@ -82,10 +83,10 @@ func TestMutateTextkit(t *testing.T) {
 			t.Errorf("%s has %d tasks, over --per-function %d", fn, n, opts.PerFunction)
 		}
 	}
-	checkPatchesApply(t, env, tasks)
+	checkPatchesApply(t, e, tasks)
 
 	for i := 1; i <= 3; i++ {
-		verdicts, err := Validate(ctx, testRT, tasks, ValidateOptions{Home: testHome, Workers: 2})
+		verdicts, err := Validate(ctx, testSandboxes, tasks, ValidateOptions{Store: env.NewStore(testHome), Workers: 2})
 		if err != nil {
 			t.Fatalf("Validate (pass %d): %v", i, err)
 		}
@@ -99,12 +100,12 @@ func TestMutateTextkit(t *testing.T) {
 	// Resuming: the same --max finds the work done; two more tasks come
 	// from candidates not decided yet, with no duplicate (task.Load
 	// rejects duplicate ids).
-	again, err := Mutate(ctx, testRT, env, opts)
+	again, err := Mutate(ctx, testSandboxes, e, opts)
 	if err != nil || again.Written != 0 || again.Existing != len(tasks) {
 		t.Errorf("re-run with the same --max: err %v, wrote %d, existing %d; want nothing new", err, again.Written, again.Existing)
 	}
 	opts.Max = len(tasks) + 2
-	more, err := Mutate(ctx, testRT, env, opts)
+	more, err := Mutate(ctx, testSandboxes, e, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,10 +121,10 @@ func TestMutateTextkit(t *testing.T) {
 // checkPatchesApply checks, with git on a clone of the environment's
 // repository, that every bug_patch applies to the environment's revision
 // and that patch then applies with git apply and restores it exactly.
-func checkPatchesApply(t *testing.T, env *envbuild.Env, tasks []task.Task) {
+func checkPatchesApply(t *testing.T, e *env.Env, tasks []task.Task) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "repo")
-	git(t, ".", "clone", "-q", filepath.Join(env.Layer(), "repo"), dir)
+	git(t, ".", "clone", "-q", filepath.Join(e.LayerDir(), "repo"), dir)
 	for _, tk := range tasks {
 		for _, p := range []struct{ name, text string }{{"bug_patch", tk.BugPatch}, {"patch", tk.Patch}} {
 			f := filepath.Join(t.TempDir(), p.name)
@@ -150,9 +151,9 @@ func checkPatchesApply(t *testing.T, env *envbuild.Env, tasks []task.Task) {
 // its module's import are rejected with their reasons, and the run goes
 // on to verify the others.
 func TestHazards(t *testing.T) {
-	env := buildEnv(t, envbuild.Options{Source: "testdata/hazards"})
+	e := buildEnv(t, envbuild.Options{Source: "testdata/hazards"})
 	out := filepath.Join(t.TempDir(), "tasks.jsonl")
-	sum, err := Mutate(context.Background(), testRT, env, MutateOptions{Out: out, Seed: 1, Workers: 2,
+	sum, err := Mutate(context.Background(), testSandboxes, e, MutateOptions{Out: out, Seed: 1, Workers: 2,
 		Families: []string{mutate.Functions, mutate.Statements, mutate.Operators}, TimeoutFactor: 2})
 	if err != nil {
 		t.Fatalf("Mutate: %v", err)

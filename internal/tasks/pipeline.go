@@ -8,13 +8,13 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
+	"path"
 	"sort"
 	"sync"
 	"time"
 
-	"cwm/internal/envbuild"
+	"cwm/internal/env"
+	"cwm/internal/errkind"
 	"cwm/internal/jsonl"
 	"cwm/internal/mutate"
 	"cwm/internal/sandbox"
@@ -41,8 +41,12 @@ type MutateOptions struct {
 	// Workers validate candidates at once, each in its own sandbox
 	// (default 1).
 	Workers int
+	// Coverage is the environment's test-to-code map, which decides what
+	// is mutated and which tests run first; nil reads the stored one
+	// (envbuild.EnsureCoverage computes it when the build did not).
+	Coverage *env.Coverage
 	// Functions, when set, restricts the run to the covered functions
-	// these queries name (see envbuild.Coverage.FindFunctions).
+	// these queries name (see env.Coverage.FindFunctions).
 	Functions []string
 	// PerOperator caps the sites of one operator in one function (default 8).
 	PerOperator int
@@ -90,7 +94,7 @@ type Summary struct {
 
 // mutateRun is the state one Mutate call shares between its workers.
 type mutateRun struct {
-	env      *envbuild.Env
+	env      *env.Env
 	opts     MutateOptions
 	repo     string
 	budget   budget
@@ -114,8 +118,9 @@ func (r *mutateRun) countBroke(family string) {
 	r.mu.Unlock()
 }
 
-// Mutate makes mutate-fix tasks from env and appends them to opts.Out.
-func Mutate(ctx context.Context, rt *sandbox.Runtime, env *envbuild.Env, opts MutateOptions) (*Summary, error) {
+// Mutate makes mutate-fix tasks from e, in sandboxes of sbs, and appends
+// them to opts.Out.
+func Mutate(ctx context.Context, sbs *env.Sandboxes, e *env.Env, opts MutateOptions) (*Summary, error) {
 	start := time.Now()
 	if opts.Workers < 1 {
 		opts.Workers = 1
@@ -123,44 +128,48 @@ func Mutate(ctx context.Context, rt *sandbox.Runtime, env *envbuild.Env, opts Mu
 	if len(opts.Families) == 0 {
 		opts.Families = mutate.Families
 	}
-	if !env.Usable {
-		return nil, fmt.Errorf("environment %s is not usable: %s", env.ID, env.Reason)
+	if !e.Usable {
+		return nil, errkind.Errorf(errkind.Input, "environment %s is not usable: %s", e.ID, e.Reason)
 	}
-	cov, err := envbuild.EnsureCoverage(ctx, rt, env)
-	if err != nil {
-		return nil, fmt.Errorf("test-to-code map of %s: %w", env.ID, err)
+	cov := opts.Coverage
+	if cov == nil {
+		var err error
+		if cov, err = env.LoadCoverage(e); err != nil {
+			return nil, fmt.Errorf("test-to-code map of %s: %w", e.ID, err)
+		}
 	}
-	r := &mutateRun{env: env, opts: opts, repo: RepoName(env), budget: newBudget(env, opts.TimeoutFactor),
+	r := &mutateRun{env: e, opts: opts, repo: RepoName(e), budget: newBudget(e, opts.TimeoutFactor),
 		baseline: map[string]string{}, probes: map[string]*importProbe{},
 		summary: &Summary{Families: map[string]*FamilyCounts{}, Rejected: map[string]int{}}}
 	for _, f := range mutate.AllFamilies {
 		r.summary.Families[f] = &FamilyCounts{}
 	}
-	for _, t := range env.Baseline {
+	for _, t := range e.Baseline {
 		r.baseline[t.ID] = t.Status
 	}
-	r.verifier = newVerifier(env, r.budget, !opts.FullSuite)
+	r.verifier = newVerifier(e, r.budget, !opts.FullSuite)
 
-	sbs := make([]*sandbox.Sandbox, opts.Workers)
+	boxes := make([]*sandbox.Sandbox, opts.Workers)
 	defer func() {
-		for _, sb := range sbs {
+		for _, sb := range boxes {
 			if sb != nil {
 				sb.Close()
 			}
 		}
 	}()
-	for i := range sbs {
-		if sbs[i], err = rt.New(ctx, env.SandboxConfig()); err != nil {
-			return nil, fmt.Errorf("start sandbox on %s: %w", env.ID, err)
+	for i := range boxes {
+		var err error
+		if boxes[i], err = sbs.Open(ctx, e); err != nil {
+			return nil, err
 		}
 	}
 	if opts.Exclude != nil {
-		if err := opts.Exclude.Check(ctx, sbs[0], env); err != nil {
+		if err := opts.Exclude.Check(ctx, boxes[0], e); err != nil {
 			return nil, err
 		}
 	}
 
-	cands, err := r.candidates(ctx, sbs[0], cov)
+	cands, err := r.candidates(ctx, boxes[0], cov)
 	if err != nil {
 		return nil, err
 	}
@@ -180,14 +189,14 @@ func Mutate(ctx context.Context, rt *sandbox.Runtime, env *envbuild.Env, opts Mu
 		}()
 		go func() {
 			defer close(r.goldReady)
-			r.goldErr = r.sessionGold(gctx, rt)
+			r.goldErr = r.sessionGold(gctx, sbs)
 		}()
 	} else {
-		r.stable = env.Passing()
-		r.leftOut = len(env.Baseline) - len(r.stable)
+		r.stable = e.Passing()
+		r.leftOut = len(e.Baseline) - len(r.stable)
 		close(r.goldReady)
 	}
-	if err := r.dispatch(ctx, sbs, queue, perFn); err != nil {
+	if err := r.dispatch(ctx, boxes, queue, perFn); err != nil {
 		return r.summary, err
 	}
 	r.summary.Seconds = roundSecs(time.Since(start))
@@ -197,25 +206,25 @@ func Mutate(ctx context.Context, rt *sandbox.Runtime, env *envbuild.Env, opts Mu
 // sessionGold runs the whole suite twice, at once in two sandboxes, on
 // the environment's tree: the gold tree of every mutate-fix task. Passing
 // tests that do not pass in both runs join the flaky ones in neither list.
-func (r *mutateRun) sessionGold(ctx context.Context, rt *sandbox.Runtime) error {
+func (r *mutateRun) sessionGold(ctx context.Context, sbs *env.Sandboxes) error {
 	t0 := time.Now()
-	sbs := make([]*sandbox.Sandbox, 2)
-	for i := range sbs {
-		sb, err := rt.New(ctx, r.env.SandboxConfig())
+	boxes := make([]*sandbox.Sandbox, 2)
+	for i := range boxes {
+		sb, err := sbs.Open(ctx, r.env)
 		if err != nil {
-			return fmt.Errorf("start sandbox on %s: %w", r.env.ID, err)
+			return err
 		}
 		defer sb.Close()
-		sbs[i] = sb
+		boxes[i] = sb
 	}
-	tree, _, err := treeHash(ctx, sbs[0])
+	tree, _, err := treeHash(ctx, boxes[0])
 	if err != nil {
 		return err
 	}
 	reps := make([]*testrun.Report, 2)
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
-	for i, sb := range sbs {
+	for i, sb := range boxes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -246,12 +255,12 @@ func (r *mutateRun) sessionGold(ctx context.Context, rt *sandbox.Runtime) error 
 
 // candidates asks mutate.py for the mutants of the covered functions of
 // this shard and turns them into candidates, in the seed's order.
-func (r *mutateRun) candidates(ctx context.Context, sb *sandbox.Sandbox, cov *envbuild.Coverage) ([]*candidate, error) {
-	testsOf := map[envbuild.FuncRef][]string{}
+func (r *mutateRun) candidates(ctx context.Context, sb *sandbox.Sandbox, cov *env.Coverage) ([]*candidate, error) {
+	testsOf := map[env.FuncRef][]string{}
 	for _, fc := range cov.Functions() {
 		testsOf[fc.Func] = fc.Tests
 	}
-	wanted := map[envbuild.FuncRef]bool{}
+	wanted := map[env.FuncRef]bool{}
 	if len(r.opts.Functions) > 0 {
 		for _, q := range r.opts.Functions {
 			refs := cov.FindFunctions(q)
@@ -282,7 +291,7 @@ func (r *mutateRun) candidates(ctx context.Context, sb *sandbox.Sandbox, cov *en
 			return true
 		}
 		for _, a := range affects {
-			if wanted[envbuild.FuncRef{File: file, Name: a.Name, Line: a.Line}] {
+			if wanted[env.FuncRef{File: file, Name: a.Name, Line: a.Line}] {
 				return true
 			}
 		}
@@ -339,7 +348,8 @@ func (r *mutateRun) candidates(ctx context.Context, sb *sandbox.Sandbox, cov *en
 		}
 		src, ok := sources[m.File]
 		if !ok {
-			if src, err = os.ReadFile(filepath.Join(r.env.Layer(), "repo", filepath.FromSlash(m.File))); err != nil {
+			// sb holds the environment's tree: mutate.py only reads it.
+			if src, err = sb.ReadFile(ctx, path.Join(env.RepoRoot, m.File), maxSourceBytes); err != nil {
 				return nil, fmt.Errorf("read %s of %s: %w", m.File, r.env.ID, err)
 			}
 			sources[m.File] = src
@@ -357,7 +367,7 @@ func (r *mutateRun) candidates(ctx context.Context, sb *sandbox.Sandbox, cov *en
 		seen[key] = true
 		var lists [][]string
 		for _, a := range m.Affects {
-			lists = append(lists, testsOf[envbuild.FuncRef{File: m.File, Name: a.Name, Line: a.Line}])
+			lists = append(lists, testsOf[env.FuncRef{File: m.File, Name: a.Name, Line: a.Line}])
 		}
 		out = append(out, &candidate{m: m, key: key, mutated: mutated, tests: unionTests(lists...),
 			fn: m.File + "::" + m.Function, id: instanceID(r.repo, m.Family, key[:12])})
@@ -375,6 +385,9 @@ func (r *mutateRun) candidates(ctx context.Context, sb *sandbox.Sandbox, cov *en
 	}
 	return kept, nil
 }
+
+// maxSourceBytes bounds a source file read to mutate it.
+const maxSourceBytes = 64 << 20
 
 // order shuffles each family's candidates with the seed and interleaves
 // the families, so that a run stopped by --max still covers all of them.

@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"cwm/internal/envbuild"
+	"cwm/internal/env"
 	"cwm/internal/sandbox"
 	"cwm/internal/testrun"
 )
@@ -154,13 +154,13 @@ type budget struct {
 	floor    time.Duration
 }
 
-func newBudget(env *envbuild.Env, factor float64) budget {
+func newBudget(e *env.Env, factor float64) budget {
 	if factor <= 0 {
 		factor = 3
 	}
 	b := budget{perTest: map[string]float64{}, factor: factor, floor: 5 * time.Second}
 	var inTests float64
-	for _, t := range env.Baseline {
+	for _, t := range e.Baseline {
 		m := 0.0
 		for _, s := range t.Seconds {
 			m = max(m, s)
@@ -168,7 +168,7 @@ func newBudget(env *envbuild.Env, factor float64) budget {
 		b.perTest[t.ID] = m
 		inTests += m
 	}
-	for _, r := range env.Runs {
+	for _, r := range e.Runs {
 		b.total = max(b.total, r.Seconds)
 	}
 	b.overhead = max(0, b.total-inTests)
@@ -189,9 +189,9 @@ func (b budget) timeout(ids []string) time.Duration {
 }
 
 // runTests runs ids (nil: the whole suite) in sb.
-func runTests(ctx context.Context, sb *sandbox.Sandbox, env *envbuild.Env, ids []string, timeout time.Duration) (*testrun.Report, error) {
-	rep, err := testrun.Run(ctx, sb, env.TestCommand, testrun.Options{IDs: ids, Timeout: timeout,
-		PythonVersion: env.Python, OutputLimit: env.Limits.Output})
+func runTests(ctx context.Context, sb *sandbox.Sandbox, e *env.Env, ids []string, timeout time.Duration) (*testrun.Report, error) {
+	rep, err := testrun.Run(ctx, sb, e.TestCommand, testrun.Options{IDs: ids, Timeout: timeout,
+		PythonVersion: e.Python, OutputLimit: e.Limits.Output})
 	if err != nil {
 		return nil, fmt.Errorf("run tests: %w", err)
 	}
@@ -223,11 +223,11 @@ func failed(o testrun.Outcome) bool { return o == testrun.Fail || o == testrun.E
 
 // RepoName is the SWE-bench "repo" of an environment: owner/name when its
 // source is a URL with both, else the environment's name.
-func RepoName(env *envbuild.Env) string {
-	if owner, name := ownerName(env.Repository.Location); owner != "" {
+func RepoName(e *env.Env) string {
+	if owner, name := ownerName(e.Repository.Location); owner != "" {
 		return owner + "/" + name
 	}
-	return env.Name
+	return e.Name
 }
 
 // ownerName takes "owner" and "name" from a repository URL (https, ssh,

@@ -11,7 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"cwm/internal/envbuild"
+	"cwm/internal/env"
+	"cwm/internal/env/envtest"
 	"cwm/internal/mutate"
 	"cwm/internal/shard"
 	"cwm/internal/testrun"
@@ -66,11 +67,11 @@ func TestProblemStatement(t *testing.T) {
 }
 
 func TestBudget(t *testing.T) {
-	env := &envbuild.Env{
-		Baseline: []envbuild.TestResult{{ID: "a", Seconds: []float64{1, 2}}, {ID: "b", Seconds: []float64{0.5, 0.5}}},
-		Runs:     []envbuild.RunRecord{{Seconds: 3.5}, {Seconds: 3}},
+	e := &env.Env{
+		Baseline: []env.TestResult{{ID: "a", Seconds: []float64{1, 2}}, {ID: "b", Seconds: []float64{0.5, 0.5}}},
+		Runs:     []env.RunRecord{{Seconds: 3.5}, {Seconds: 3}},
 	}
-	b := newBudget(env, 2)
+	b := newBudget(e, 2)
 	cases := []struct {
 		ids  []string
 		want time.Duration
@@ -88,15 +89,15 @@ func TestBudget(t *testing.T) {
 }
 
 func TestStableTests(t *testing.T) {
-	env := &envbuild.Env{Baseline: []envbuild.TestResult{
-		{ID: "a", Status: "pass"}, {ID: "b", Status: envbuild.Flaky}, {ID: "c", Status: "pass"},
+	e := &env.Env{Baseline: []env.TestResult{
+		{ID: "a", Status: "pass"}, {ID: "b", Status: env.Flaky}, {ID: "c", Status: "pass"},
 		{ID: "d", Status: "skip"}, {ID: "e", Status: "fail"},
 	}}
 	reps := []*testrun.Report{
 		{Tests: []testrun.Test{{ID: "a", Outcome: testrun.Pass}, {ID: "b", Outcome: testrun.Pass}, {ID: "c", Outcome: testrun.Pass}}},
 		{Tests: []testrun.Test{{ID: "a", Outcome: testrun.Pass}, {ID: "b", Outcome: testrun.Pass}, {ID: "c", Outcome: testrun.Fail}}},
 	}
-	stable, bad := stableTests(env, reps)
+	stable, bad := stableTests(e, reps)
 	if diff := cmp.Diff([]string{"a"}, stable); diff != "" {
 		t.Errorf("stable tests (-want +got):\n%s", diff)
 	}
@@ -128,7 +129,7 @@ func TestOrderInterleavesFamilies(t *testing.T) {
 
 func TestModuleName(t *testing.T) {
 	layer := t.TempDir()
-	writeFiles(t, filepath.Join(layer, "repo"), map[string]string{
+	writeFiles(t, filepath.Join(layer, "layer", "repo"), map[string]string{
 		"pkg/__init__.py": "", "pkg/sub/__init__.py": "", "pkg/sub/m.py": "",
 		"src/lib/__init__.py": "", "src/lib/x.py": "", "tool.py": "",
 	})
@@ -139,9 +140,15 @@ func TestModuleName(t *testing.T) {
 		{"tool.py", "tool", "/repo"},
 		{"README.md", "", ""},
 	}
+	e := envtest.Put(t, t.TempDir(), "modules", filepath.Join(layer, "layer"))
+	sb, err := testSandboxes.Open(context.Background(), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
 	for _, c := range cases {
-		m, r := moduleName(layer, c.file)
-		if m != c.module || r != c.root {
+		m, r, err := moduleName(context.Background(), sb, c.file)
+		if err != nil || m != c.module || r != c.root {
 			t.Errorf("moduleName(%q) = %q, %q; want %q, %q", c.file, m, r, c.module, c.root)
 		}
 	}
@@ -152,14 +159,14 @@ func TestModuleName(t *testing.T) {
 // 3: "Repositories of the evaluation set (SWE-bench) and their forks are
 // excluded (decontamination)."
 func TestDecontamination(t *testing.T) {
-	env, repo := calcEnv(t)
+	e, repo := calcEnv(t)
 	ctx := context.Background()
-	sb, err := testRT.New(ctx, env.SandboxConfig())
+	sb, err := testSandboxes.Open(ctx, e)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sb.Close()
-	if err := DefaultExclusions().Check(ctx, sb, env); err != nil {
+	if err := DefaultExclusions().Check(ctx, sb, e); err != nil {
 		t.Errorf("calc is not a SWE-bench repository, but Check says %v", err)
 	}
 	if n := len(DefaultExclusions().entries); n != 12 {
@@ -195,7 +202,7 @@ func TestDecontamination(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = x.Check(ctx, sb, env)
+			err = x.Check(ctx, sb, e)
 			var ex *ExcludedError
 			switch {
 			case c.how == "" && err != nil:
@@ -213,19 +220,19 @@ func TestDecontamination(t *testing.T) {
 // TestCandidatesDeterministic: the same seed gives the same candidates in
 // the same order; shards split the functions without overlap.
 func TestCandidatesDeterministic(t *testing.T) {
-	env := textkitEnv(t)
+	e := textkitEnv(t)
 	ctx := context.Background()
-	cov, err := envbuild.LoadCoverage(env)
+	cov, err := env.LoadCoverage(e)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb, err := testRT.New(ctx, env.SandboxConfig())
+	sb, err := testSandboxes.Open(ctx, e)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sb.Close()
 	keys := func(seed int64, sh shard.Shard) []string {
-		r := &mutateRun{env: env, repo: "textkit", opts: MutateOptions{Seed: seed, Shard: sh, Families: mutate.Families},
+		r := &mutateRun{env: e, repo: "textkit", opts: MutateOptions{Seed: seed, Shard: sh, Families: mutate.Families},
 			summary: &Summary{Families: map[string]*FamilyCounts{}}}
 		for _, f := range mutate.AllFamilies {
 			r.summary.Families[f] = &FamilyCounts{}

@@ -4,26 +4,30 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
-	"cwm/internal/envbuild"
+	"cwm/internal/batch"
+	"cwm/internal/env"
 	"cwm/internal/progress"
 	"cwm/internal/sandbox"
+	"cwm/internal/shard"
 	"cwm/internal/task"
 )
 
 // ValidateOptions configure Validate.
 type ValidateOptions struct {
-	// Home is $CWM_HOME, where the tasks' environments are.
-	Home string
-	// Workers check tasks at once (default 1).
+	// Store holds the tasks' environments.
+	Store *env.Store
+	// Workers check tasks at once (default 1), each in sandboxes of its
+	// own.
 	Workers int
 	// Runs is how many times each check runs (default 1).
 	Runs int
 	// TimeoutFactor as in MutateOptions.
 	TimeoutFactor float64
-	Progress      io.Writer
+	// Shard takes the tasks whose instance id falls in it (default all).
+	Shard    shard.Shard
+	Progress io.Writer
 }
 
 // Verdict says whether one task holds.
@@ -36,92 +40,84 @@ type Verdict struct {
 	Seconds    float64  `json:"seconds"`
 }
 
-// Validate re-verifies tasks on their environments: the buggy tree fails
-// every FAIL_TO_PASS test (a no-op patch does not resolve the task), and
-// the gold tree passes every FAIL_TO_PASS and PASS_TO_PASS test. A task
-// that does not hold is a Verdict with its problem; the error is for
-// failures of cwm.
-func Validate(ctx context.Context, rt *sandbox.Runtime, tasks []task.Task, opts ValidateOptions) ([]Verdict, error) {
+// Validate re-verifies tasks on their environments, in sandboxes of sbs:
+// the buggy tree fails every FAIL_TO_PASS test (a no-op patch does not
+// resolve the task), and the gold tree passes every FAIL_TO_PASS and
+// PASS_TO_PASS test. It returns a verdict per task of opts.Shard, in the
+// tasks' order. A task that does not hold is a Verdict with its problem;
+// the error is for failures of cwm.
+func Validate(ctx context.Context, sbs *env.Sandboxes, tasks []task.Task, opts ValidateOptions) ([]Verdict, error) {
 	if opts.Workers < 1 {
 		opts.Workers = 1
 	}
 	if opts.Runs < 1 {
 		opts.Runs = 1
 	}
-	store := envbuild.NewStore(opts.Home)
+	var mine []*task.Task
+	for i := range tasks {
+		if opts.Shard.Has(tasks[i].InstanceID) {
+			mine = append(mine, &tasks[i])
+		}
+	}
 	verifiers := map[string]*verifier{}
-	for _, t := range tasks {
+	for _, t := range mine {
 		if _, ok := verifiers[t.EnvID]; ok {
 			continue
 		}
-		if env := store.Get(t.EnvID); env != nil {
-			verifiers[t.EnvID] = newVerifier(env, newBudget(env, opts.TimeoutFactor), true)
+		if e := opts.Store.Get(t.EnvID); e != nil {
+			verifiers[t.EnvID] = newVerifier(e, newBudget(e, opts.TimeoutFactor), true)
 		} else {
 			verifiers[t.EnvID] = nil
 		}
 	}
-	verdicts := make([]Verdict, len(tasks))
 	var bar *progress.Bar // nil draws nothing
 	if opts.Progress != nil {
-		bar = progress.New(opts.Progress, "tasks validate", len(tasks))
+		bar = progress.New(opts.Progress, "tasks validate", len(mine))
 	}
 	defer bar.Done()
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	for w := 0; w < opts.Workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sbs := map[string]*sandbox.Sandbox{}
-			defer func() {
-				for _, sb := range sbs {
-					sb.Close()
-				}
-			}()
-			for i := range jobs {
-				v, err := validateOne(ctx, rt, sbs, verifiers, &tasks[i], opts.Runs)
-				if err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = fmt.Errorf("validate %s: %w", tasks[i].InstanceID, err)
-						cancel()
-					}
-					mu.Unlock()
-					continue
-				}
-				verdicts[i] = v
-				if v.OK {
-					bar.Count("ok")
-				} else {
-					bar.Count("failed")
-				}
-				bar.Add(1)
+	// Each worker keeps a sandbox per environment, reset between tasks.
+	boxes := make([]map[string]*sandbox.Sandbox, opts.Workers)
+	defer func() {
+		for _, m := range boxes {
+			for _, sb := range m {
+				sb.Close()
 			}
-		}()
-	}
-	for i := range tasks {
-		select {
-		case jobs <- i:
-		case <-ctx.Done():
 		}
-		if ctx.Err() != nil {
-			break
-		}
+	}()
+	verdicts := make([]Verdict, len(mine))
+	order := make(map[*task.Task]int, len(mine))
+	for i, t := range mine {
+		order[t] = i
 	}
-	close(jobs)
-	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
+	err := batch.Run(ctx, mine, batch.Options[*task.Task]{Workers: opts.Workers, Progress: bar},
+		func(ctx context.Context, w int, t *task.Task) (Verdict, error) {
+			if boxes[w] == nil {
+				boxes[w] = map[string]*sandbox.Sandbox{}
+			}
+			return validateOne(ctx, sbs, boxes[w], verifiers, t, opts.Runs)
+		},
+		func(t *task.Task, v Verdict, err error) error {
+			if err != nil {
+				return fmt.Errorf("validate %s: %w", t.InstanceID, err)
+			}
+			verdicts[order[t]] = v
+			if v.OK {
+				bar.Count("ok")
+			} else {
+				bar.Count("failed")
+			}
+			return nil
+		})
+	if err != nil {
+		return nil, err
 	}
-	return verdicts, ctx.Err()
+	return verdicts, nil
 }
 
-func validateOne(ctx context.Context, rt *sandbox.Runtime, sbs map[string]*sandbox.Sandbox, verifiers map[string]*verifier, t *task.Task, runs int) (Verdict, error) {
+// validateOne checks t in a sandbox of boxes (one per environment, made
+// as needed).
+func validateOne(ctx context.Context, sbs *env.Sandboxes, boxes map[string]*sandbox.Sandbox, verifiers map[string]*verifier, t *task.Task, runs int) (Verdict, error) {
 	start := time.Now()
 	out := Verdict{InstanceID: t.InstanceID}
 	v := verifiers[t.EnvID]
@@ -133,13 +129,13 @@ func validateOne(ctx context.Context, rt *sandbox.Runtime, sbs map[string]*sandb
 		out.Problem = "FAIL_TO_PASS is empty"
 		return out, nil
 	}
-	sb := sbs[t.EnvID]
+	sb := boxes[t.EnvID]
 	if sb == nil {
 		var err error
-		if sb, err = rt.New(ctx, v.env.SandboxConfig()); err != nil {
-			return out, fmt.Errorf("start sandbox on %s: %w", t.EnvID, err)
+		if sb, err = sbs.Open(ctx, v.env); err != nil {
+			return out, err
 		}
-		sbs[t.EnvID] = sb
+		boxes[t.EnvID] = sb
 	}
 	var vd verdict
 	for run := 1; run <= runs && vd.problem == ""; run++ {

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"cwm/internal/envbuild"
+	"cwm/internal/env"
 	"cwm/internal/sandbox"
 	"cwm/internal/task"
 	"cwm/internal/testrun"
@@ -27,7 +27,7 @@ import (
 // task of a session instead of two per task. With shareGold false every
 // gold check runs the whole suite itself.
 type verifier struct {
-	env       *envbuild.Env
+	env       *env.Env
 	budget    budget
 	shareGold bool
 
@@ -43,8 +43,8 @@ type goldRuns struct {
 	err   error
 }
 
-func newVerifier(env *envbuild.Env, b budget, shareGold bool) *verifier {
-	return &verifier{env: env, budget: b, shareGold: shareGold, gold: map[string]*goldRuns{}}
+func newVerifier(e *env.Env, b budget, shareGold bool) *verifier {
+	return &verifier{env: e, budget: b, shareGold: shareGold, gold: map[string]*goldRuns{}}
 }
 
 // verdict is the outcome of checks on one task: the checks that passed,
@@ -321,18 +321,18 @@ func isDone(c chan struct{}) bool {
 // stableTests are the tests that may go in FAIL_TO_PASS or PASS_TO_PASS:
 // passing in every baseline run (so never flaky) and in every one of reps,
 // runs of the same tree made now. The others are returned as unstable.
-func stableTests(env *envbuild.Env, reps []*testrun.Report) ([]string, map[string]bool) {
+func stableTests(e *env.Env, reps []*testrun.Report) ([]string, map[string]bool) {
 	bad := map[string]bool{}
 	for _, rep := range reps {
 		got := outcomes(rep)
-		for _, id := range env.Passing() {
+		for _, id := range e.Passing() {
 			if got[id].Outcome != testrun.Pass {
 				bad[id] = true
 			}
 		}
 	}
 	var stable []string
-	for _, id := range env.Passing() {
+	for _, id := range e.Passing() {
 		if !bad[id] {
 			stable = append(stable, id)
 		}

@@ -12,6 +12,8 @@ import (
 	"runtime"
 	"time"
 
+	"cwm/internal/batch"
+	"cwm/internal/env"
 	"cwm/internal/sandbox"
 	"cwm/internal/testrun"
 )
@@ -40,7 +42,8 @@ type RepoOptions struct {
 	Caps
 	// Root is the repository inside the sandbox (/repo).
 	Root string
-	// PythonVersion is the environment's Python ("3.11"), for unittest.
+	// PythonVersion is the Python of the tests ("3.11"), for unittest
+	// (default: the environment's).
 	PythonVersion string
 	// Log receives a line per batch; nil discards them.
 	Log *slog.Logger
@@ -82,16 +85,18 @@ type RawTest struct {
 	frames  []wireFrame
 }
 
-// TraceTests records the tests ids of the command cmd in sandboxes of
-// configuration cfg (an environment's) and calls emit with each recording,
-// in the order of ids. A test that could not be recorded (its run crashed
-// or timed out) is a RawTest with status Error, not an error; TraceTests
-// fails only when sandboxes cannot be run, ctx ends or emit fails.
-func TraceTests(ctx context.Context, rt *sandbox.Runtime, cfg sandbox.Config, cmd testrun.Command,
-	ids []string, opts RepoOptions, emit func(*RawTest) error) error {
+// TraceTests records the tests ids of environment e, in sandboxes of sbs
+// on it, and calls emit with each recording, in the order of ids. A test
+// that could not be recorded (its run crashed or timed out) is a RawTest
+// with status Error, not an error; TraceTests fails only when sandboxes
+// cannot be run, ctx ends or emit fails.
+func TraceTests(ctx context.Context, sbs *env.Sandboxes, e *env.Env, ids []string, opts RepoOptions, emit func(*RawTest) error) error {
 	opts = opts.withDefaults()
+	if opts.PythonVersion == "" {
+		opts.PythonVersion = e.Python
+	}
 	var batches [][]string
-	if cmd.Framework == testrun.Shell {
+	if e.TestCommand.Framework == testrun.Shell {
 		// cwm cannot choose tests of a command it does not understand: the
 		// whole command runs once, and the tests asked for are kept.
 		batches = [][]string{ids}
@@ -100,64 +105,33 @@ func TraceTests(ctx context.Context, rt *sandbox.Runtime, cfg sandbox.Config, cm
 			batches = append(batches, ids[i:min(i+opts.Batch, len(ids))])
 		}
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type batchResult struct {
-		tests []*RawTest
-		err   error
-	}
-	results := make([]chan batchResult, len(batches))
-	for i := range results {
-		results[i] = make(chan batchResult, 1)
-	}
-	next := make(chan int)
-	for range min(opts.Workers, len(batches)) {
-		go func() {
-			for i := range next {
-				tests, err := runBatch(ctx, rt, cfg, cmd, batches[i], opts)
-				results[i] <- batchResult{tests, err}
-			}
-		}()
-	}
-	go func() {
-		defer close(next)
-		for i := range batches {
-			select {
-			case next <- i:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
 	// Emitted in the order of the batches, whichever finishes first.
-	for i := range batches {
-		var r batchResult
-		select {
-		case r = <-results[i]:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		if r.err != nil {
-			return r.err
-		}
-		for _, t := range r.tests {
-			if err := emit(t); err != nil {
+	return batch.Run(ctx, batches, batch.Options[[]string]{Workers: opts.Workers, InOrder: true},
+		func(ctx context.Context, _ int, ids []string) ([]*RawTest, error) {
+			return runBatch(ctx, sbs, e, ids, opts)
+		},
+		func(_ []string, tests []*RawTest, err error) error {
+			if err != nil {
 				return err
 			}
-		}
-	}
-	return nil
+			for _, t := range tests {
+				if err := emit(t); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 }
 
 const repoOut = "/tmp/cwmtrace/out.jsonl"
 
 // runBatch records one batch of tests in a fresh sandbox.
-func runBatch(ctx context.Context, rt *sandbox.Runtime, cfg sandbox.Config, cmd testrun.Command,
-	ids []string, opts RepoOptions) ([]*RawTest, error) {
+func runBatch(ctx context.Context, sbs *env.Sandboxes, e *env.Env, ids []string, opts RepoOptions) ([]*RawTest, error) {
 	start := time.Now()
-	s, err := rt.New(ctx, cfg)
+	cmd := e.TestCommand
+	s, err := sbs.Open(ctx, e)
 	if err != nil {
-		return nil, fmt.Errorf("start a sandbox to trace tests: %w", err)
+		return nil, fmt.Errorf("trace tests: %w", err)
 	}
 	defer s.Close()
 	if err := installPy(ctx, s); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"cwm/internal/env"
 	"cwm/internal/envbuild"
 	"cwm/internal/trace"
 )
@@ -20,12 +21,12 @@ import (
 // tests, made once for every repository test.
 var textkit struct {
 	once  sync.Once
-	env   *envbuild.Env
+	env   *env.Env
 	tests []*RawTest
 	err   error
 }
 
-func textkitRecordings(t *testing.T) (*envbuild.Env, []*RawTest) {
+func textkitRecordings(t *testing.T) (*env.Env, []*RawTest) {
 	t.Helper()
 	rt := testRuntime(t)
 	textkit.once.Do(func() {
@@ -33,7 +34,7 @@ func textkitRecordings(t *testing.T) (*envbuild.Env, []*RawTest) {
 		if textkit.err = os.CopyFS(src, os.DirFS("../../examples/textkit")); textkit.err != nil {
 			return
 		}
-		textkit.env, textkit.err = envbuild.Build(context.Background(), rt,
+		textkit.env, textkit.err = envbuild.Build(context.Background(), env.NewSandboxes(rt),
 			envbuild.Options{Home: shared.home, Source: src, Runs: 1})
 		if textkit.err != nil {
 			return
@@ -46,20 +47,19 @@ func textkitRecordings(t *testing.T) (*envbuild.Env, []*RawTest) {
 	return textkit.env, textkit.tests
 }
 
-func recordTests(env *envbuild.Env, opts RepoOptions) ([]*RawTest, error) {
+func recordTests(e *env.Env, opts RepoOptions) ([]*RawTest, error) {
 	var out []*RawTest
-	opts.PythonVersion = env.Python
-	err := TraceTests(context.Background(), shared.rt, env.SandboxConfig(), env.TestCommand, env.Passing(), opts,
+	err := TraceTests(context.Background(), env.NewSandboxes(shared.rt), e, e.Passing(), opts,
 		func(r *RawTest) error { out = append(out, r); return nil })
 	return out, err
 }
 
-func layerSource(env *envbuild.Env) func(string) ([]byte, error) {
-	return func(rel string) ([]byte, error) { return os.ReadFile(filepath.Join(env.Layer(), "repo", rel)) }
+func layerSource(e *env.Env) func(string) ([]byte, error) {
+	return func(rel string) ([]byte, error) { return os.ReadFile(filepath.Join(e.LayerDir(), "repo", rel)) }
 }
 
-func cutAll(env *envbuild.Env, tests []*RawTest, opts EpisodeOptions) []Episode {
-	opts.Source = layerSource(env)
+func cutAll(e *env.Env, tests []*RawTest, opts EpisodeOptions) []Episode {
+	opts.Source = layerSource(e)
 	var out []Episode
 	for _, r := range tests {
 		out = append(out, Cut(r, opts)...)
@@ -70,16 +70,16 @@ func cutAll(env *envbuild.Env, tests []*RawTest, opts EpisodeOptions) []Episode 
 // TestRepoEpisodes checks every episode of the example repository: each
 // complete one parses strictly and validates, and its frames are its text.
 func TestRepoEpisodes(t *testing.T) {
-	env, tests := textkitRecordings(t)
-	if len(tests) != len(env.Passing()) {
-		t.Fatalf("%d recordings for %d passing tests", len(tests), len(env.Passing()))
+	e, tests := textkitRecordings(t)
+	if len(tests) != len(e.Passing()) {
+		t.Fatalf("%d recordings for %d passing tests", len(tests), len(e.Passing()))
 	}
 	for _, r := range tests {
 		if r.Status != OK {
 			t.Errorf("%s: recording %s (%s)", r.Test, r.Status, r.Error)
 		}
 	}
-	eps := cutAll(env, tests, EpisodeOptions{MaxDepth: 2, StepIn: 0.5, Seed: 1})
+	eps := cutAll(e, tests, EpisodeOptions{MaxDepth: 2, StepIn: 0.5, Seed: 1})
 	counts := map[Status]int{}
 	for _, ep := range eps {
 		counts[ep.Status]++
@@ -117,18 +117,18 @@ func TestRepoEpisodes(t *testing.T) {
 // both recordings with the same seed: the episodes are the same bytes.
 // Another seed gives other episodes.
 func TestRepoSameSeed(t *testing.T) {
-	env, tests := textkitRecordings(t)
-	again, err := recordTests(env, RepoOptions{Workers: 1})
+	e, tests := textkitRecordings(t)
+	again, err := recordTests(e, RepoOptions{Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts := EpisodeOptions{MaxDepth: 3, StepIn: 0.5, Seed: 7}
-	a, b := marshal(t, cutAll(env, tests, opts)), marshal(t, cutAll(env, again, opts))
+	a, b := marshal(t, cutAll(e, tests, opts)), marshal(t, cutAll(e, again, opts))
 	if a != b {
 		t.Errorf("the same seed gave different episodes (%d and %d bytes)", len(a), len(b))
 	}
 	opts.Seed = 8
-	if c := marshal(t, cutAll(env, tests, opts)); c == a {
+	if c := marshal(t, cutAll(e, tests, opts)); c == a {
 		t.Errorf("seeds 7 and 8 gave the same episodes")
 	}
 }
@@ -148,8 +148,8 @@ func marshal(t *testing.T, eps []Episode) string {
 // map: with step-in 0 every call is its own episode, so each function the
 // passing tests execute is the root of an episode, and no other is.
 func TestRepoCoverage(t *testing.T) {
-	env, tests := textkitRecordings(t)
-	cov, err := envbuild.LoadCoverage(env)
+	e, tests := textkitRecordings(t)
+	cov, err := env.LoadCoverage(e)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,9 +158,9 @@ func TestRepoCoverage(t *testing.T) {
 		want[fc.Func.String()] = true
 	}
 	got := map[string]bool{}
-	for _, ep := range cutAll(env, tests, EpisodeOptions{MaxDepth: 2, StepIn: 0, Seed: 1}) {
+	for _, ep := range cutAll(e, tests, EpisodeOptions{MaxDepth: 2, StepIn: 0, Seed: 1}) {
 		if ep.Status.Complete() {
-			f := envbuild.FuncRef{File: ep.Function.File, Name: ep.Function.Qualname, Line: ep.Function.Firstlineno}
+			f := env.FuncRef{File: ep.Function.File, Name: ep.Function.Qualname, Line: ep.Function.Firstlineno}
 			got[f.String()] = true
 		}
 	}
@@ -181,7 +181,7 @@ func sortedKeys(m map[string]bool) []string {
 // TestRepoDepth checks the two ends of step-in: 0 gives episodes of depth
 // 0 only; 1 inlines every callee down to the maximum depth, and no deeper.
 func TestRepoDepth(t *testing.T) {
-	env, tests := textkitRecordings(t)
+	e, tests := textkitRecordings(t)
 	for _, tc := range []struct {
 		stepIn   float64
 		maxDepth int
@@ -192,7 +192,7 @@ func TestRepoDepth(t *testing.T) {
 		{1, 2, 2},
 	} {
 		deepest := 0
-		eps := cutAll(env, tests, EpisodeOptions{MaxDepth: tc.maxDepth, StepIn: tc.stepIn, Seed: 1})
+		eps := cutAll(e, tests, EpisodeOptions{MaxDepth: tc.maxDepth, StepIn: tc.stepIn, Seed: 1})
 		for _, ep := range eps {
 			for _, f := range ep.Frames {
 				deepest = max(deepest, f.Depth)
@@ -216,19 +216,19 @@ func TestRepoUnittest(t *testing.T) {
 	if err := os.CopyFS(src, os.DirFS("../envbuild/testdata/bareunit")); err != nil {
 		t.Fatal(err)
 	}
-	env, err := envbuild.Build(context.Background(), rt, envbuild.Options{Home: shared.home, Source: src, Runs: 1, NoCoverage: true})
+	e, err := envbuild.Build(context.Background(), env.NewSandboxes(rt), envbuild.Options{Home: shared.home, Source: src, Runs: 1, NoCoverage: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if env.TestCommand.Framework != "unittest" {
-		t.Fatalf("bareunit runs with %s, want unittest", env.TestCommand.Framework)
+	if e.TestCommand.Framework != "unittest" {
+		t.Fatalf("bareunit runs with %s, want unittest", e.TestCommand.Framework)
 	}
-	tests, err := recordTests(env, RepoOptions{Workers: 1})
+	tests, err := recordTests(e, RepoOptions{Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, ep := range cutAll(env, tests, EpisodeOptions{StepIn: 0}) {
+	for _, ep := range cutAll(e, tests, EpisodeOptions{StepIn: 0}) {
 		if !ep.Status.Complete() {
 			t.Errorf("%s: %s (%s)", ep.ID, ep.Status, ep.Error)
 		}

@@ -1,4 +1,4 @@
-package envbuild
+package env
 
 import (
 	"encoding/json"
@@ -33,7 +33,7 @@ func TestMigrateV1Layer(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "env.json"), b, 0o644)
 
 	e := st.Get("e1")
-	if e == nil || e.Version != manifestVersion {
+	if e == nil || e.Version != ManifestVersion {
 		t.Fatalf("Get(e1) = %+v, want a migrated environment", e)
 	}
 	for name, want := range map[string]uint32{"roots": 0, "users": 1000, "link": 5} {
@@ -44,7 +44,7 @@ func TestMigrateV1Layer(t *testing.T) {
 	}
 	data, _ := os.ReadFile(filepath.Join(dir, "env.json"))
 	var m struct{ Version int }
-	if json.Unmarshal(data, &m); m.Version != manifestVersion {
-		t.Errorf("env.json says version %d after migration, want %d", m.Version, manifestVersion)
+	if json.Unmarshal(data, &m); m.Version != ManifestVersion {
+		t.Errorf("env.json says version %d after migration, want %d", m.Version, ManifestVersion)
 	}
 }

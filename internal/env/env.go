@@ -1,0 +1,85 @@
+// Package env is cwm's environments as every later stage sees them: the
+// manifest (env.json) of a repository made executable, the store that
+// holds environments under $CWM_HOME/envs, and Sandboxes, which start
+// sandboxes on them. It holds no builder code: cwm/internal/envbuild
+// builds an environment into a Stage of the store and publishes it.
+//
+// An environment's layer (the repository at /repo, what its installation
+// produced at /venv) is a read-only directory of the store. Only this
+// package turns it into a sandbox; stages reach it through the sandboxes
+// Sandboxes.Open starts, never through the host's file system, so that a
+// second backend (an OCI image, a remote machine) can stand in for the
+// directory. See docs/environments.md and docs/architecture.md.
+package env
+
+import (
+	"path/filepath"
+	"time"
+
+	"cwm/internal/testrun"
+)
+
+// RepoRoot is where an environment's repository is inside its sandboxes;
+// VenvRoot is its virtual environment.
+const (
+	RepoRoot = "/repo"
+	VenvRoot = "/venv"
+)
+
+// Env is a built environment: the manifest stored as env.json next to its
+// layer.
+type Env struct {
+	Version     int             `json:"version"`
+	ID          string          `json:"id"`
+	Name        string          `json:"name"`
+	Repository  Source          `json:"repository"`
+	Revision    string          `json:"revision"`
+	Tree        string          `json:"tree"`
+	Commit      string          `json:"commit"`
+	Base        string          `json:"base"`
+	Python      string          `json:"python"`
+	Online      bool            `json:"online,omitempty"`
+	Install     []Step          `json:"install"`
+	Test        Step            `json:"test"`
+	TestCommand testrun.Command `json:"test_command"`
+	Limits      RunLimits       `json:"limits"`
+	Runs        []RunRecord     `json:"runs"`
+	Counts      Counts          `json:"counts"`
+	Baseline    []TestResult    `json:"baseline"`
+	Missing     []Missing       `json:"missing_dependencies,omitempty"`
+	Usable      bool            `json:"usable"`
+	Reason      string          `json:"reason,omitempty"`
+	Coverage    *CoverageInfo   `json:"coverage,omitempty"`
+	BuiltAt     time.Time       `json:"built_at"`
+	BuildSecs   float64         `json:"build_seconds"`
+	LayerBytes  int64           `json:"layer_bytes"`
+	BuildLog    string          `json:"build_log"`
+
+	// dir is the environment's directory: in the store, or the stage of
+	// the build making it.
+	dir string
+}
+
+// ManifestVersion is the env.json format version. Version 2 stores the
+// layer's files with the owners the sandbox sees (uid 0 is the sandbox's
+// root), which sandboxes show through an idmapped mount; version 1 layers
+// kept files of the sandbox's other users at host uids 100001-165535 and
+// are migrated on first use (migrate.go).
+const ManifestVersion = 2
+
+// LayerDir is the host directory of the environment's layer. It is for
+// the builder, which writes the layer, and for people (env show says
+// where it is). Stages never read it: they see the layer through the
+// sandboxes Sandboxes.Open starts.
+func (e *Env) LayerDir() string { return filepath.Join(e.dir, "layer") }
+
+// Passing lists the tests that pass in every baseline run.
+func (e *Env) Passing() []string {
+	var out []string
+	for _, t := range e.Baseline {
+		if t.Status == string(testrun.Pass) {
+			out = append(out, t.ID)
+		}
+	}
+	return out
+}

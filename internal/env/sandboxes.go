@@ -1,0 +1,78 @@
+package env
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"cwm/internal/errkind"
+	"cwm/internal/sandbox"
+)
+
+// Sandboxes starts sandboxes on environments. Stages hold one rather than
+// a *sandbox.Runtime: it is the one place where an environment becomes a
+// sandbox configuration, so the stages never see where a layer is stored.
+//
+// What stages use of the sandboxes it starts is a small method set (Exec,
+// Shell, ReadFile, WriteFile, Stat, Reset, Clone, Changes, Close; see
+// docs/architecture.md), which a second backend will provide; the
+// interface is declared by its consumers when that backend arrives.
+type Sandboxes struct {
+	rt *sandbox.Runtime
+}
+
+// NewSandboxes returns Sandboxes that start sandboxes in rt. The caller
+// keeps rt and closes it after the last sandbox.
+func NewSandboxes(rt *sandbox.Runtime) *Sandboxes { return &Sandboxes{rt: rt} }
+
+// Open starts a sandbox on e under e's limits: its layer over its base,
+// the repository at RepoRoot as the working directory, the virtual
+// environment first on PATH.
+func (s *Sandboxes) Open(ctx context.Context, e *Env) (*sandbox.Sandbox, error) {
+	return s.OpenWith(ctx, e, e.Limits)
+}
+
+// OpenWith is Open under other limits (a build's install steps).
+func (s *Sandboxes) OpenWith(ctx context.Context, e *Env, l RunLimits) (*sandbox.Sandbox, error) {
+	sb, err := s.rt.New(ctx, config(e, l))
+	if err != nil {
+		var ce *sandbox.ConfigError
+		if errors.As(err, &ce) {
+			// The manifest describes a sandbox cwm cannot start: a layer
+			// or a base that is gone, a limit the host refuses.
+			err = errkind.Wrap(errkind.Input, err)
+		}
+		return nil, fmt.Errorf("start sandbox on %s: %w", name(e), err)
+	}
+	return sb, nil
+}
+
+func name(e *Env) string {
+	if e.ID == "" {
+		return "the environment being built"
+	}
+	return e.ID
+}
+
+// sandboxPath is PATH inside an environment's sandboxes: the venv first.
+const sandboxPath = "PATH=" + VenvRoot + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// config is the configuration of a sandbox on e's layer.
+func config(e *Env, l RunLimits) sandbox.Config {
+	base := e.Base
+	if base == "host" {
+		base = ""
+	}
+	return sandbox.Config{
+		Base: base, Layers: []string{e.LayerDir()}, Workdir: RepoRoot,
+		Env: []string{
+			sandboxPath,
+			"VIRTUAL_ENV=" + VenvRoot,
+			// The layer already holds the bytecode; writing more would only
+			// fill each sandbox's upper layer.
+			"PYTHONDONTWRITEBYTECODE=1",
+			"PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_INPUT=1", "PIP_ROOT_USER_ACTION=ignore",
+		},
+		Limits: sandbox.Limits{Timeout: l.Timeout, Memory: l.Memory, Pids: l.Pids, Output: l.Output, Disk: l.Disk},
+	}
+}

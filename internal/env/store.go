@@ -1,0 +1,256 @@
+package env
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"cwm/internal/errkind"
+	"cwm/internal/sandbox"
+)
+
+// Store is the environments directory, $CWM_HOME/envs: one directory per
+// environment, named by its id, holding env.json, the layer, the coverage
+// map and the build log; hidden directories are builds in progress
+// (.build-*) and removals (.trash-*).
+type Store struct{ dir string }
+
+// NewStore returns the store under home.
+func NewStore(home string) *Store { return &Store{dir: filepath.Join(home, "envs")} }
+
+// Dir is the store's directory.
+func (st *Store) Dir() string { return st.dir }
+
+const manifestFile = "env.json"
+
+// load reads an environment's manifest.
+func load(dir string) (*Env, error) {
+	data, err := os.ReadFile(filepath.Join(dir, manifestFile))
+	if err != nil {
+		return nil, err
+	}
+	var e Env
+	if err := json.Unmarshal(data, &e); err != nil {
+		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, manifestFile), err)
+	}
+	if e.ID != filepath.Base(dir) {
+		return nil, fmt.Errorf("%s: manifest id %q does not match its directory", dir, e.ID)
+	}
+	e.dir = dir
+	if e.Version < ManifestVersion {
+		if err := e.migrate(); err != nil {
+			return nil, fmt.Errorf("migrate environment %s: %w", e.ID, err)
+		}
+	}
+	return &e, nil
+}
+
+// save writes the manifest atomically, so a reader sees the old or the new
+// one, never half of one.
+func (e *Env) save() error {
+	data, err := json.MarshalIndent(e, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(e.dir, manifestFile), append(data, '\n'))
+}
+
+func writeAtomic(path string, data []byte) error {
+	tmp := path + ".tmp-" + randomSuffix()
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+func randomSuffix() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// List returns the complete environments (those with a manifest), oldest
+// first. Builds in progress and leftovers are not environments.
+func (st *Store) List() ([]*Env, error) {
+	ents, err := os.ReadDir(st.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list environments: %w", err)
+	}
+	var out []*Env
+	for _, d := range ents {
+		if !d.IsDir() || strings.HasPrefix(d.Name(), ".") {
+			continue
+		}
+		e, err := load(filepath.Join(st.dir, d.Name()))
+		if err != nil {
+			continue // partial or foreign: env gc removes it
+		}
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].BuiltAt.Equal(out[j].BuiltAt) {
+			return out[i].BuiltAt.Before(out[j].BuiltAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+// Get returns the environment with exactly this id, or nil.
+func (st *Store) Get(id string) *Env {
+	if id == "" || strings.ContainsAny(id, "/.") {
+		return nil
+	}
+	e, err := load(filepath.Join(st.dir, id))
+	if err != nil {
+		return nil
+	}
+	return e
+}
+
+// Resolve finds an environment by id, unique id prefix, or name. When
+// several environments share a name, the most recently built wins: a name
+// follows rebuilds. An unknown reference is an error of kind
+// errkind.NotFound, an ambiguous one of kind errkind.Input.
+func (st *Store) Resolve(ref string) (*Env, error) {
+	if ref == "" {
+		return nil, errkind.New(errkind.Input, "no environment given")
+	}
+	if e := st.Get(ref); e != nil {
+		return e, nil
+	}
+	all, err := st.List()
+	if err != nil {
+		return nil, err
+	}
+	var prefix []*Env
+	var named *Env
+	for _, e := range all {
+		if strings.HasPrefix(e.ID, ref) {
+			prefix = append(prefix, e)
+		}
+		if e.Name == ref {
+			named = e // List is oldest first: the last one is the newest
+		}
+	}
+	switch {
+	case len(prefix) == 1:
+		return prefix[0], nil
+	case len(prefix) > 1:
+		var ids []string
+		for _, e := range prefix {
+			ids = append(ids, e.ID)
+		}
+		return nil, errkind.Errorf(errkind.Input, "environment %q is ambiguous: it starts %s", ref, strings.Join(ids, ", "))
+	case named != nil:
+		return named, nil
+	}
+	return nil, errkind.Errorf(errkind.NotFound, "no environment %q (see cwm env ls)", ref)
+}
+
+// Remove deletes an environment. It disappears at once (renamed away),
+// then its files are removed.
+func (st *Store) Remove(e *Env) error {
+	trash := filepath.Join(st.dir, ".trash-"+randomSuffix())
+	if err := os.Rename(e.dir, trash); err != nil {
+		return fmt.Errorf("remove environment %s: %w", e.ID, err)
+	}
+	if err := sandbox.RemoveAll(trash); err != nil {
+		return fmt.Errorf("remove environment %s: %w", e.ID, err)
+	}
+	return nil
+}
+
+// GC removes unusable environments, directories without a manifest,
+// abandoned builds and removal leftovers. It returns what it removed.
+func (st *Store) GC() ([]string, error) {
+	ents, err := os.ReadDir(st.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list environments: %w", err)
+	}
+	var removed []string
+	var first error
+	for _, d := range ents {
+		p := filepath.Join(st.dir, d.Name())
+		name := d.Name()
+		switch {
+		case strings.HasPrefix(name, stagePrefix):
+			if buildAlive(p) {
+				continue
+			}
+		case strings.HasPrefix(name, ".trash-"):
+		case !d.IsDir():
+			continue
+		default:
+			e, err := load(p)
+			if err == nil && e.Usable {
+				continue
+			}
+		}
+		if err := sandbox.RemoveAll(p); err != nil {
+			if first == nil {
+				first = fmt.Errorf("remove %s: %w", p, err)
+			}
+			continue
+		}
+		removed = append(removed, name)
+	}
+	return removed, first
+}
+
+// migrate brings a version 1 environment to the current version: files its
+// sandboxes' other users (uids and gids 1-65535) owned were stored at host
+// ids 100001-165535, which the idmapped mount of a version 2 layer would
+// show as nobody's; they get their sandbox ids back. As another user than
+// root there were no such files. The manifest is rewritten last, so an
+// interrupted migration is redone.
+func (e *Env) migrate() error {
+	if os.Getuid() == 0 {
+		err := filepath.WalkDir(e.LayerDir(), func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			var st unix.Stat_t
+			if err := unix.Lstat(p, &st); err != nil {
+				return err
+			}
+			uid, gid := legacyID(st.Uid), legacyID(st.Gid)
+			if uid == int(st.Uid) && gid == int(st.Gid) {
+				return nil
+			}
+			return unix.Lchown(p, uid, gid)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	e.Version = ManifestVersion
+	return e.save()
+}
+
+// legacyID maps a host id of a version 1 layer to its sandbox id.
+func legacyID(id uint32) int {
+	if id > 100000 && id <= 165535 {
+		return int(id) - 100000
+	}
+	return int(id)
+}
