@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"cwm/internal/agent/agenttest"
+	"cwm/internal/model"
+	"cwm/internal/model/modeltest"
 	"cwm/internal/sandbox"
 )
 
@@ -22,12 +23,12 @@ type stepClock struct {
 	at map[string][]time.Time
 }
 
-func (c *stepClock) script(r *agenttest.Request) agenttest.Reply {
+func (c *stepClock) script(r *modeltest.Request) modeltest.Reply {
 	now := time.Now()
 	c.mu.Lock()
 	c.at[r.Issue()] = append(c.at[r.Issue()], now)
 	c.mu.Unlock()
-	return agenttest.Tool("bash", "true")
+	return modeltest.Tool("bash", "true")
 }
 
 // gaps are the step durations of all episodes.
@@ -81,12 +82,12 @@ func benchHarness(b *testing.B, clock *stepClock) *harness {
 	h := newHarness(b, clock.script, "cwm", Limits{})
 	// Requests are not recorded: a 128-turn episode's requests hold its
 	// whole history each.
-	srv, err := agenttest.Start(clock.script, false)
+	srv, err := modeltest.Start(clock.script, false)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(srv.Close)
-	client, err := NewClient(ClientConfig{BaseURL: srv.URL, Model: "fake-model"})
+	client, err := model.NewClient(model.ClientConfig{BaseURL: srv.URL, Model: "fake-model"})
 	if err != nil {
 		b.Fatal(err)
 	}

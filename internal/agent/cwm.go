@@ -6,6 +6,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"cwm/internal/episode"
+	"cwm/internal/model"
 )
 
 // CWMProtocol is CWM's text tool protocol, as Meta's released SWE-RL
@@ -95,18 +98,18 @@ func (*CWMProtocol) SystemPrompt(l Limits) string {
 }
 
 // Prompt implements Protocol.
-func (p *CWMProtocol) Prompt(pr Prompt) []Message {
+func (p *CWMProtocol) Prompt(pr Prompt) []model.Message {
 	// One pass, as Python's str.format: an issue that happens to contain
 	// "{repo_root}" is left alone.
 	user := strings.NewReplacer("{issue}", pr.Issue, "{repo_root}", pr.RepoRoot).Replace(cwmIssue)
-	return []Message{
-		{Role: RoleSystem, Content: p.SystemPrompt(pr.Limits)},
-		{Role: RoleUser, Content: user},
+	return []model.Message{
+		{Role: model.RoleSystem, Content: p.SystemPrompt(pr.Limits)},
+		{Role: model.RoleUser, Content: user},
 	}
 }
 
 // Tools implements Protocol: the tools are described in the system prompt.
-func (*CWMProtocol) Tools() []Tool { return nil }
+func (*CWMProtocol) Tools() []model.Tool { return nil }
 
 // toolCallRe is CWM's TOOL_CALL_REGEX with DOTALL. Python's \s also matches
 // \v, the ASCII separators and Unicode spaces, which RE2's \s does not; the
@@ -118,7 +121,7 @@ var cwmTools = map[string]bool{"bash": true, "edit": true, "create": true, "subm
 
 // Parse implements Protocol with CWM's parse_tool_calls and the unknown
 // tool check of its backend, in that order, with its messages.
-func (*CWMProtocol) Parse(reply Message) ([]Call, *FormatError) {
+func (*CWMProtocol) Parse(reply model.Message) ([]Call, *FormatError) {
 	text := reply.Content
 	ms := toolCallRe.FindAllStringSubmatch(text, -1)
 	if len(ms) > 1 {
@@ -148,7 +151,7 @@ func (*CWMProtocol) Parse(reply Message) ([]Call, *FormatError) {
 }
 
 // Run implements Protocol.
-func (*CWMProtocol) Run(ctx context.Context, tb *Toolbox, c Call) (Observation, error) {
+func (*CWMProtocol) Run(ctx context.Context, tb *episode.Toolbox, c Call) (episode.Observation, error) {
 	switch c.Tool {
 	case "bash":
 		return tb.Bash(ctx, c.Input)
@@ -159,29 +162,29 @@ func (*CWMProtocol) Run(ctx context.Context, tb *Toolbox, c Call) (Observation, 
 	case "submit":
 		return tb.Submit(ctx, strings.TrimSpace(c.Input))
 	}
-	return Observation{}, fmt.Errorf("cwm protocol: no tool %q", c.Tool)
+	return episode.Observation{}, fmt.Errorf("cwm protocol: no tool %q", c.Tool)
 }
 
 // Result implements Protocol: CWM's <output> and <budget> framing. The
 // remaining tokens subtract an estimate of the result itself, as CWM does
 // (it tokenizes the result with the unfilled budget template).
-func (p *CWMProtocol) Result(c Call, obs Observation, b Budget) Message {
+func (p *CWMProtocol) Result(c Call, obs episode.Observation, b Budget) model.Message {
 	feedback := obs.Text
 	if c.Tool == "submit" && obs.OK {
 		feedback = strings.Replace(submissionFeedback, "{pred_patch}", obs.Text, 1)
 	}
 	out := "<output>\n" + feedback + "\n</output>"
-	est := estimateTokens(len(out) + 2 + len(budgetTemplate))
+	est := model.EstimateTokens(len(out) + 2 + len(budgetTemplate))
 	remaining := int64(b.ContextTokens) - b.UsedTokens - est
 	budget := strings.NewReplacer(
 		"{remaining_turns}", strconv.Itoa(b.RemainingTurns),
 		"{remaining_tokens}", strconv.FormatInt(remaining, 10),
 	).Replace(budgetTemplate)
-	return Message{Role: p.ToolRole, Content: out + "\n\n" + budget}
+	return model.Message{Role: p.ToolRole, Content: out + "\n\n" + budget}
 }
 
 // Reject implements Protocol: CWM returns format errors as a user message,
 // since one call per step is a rule of the user, not of the tools.
-func (*CWMProtocol) Reject(e *FormatError) Message {
-	return Message{Role: RoleUser, Content: e.Error()}
+func (*CWMProtocol) Reject(e *FormatError) model.Message {
+	return model.Message{Role: model.RoleUser, Content: e.Error()}
 }

@@ -8,7 +8,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"cwm/internal/episode"
 	"cwm/internal/golden"
+	"cwm/internal/model"
 )
 
 // CWM-SPEC 2.2: "One tool call per assistant turn, parsed with the regex
@@ -42,9 +44,9 @@ func TestParseCWM(t *testing.T) {
 		{"<tool: python>\nprint(1)\n</tool>", nil, "NoSuchToolError: Tool 'python' not found."},
 		{"<tool: view>\na.py\n</tool>", nil, "NoSuchToolError: Tool 'view' not found."},
 	}
-	p := &CWMProtocol{ToolRole: RoleTool}
+	p := &CWMProtocol{ToolRole: model.RoleTool}
 	for _, c := range cases {
-		calls, ferr := p.Parse(Message{Role: RoleAssistant, Content: c.reply})
+		calls, ferr := p.Parse(model.Message{Role: model.RoleAssistant, Content: c.reply})
 		var gotErr string
 		if ferr != nil {
 			gotErr = ferr.Error()
@@ -62,27 +64,27 @@ func TestParseCWM(t *testing.T) {
 // CWM-SPEC 2.2: "Tool results come back as `<output>\n...\n</output>` plus
 // remaining turns/tokens."
 func TestCWMGolden(t *testing.T) {
-	p := &CWMProtocol{ToolRole: RoleTool}
+	p := &CWMProtocol{ToolRole: model.RoleTool}
 	msgs := p.Prompt(Prompt{Issue: "add(2, 3) returns -1.\n\nIt should return 5.", RepoRoot: "/repo", Limits: DefaultLimits})
-	if len(msgs) != 2 || msgs[0].Role != RoleSystem || msgs[1].Role != RoleUser {
+	if len(msgs) != 2 || msgs[0].Role != model.RoleSystem || msgs[1].Role != model.RoleUser {
 		t.Fatalf("Prompt = %+v, want a system and a user message", msgs)
 	}
 	golden.Check(t, filepath.Join("testdata", "cwm_system.golden"), msgs[0].Content)
 	golden.Check(t, filepath.Join("testdata", "cwm_user.golden"), msgs[1].Content)
 
 	b := Budget{RemainingTurns: 120, UsedTokens: 5000, ContextTokens: 131072}
-	bash := p.Result(Call{Tool: "bash"}, Observation{Text: "total 8\n-rw-r--r-- 1 root root 42 calc.py", OK: true}, b)
-	submit := p.Result(Call{Tool: "submit"}, Observation{Text: "diff --git a/x b/x", OK: true, Patch: "diff --git a/x b/x\n"}, b)
-	failed := p.Result(Call{Tool: "submit"}, Observation{Text: "Failed to submit x. It is an empty file."}, b)
+	bash := p.Result(Call{Tool: "bash"}, episode.Observation{Text: "total 8\n-rw-r--r-- 1 root root 42 calc.py", OK: true}, b)
+	submit := p.Result(Call{Tool: "submit"}, episode.Observation{Text: "diff --git a/x b/x", OK: true, Patch: "diff --git a/x b/x\n"}, b)
+	failed := p.Result(Call{Tool: "submit"}, episode.Observation{Text: "Failed to submit x. It is an empty file."}, b)
 	golden.Check(t, filepath.Join("testdata", "cwm_results.golden"), bash.Content+"\n---\n"+submit.Content+"\n---\n"+failed.Content)
-	if bash.Role != RoleTool {
+	if bash.Role != model.RoleTool {
 		t.Errorf("result role = %q, want tool", bash.Role)
 	}
-	user := (&CWMProtocol{ToolRole: RoleUser}).Result(Call{Tool: "bash"}, Observation{Text: "x"}, b)
-	if user.Role != RoleUser {
+	user := (&CWMProtocol{ToolRole: model.RoleUser}).Result(Call{Tool: "bash"}, episode.Observation{Text: "x"}, b)
+	if user.Role != model.RoleUser {
 		t.Errorf("result role with ToolRole user = %q", user.Role)
 	}
-	if got := p.Reject(formatErrorf("No tool calls found")); !cmp.Equal(got, Message{Role: RoleUser, Content: "FormatError: No tool calls found"}) {
+	if got := p.Reject(formatErrorf("No tool calls found")); !cmp.Equal(got, model.Message{Role: model.RoleUser, Content: "FormatError: No tool calls found"}) {
 		t.Errorf("Reject = %+v, want a user message", got)
 	}
 }

@@ -1,19 +1,18 @@
-// Package agent runs coding agents against an OpenAI-compatible model
-// endpoint in cwm sandboxes and records what they did as trajectories.
+// Package agent runs coding agents: a model (cwm/internal/model) acting on
+// an episode (cwm/internal/episode) through a tool protocol, until it
+// submits or a limit ends it, recorded as a trajectory
+// (cwm/internal/trajectory). Forage is the stage that runs it over tasks
+// and samples (cwm forage).
 //
-// An episode starts a sandbox over a task's environment, plants the task's
-// bug so that git cannot reveal it (CWM-SPEC 2.2), and then alternates
-// model calls and tool runs until the agent submits or a limit ends it. Two
-// tool protocols exist, chosen per run: CWM's own text protocol
+// Two tool protocols exist, chosen per run: CWM's own text protocol
 // (`<tool: bash>` blocks, exactly as Meta's released SWE-RL environment
 // speaks it, so trajectories are usable as CWM training data) and native
 // OpenAI function calling (for models trained on it). Both drive the same
 // tools: a persistent bash session, edit, create, submit and, for function
-// calling, view.
+// calling, view. The loop is the same for both: ask the model, run its
+// call, report the result back with what the episode has left.
 //
-// A trajectory is one JSON object: the messages in OpenAI chat format (ready
-// for supervised fine-tuning), the steps with timings, the exit reason, the
-// final diff and the submitted patch, token counts and cost. Reward fields
-// stay empty until a Grader fills them; grading needs fresh sandboxes and
-// the task's hidden tests, so it is a separate stage that plugs in here.
+// Reward fields stay empty unless the run grades its episodes (the task's
+// hidden tests in fresh sandboxes, cwm/internal/reward), or cwm reward
+// grades the trajectories later.
 package agent

@@ -8,7 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"cwm/internal/agent/agenttest"
+	"cwm/internal/episode"
+	"cwm/internal/episode/episodetest"
+	"cwm/internal/model"
+	"cwm/internal/model/modeltest"
+	"cwm/internal/trajectory"
 )
 
 // ambiguousEdit matches both add's and sub's bodies.
@@ -20,13 +24,13 @@ const fixEdit = "calc.py\n<<<<<<< SEARCH\ndef add(a, b):\n    return a - b\n====
 // wrongEdit "fixes" add the wrong way (and sub along with it).
 const wrongEdit = "calc.py\n<<<<<<< SEARCH\ndef add(a, b):\n    return a - b\n=======\ndef add(a, b):\n    return b - a\n>>>>>>> REPLACE"
 
-func lastMessage(tr *Trajectory) Message { return tr.Messages[len(tr.Messages)-1] }
+func lastMessage(tr *trajectory.Trajectory) model.Message { return tr.Messages[len(tr.Messages)-1] }
 
 // userOrToolMessages are the messages the harness sent after the prompt.
-func feedbackMessages(tr *Trajectory) []Message {
-	var out []Message
+func feedbackMessages(tr *trajectory.Trajectory) []model.Message {
+	var out []model.Message
 	for _, m := range tr.Messages[2:] {
-		if m.Role != RoleAssistant {
+		if m.Role != model.RoleAssistant {
 			out = append(out, m)
 		}
 	}
@@ -38,23 +42,23 @@ func feedbackMessages(tr *Trajectory) []Message {
 func TestEpisodes(t *testing.T) {
 	cases := []struct {
 		name    string
-		replies []agenttest.Reply
+		replies []modeltest.Reply
 		limits  Limits
-		history History
-		check   func(t *testing.T, h *harness, tr *Trajectory)
+		history episode.History
+		check   func(t *testing.T, h *harness, tr *trajectory.Trajectory)
 	}{
 		{
 			name: "fixes the bug and submits",
-			replies: []agenttest.Reply{
-				agenttest.Tool("bash", "python3 test_calc.py 2>&1 | tail -1"),
-				agenttest.Tool("edit", ambiguousEdit),
-				agenttest.Tool("edit", fixEdit),
-				agenttest.Tool("bash", "python3 test_calc.py && git diff > /tmp/fix.patch"),
-				agenttest.Tool("submit", "/tmp/fix.patch"),
-				agenttest.Text("## Issue Summary\nadd subtracted.\n\n## Solution and Code Changes\nUse +."),
+			replies: []modeltest.Reply{
+				modeltest.Tool("bash", "python3 test_calc.py 2>&1 | tail -1"),
+				modeltest.Tool("edit", ambiguousEdit),
+				modeltest.Tool("edit", fixEdit),
+				modeltest.Tool("bash", "python3 test_calc.py && git diff > /tmp/fix.patch"),
+				modeltest.Tool("submit", "/tmp/fix.patch"),
+				modeltest.Text("## Issue Summary\nadd subtracted.\n\n## Solution and Code Changes\nUse +."),
 			},
-			check: func(t *testing.T, h *harness, tr *Trajectory) {
-				if tr.ExitReason != ExitSubmitted || tr.Turns != 6 || len(tr.Steps) != 5 {
+			check: func(t *testing.T, h *harness, tr *trajectory.Trajectory) {
+				if tr.ExitReason != trajectory.ExitSubmitted || tr.Turns != 6 || len(tr.Steps) != 5 {
 					t.Fatalf("exit %q after %d turns, %d steps; want submitted after 6 turns, 5 steps", tr.ExitReason, tr.Turns, len(tr.Steps))
 				}
 				wantAmbiguous := "No replacement was performed. Multiple occurrences of the search text in lines [2, 6] of calc.py. Please ensure it is unique."
@@ -82,7 +86,7 @@ func TestEpisodes(t *testing.T) {
 				if tr.Tokens.Prompt == 0 || tr.Tokens.Completion == 0 || tr.Cost == 0 {
 					t.Errorf("tokens %+v, cost %v: want usage and cost counted", tr.Tokens, tr.Cost)
 				}
-				var sum ModelCall
+				var sum trajectory.ModelCall
 				for i, c := range tr.ModelCalls {
 					if c.Turn != i+1 || c.FinishReason != "stop" {
 						t.Errorf("model call %d = %+v", i, c)
@@ -103,14 +107,14 @@ func TestEpisodes(t *testing.T) {
 			// "`<tool: submit>\n[path to a patch file]\n</tool>`: the file must
 			// start with `diff`." A wrong fix is still a submission.
 			name: "submits a wrong patch",
-			replies: []agenttest.Reply{
-				agenttest.Tool("edit", wrongEdit),
-				agenttest.Tool("bash", "git diff > wrong.patch; python3 test_calc.py 2>&1 | tail -1"),
-				agenttest.Tool("submit", "wrong.patch"),
-				agenttest.Text("## Done"),
+			replies: []modeltest.Reply{
+				modeltest.Tool("edit", wrongEdit),
+				modeltest.Tool("bash", "git diff > wrong.patch; python3 test_calc.py 2>&1 | tail -1"),
+				modeltest.Tool("submit", "wrong.patch"),
+				modeltest.Text("## Done"),
 			},
-			check: func(t *testing.T, h *harness, tr *Trajectory) {
-				if tr.ExitReason != ExitSubmitted {
+			check: func(t *testing.T, h *harness, tr *trajectory.Trajectory) {
+				if tr.ExitReason != trajectory.ExitSubmitted {
 					t.Fatalf("exit %q, want submitted", tr.ExitReason)
 				}
 				if got := tr.Steps[1].Observation; got != "FAILED (failures=1)" {
@@ -131,18 +135,18 @@ func TestEpisodes(t *testing.T) {
 			// 2,400 s per sandbox."
 			name:   "reaches max turns",
 			limits: Limits{MaxTurns: 3},
-			replies: []agenttest.Reply{
-				agenttest.Tool("bash", "true"), agenttest.Tool("bash", "echo two"), agenttest.Tool("bash", "echo never run"),
+			replies: []modeltest.Reply{
+				modeltest.Tool("bash", "true"), modeltest.Tool("bash", "echo two"), modeltest.Tool("bash", "echo never run"),
 			},
-			check: func(t *testing.T, h *harness, tr *Trajectory) {
-				if tr.ExitReason != ExitMaxTurns || tr.Turns != 3 || len(tr.Steps) != 2 {
+			check: func(t *testing.T, h *harness, tr *trajectory.Trajectory) {
+				if tr.ExitReason != trajectory.ExitMaxTurns || tr.Turns != 3 || len(tr.Steps) != 2 {
 					t.Fatalf("exit %q after %d turns, %d steps; want max_turns after 3 turns, 2 steps", tr.ExitReason, tr.Turns, len(tr.Steps))
 				}
 				fb := feedbackMessages(tr)
 				if !strings.Contains(fb[1].Content, "* Remaining turns: 1\n") || !strings.HasPrefix(fb[1].Content, "<output>\ntwo\n</output>") {
 					t.Errorf("second result = %q, want output two and 1 remaining turn", fb[1].Content)
 				}
-				if lastMessage(tr).Role != RoleAssistant {
+				if lastMessage(tr).Role != model.RoleAssistant {
 					t.Errorf("last message %+v, want the unexecuted reply", lastMessage(tr))
 				}
 			},
@@ -155,12 +159,12 @@ func TestEpisodes(t *testing.T) {
 			// with the current working directory reset to default.""
 			name:   "a command hangs and the session restarts",
 			limits: Limits{CommandTimeout: time.Second, MaxTurns: 4},
-			replies: []agenttest.Reply{
-				agenttest.Tool("bash", "cd /tmp && export X=1 && sleep 60"),
-				agenttest.Tool("bash", "pwd; echo \"X=$X\""),
-				agenttest.Tool("bash", "true"),
+			replies: []modeltest.Reply{
+				modeltest.Tool("bash", "cd /tmp && export X=1 && sleep 60"),
+				modeltest.Tool("bash", "pwd; echo \"X=$X\""),
+				modeltest.Tool("bash", "true"),
 			},
-			check: func(t *testing.T, h *harness, tr *Trajectory) {
+			check: func(t *testing.T, h *harness, tr *trajectory.Trajectory) {
 				s := tr.Steps[0]
 				want := "The current session has terminated due to timeout. A fresh session has started with the current working directory reset to default."
 				if s.Observation != want || *s.ExitCode != -1 || s.Seconds < 1 || s.Seconds > 10 {
@@ -179,31 +183,31 @@ func TestEpisodes(t *testing.T) {
 			// arguments is a format error reported back to the model."
 			name:   "format errors are fed back as CWM does",
 			limits: Limits{MaxFormatErrors: 4},
-			replies: []agenttest.Reply{
-				agenttest.Text("I will first look at the repository."),
-				agenttest.Text("<tool: bash>\nls\n</tool>\n<tool: bash>\npwd\n</tool>"),
-				agenttest.Text("<tool: bash>\nls"),
-				agenttest.Tool("bash", "echo fine"), // resets the count
-				agenttest.Tool("bash", " "),
-				agenttest.Tool("python", "print(1)"),
-				agenttest.Tool("submit", "/repo/missing.patch"),
-				agenttest.Text("## Summary\nDone, without a successful submission."),
-				agenttest.Text("<tool: bash>ls</tool>"),
-				agenttest.Text("still talking"),
-				agenttest.Text("and talking"),
+			replies: []modeltest.Reply{
+				modeltest.Text("I will first look at the repository."),
+				modeltest.Text("<tool: bash>\nls\n</tool>\n<tool: bash>\npwd\n</tool>"),
+				modeltest.Text("<tool: bash>\nls"),
+				modeltest.Tool("bash", "echo fine"), // resets the count
+				modeltest.Tool("bash", " "),
+				modeltest.Tool("python", "print(1)"),
+				modeltest.Tool("submit", "/repo/missing.patch"),
+				modeltest.Text("## Summary\nDone, without a successful submission."),
+				modeltest.Text("<tool: bash>ls</tool>"),
+				modeltest.Text("still talking"),
+				modeltest.Text("and talking"),
 			},
-			check: func(t *testing.T, h *harness, tr *Trajectory) {
-				want := []Message{
-					{Role: RoleUser, Content: "FormatError: No tool calls found"},
-					{Role: RoleUser, Content: "FormatError: Expected one tool call, but found 2: bash, bash. Ensure only one <tool:...></tool> block is present in the response."},
-					{Role: RoleUser, Content: "FormatError: Mismatch in tool tag counts: found 0 tool calls via regex, but counted 1 opening tags and 0 closing tags."},
-					{Role: RoleTool, Content: "<output>\nfine\n</output>\n\n<budget>\n* Remaining turns: 124\n* Remaining tokens: "},
-					{Role: RoleUser, Content: "FormatError: Tool 'bash' requires non-empty arguments, but received empty or whitespace-only input."},
-					{Role: RoleUser, Content: "NoSuchToolError: Tool 'python' not found."},
-					{Role: RoleTool, Content: "<output>\nFailed to submit /repo/missing.patch. Make sure it exists and is readable.\n</output>"},
-					{Role: RoleUser, Content: "FormatError: No tool calls found"},
-					{Role: RoleUser, Content: "FormatError: Mismatch in tool tag counts: found 0 tool calls via regex, but counted 1 opening tags and 1 closing tags."},
-					{Role: RoleUser, Content: "FormatError: No tool calls found"},
+			check: func(t *testing.T, h *harness, tr *trajectory.Trajectory) {
+				want := []model.Message{
+					{Role: model.RoleUser, Content: "FormatError: No tool calls found"},
+					{Role: model.RoleUser, Content: "FormatError: Expected one tool call, but found 2: bash, bash. Ensure only one <tool:...></tool> block is present in the response."},
+					{Role: model.RoleUser, Content: "FormatError: Mismatch in tool tag counts: found 0 tool calls via regex, but counted 1 opening tags and 0 closing tags."},
+					{Role: model.RoleTool, Content: "<output>\nfine\n</output>\n\n<budget>\n* Remaining turns: 124\n* Remaining tokens: "},
+					{Role: model.RoleUser, Content: "FormatError: Tool 'bash' requires non-empty arguments, but received empty or whitespace-only input."},
+					{Role: model.RoleUser, Content: "NoSuchToolError: Tool 'python' not found."},
+					{Role: model.RoleTool, Content: "<output>\nFailed to submit /repo/missing.patch. Make sure it exists and is readable.\n</output>"},
+					{Role: model.RoleUser, Content: "FormatError: No tool calls found"},
+					{Role: model.RoleUser, Content: "FormatError: Mismatch in tool tag counts: found 0 tool calls via regex, but counted 1 opening tags and 1 closing tags."},
+					{Role: model.RoleUser, Content: "FormatError: No tool calls found"},
 				}
 				got := feedbackMessages(tr)
 				if len(got) != len(want) {
@@ -214,7 +218,7 @@ func TestEpisodes(t *testing.T) {
 						t.Errorf("feedback %d = %+v, want %+v", i, got[i], want[i])
 					}
 				}
-				if tr.ExitReason != ExitFormatErrors || tr.Turns != 11 {
+				if tr.ExitReason != trajectory.ExitFormatErrors || tr.Turns != 11 {
 					t.Errorf("exit %q after %d turns, want format_errors after 11", tr.ExitReason, tr.Turns)
 				}
 			},
@@ -222,12 +226,12 @@ func TestEpisodes(t *testing.T) {
 		{
 			name:   "strict mode ends at the first format error",
 			limits: Limits{Strict: true},
-			replies: []agenttest.Reply{
-				agenttest.Tool("bash", "true"),
-				agenttest.Text("Thinking out loud."),
+			replies: []modeltest.Reply{
+				modeltest.Tool("bash", "true"),
+				modeltest.Text("Thinking out loud."),
 			},
-			check: func(t *testing.T, h *harness, tr *Trajectory) {
-				if tr.ExitReason != ExitFormatErrors || tr.Turns != 2 || !tr.Steps[1].FormatError {
+			check: func(t *testing.T, h *harness, tr *trajectory.Trajectory) {
+				if tr.ExitReason != trajectory.ExitFormatErrors || tr.Turns != 2 || !tr.Steps[1].FormatError {
 					t.Errorf("exit %q after %d turns, want format_errors after 2", tr.ExitReason, tr.Turns)
 				}
 			},
@@ -235,13 +239,13 @@ func TestEpisodes(t *testing.T) {
 		{
 			name:   "strict mode wants a markdown summary after submitting",
 			limits: Limits{Strict: true},
-			replies: []agenttest.Reply{
-				agenttest.Tool("bash", "git diff > /tmp/p.patch; echo 'diff --git a/x b/x' > /tmp/p.patch"),
-				agenttest.Tool("submit", "/tmp/p.patch"),
-				agenttest.Text("# Summary without level-two headings"),
+			replies: []modeltest.Reply{
+				modeltest.Tool("bash", "git diff > /tmp/p.patch; echo 'diff --git a/x b/x' > /tmp/p.patch"),
+				modeltest.Tool("submit", "/tmp/p.patch"),
+				modeltest.Text("# Summary without level-two headings"),
 			},
-			check: func(t *testing.T, h *harness, tr *Trajectory) {
-				if tr.ExitReason != ExitFormatErrors || tr.SubmittedPatch == nil {
+			check: func(t *testing.T, h *harness, tr *trajectory.Trajectory) {
+				if tr.ExitReason != trajectory.ExitFormatErrors || tr.SubmittedPatch == nil {
 					t.Errorf("exit %q (submitted %v), want format_errors after a submission", tr.ExitReason, tr.SubmittedPatch != nil)
 				}
 			},
@@ -251,16 +255,16 @@ func TestEpisodes(t *testing.T) {
 			// (remotes, other refs, reflog) so the agent cannot read the fix
 			// from git."
 			name: "the bug's history is not visible",
-			replies: []agenttest.Reply{
-				agenttest.Tool("bash", "git status --short; git log --all --format='%H %an <%ae> %ad | %cn <%ce> %cd | %s' --date=iso-strict"),
-				agenttest.Tool("bash", "git log -p --all | cat; git show | cat; git diff HEAD; git reflog --all; git stash list"),
-				agenttest.Tool("bash", "git branch -a; git tag; git remote -v; git for-each-ref; ls $(git rev-parse --git-dir) | grep -c HEAD"),
-				agenttest.Tool("bash", "git cat-file --batch-all-objects --batch | grep -ac -e 'return a + b' -e SECRET; git fsck --lost-found 2>&1 | grep -c dangling"),
+			replies: []modeltest.Reply{
+				modeltest.Tool("bash", "git status --short; git log --all --format='%H %an <%ae> %ad | %cn <%ce> %cd | %s' --date=iso-strict"),
+				modeltest.Tool("bash", "git log -p --all | cat; git show | cat; git diff HEAD; git reflog --all; git stash list"),
+				modeltest.Tool("bash", "git branch -a; git tag; git remote -v; git for-each-ref; ls $(git rev-parse --git-dir) | grep -c HEAD"),
+				modeltest.Tool("bash", "git cat-file --batch-all-objects --batch | grep -ac -e 'return a + b' -e SECRET; git fsck --lost-found 2>&1 | grep -c dangling"),
 			},
 			limits: Limits{MaxTurns: 5},
-			check: func(t *testing.T, h *harness, tr *Trajectory) {
+			check: func(t *testing.T, h *harness, tr *trajectory.Trajectory) {
 				repo := filepath.Join(h.layer, "repo")
-				orig := strings.TrimSpace(agenttest.Git(t, repo, "log", "-1", "--format=%an <%ae> %ad | %cn <%ce> %cd | %s", "--date=iso-strict"))
+				orig := strings.TrimSpace(episodetest.Git(t, repo, "log", "-1", "--format=%an <%ae> %ad | %cn <%ce> %cd | %s", "--date=iso-strict"))
 				s := tr.Steps
 				lines := strings.Split(s[0].Observation, "\n")
 				if len(lines) != 1 || !strings.HasSuffix(lines[0], orig) {
@@ -286,9 +290,9 @@ func TestEpisodes(t *testing.T) {
 		{
 			name:    "the wall time runs out",
 			limits:  Limits{WallTime: 3 * time.Second},
-			replies: []agenttest.Reply{agenttest.Tool("bash", "sleep 30")},
-			check: func(t *testing.T, h *harness, tr *Trajectory) {
-				if tr.ExitReason != ExitTimeout || tr.Seconds > 20 {
+			replies: []modeltest.Reply{modeltest.Tool("bash", "sleep 30")},
+			check: func(t *testing.T, h *harness, tr *trajectory.Trajectory) {
+				if tr.ExitReason != trajectory.ExitTimeout || tr.Seconds > 20 {
 					t.Errorf("exit %q after %.1fs, want timeout after ~3s", tr.ExitReason, tr.Seconds)
 				}
 			},
@@ -296,12 +300,12 @@ func TestEpisodes(t *testing.T) {
 		{
 			name:   "the cost limit is reached",
 			limits: Limits{MaxCost: 0.001}, // the harness prices tokens at $1 and $2 per million
-			replies: []agenttest.Reply{
-				{Content: "<tool: bash>\ntrue\n</tool>", Usage: &agenttest.Usage{PromptTokens: 400, CompletionTokens: 10}},
-				{Content: "<tool: bash>\ntrue\n</tool>", Usage: &agenttest.Usage{PromptTokens: 600, CompletionTokens: 10}},
+			replies: []modeltest.Reply{
+				{Content: "<tool: bash>\ntrue\n</tool>", Usage: &modeltest.Usage{PromptTokens: 400, CompletionTokens: 10}},
+				{Content: "<tool: bash>\ntrue\n</tool>", Usage: &modeltest.Usage{PromptTokens: 600, CompletionTokens: 10}},
 			},
-			check: func(t *testing.T, h *harness, tr *Trajectory) {
-				if tr.ExitReason != ExitCost || tr.Turns != 2 || tr.Cost < 0.001 {
+			check: func(t *testing.T, h *harness, tr *trajectory.Trajectory) {
+				if tr.ExitReason != trajectory.ExitCost || tr.Turns != 2 || tr.Cost < 0.001 {
 					t.Errorf("exit %q after %d turns at $%v, want cost after 2 turns", tr.ExitReason, tr.Turns, tr.Cost)
 				}
 			},
@@ -309,15 +313,15 @@ func TestEpisodes(t *testing.T) {
 		{
 			name:   "the context window fills",
 			limits: Limits{ContextTokens: 20000},
-			replies: []agenttest.Reply{
-				{Content: "<tool: bash>\ntrue\n</tool>", Usage: &agenttest.Usage{PromptTokens: 15000, CompletionTokens: 10}},
-				{Content: "<tool: bash>\nseq 1 30000\n</tool>", Usage: &agenttest.Usage{PromptTokens: 15100, CompletionTokens: 10}},
-				agenttest.Tool("bash", "never asked"),
+			replies: []modeltest.Reply{
+				{Content: "<tool: bash>\ntrue\n</tool>", Usage: &modeltest.Usage{PromptTokens: 15000, CompletionTokens: 10}},
+				{Content: "<tool: bash>\nseq 1 30000\n</tool>", Usage: &modeltest.Usage{PromptTokens: 15100, CompletionTokens: 10}},
+				modeltest.Tool("bash", "never asked"),
 			},
-			check: func(t *testing.T, h *harness, tr *Trajectory) {
+			check: func(t *testing.T, h *harness, tr *trajectory.Trajectory) {
 				// 30,000 lines of output (~170 KB, ~43k tokens) cannot fit:
 				// the episode ends before a prompt the server would refuse.
-				if tr.ExitReason != ExitContext || tr.Turns != 2 || len(h.server.Requests()) != 2 {
+				if tr.ExitReason != trajectory.ExitContext || tr.Turns != 2 || len(h.server.Requests()) != 2 {
 					t.Errorf("exit %q after %d turns and %d requests, want context after 2", tr.ExitReason, tr.Turns, len(h.server.Requests()))
 				}
 				if !strings.Contains(tr.Messages[3].Content, "* Remaining tokens: 4") {
@@ -327,12 +331,12 @@ func TestEpisodes(t *testing.T) {
 		},
 		{
 			name: "the server refuses a prompt longer than its context",
-			replies: []agenttest.Reply{
-				agenttest.Tool("bash", "true"),
+			replies: []modeltest.Reply{
+				modeltest.Tool("bash", "true"),
 				{Status: 400, Error: "This model's maximum context length is 32768 tokens. However, you requested 40000 tokens."},
 			},
-			check: func(t *testing.T, h *harness, tr *Trajectory) {
-				if tr.ExitReason != ExitContext || tr.Turns != 1 {
+			check: func(t *testing.T, h *harness, tr *trajectory.Trajectory) {
+				if tr.ExitReason != trajectory.ExitContext || tr.Turns != 1 {
 					t.Errorf("exit %q after %d turns, want context after 1", tr.ExitReason, tr.Turns)
 				}
 			},
@@ -340,12 +344,12 @@ func TestEpisodes(t *testing.T) {
 		{
 			name:   "the session exits or floods its output",
 			limits: Limits{MaxTurns: 4},
-			replies: []agenttest.Reply{
-				agenttest.Tool("bash", "cd /tmp; exit 3"),
-				agenttest.Tool("bash", "pwd; head -c 2000000 /dev/zero | tr '\\0' x"),
-				agenttest.Tool("bash", "pwd"),
+			replies: []modeltest.Reply{
+				modeltest.Tool("bash", "cd /tmp; exit 3"),
+				modeltest.Tool("bash", "pwd; head -c 2000000 /dev/zero | tr '\\0' x"),
+				modeltest.Tool("bash", "pwd"),
 			},
-			check: func(t *testing.T, h *harness, tr *Trajectory) {
+			check: func(t *testing.T, h *harness, tr *trajectory.Trajectory) {
 				want := []string{
 					"The current session has terminated unexpectedly. A fresh session has started with the current working directory reset to default.",
 					"The current session has terminated because your previous command produced too much output. A fresh session has started with the current working directory reset to default.",
@@ -363,19 +367,19 @@ func TestEpisodes(t *testing.T) {
 			// exist, its parent must."
 			name:   "file tools resolve paths in the session's directory",
 			limits: Limits{MaxTurns: 11},
-			replies: []agenttest.Reply{
-				agenttest.Tool("create", "calc.py\nx = 1"),
-				agenttest.Tool("create", "/nope/x.py\nx = 1"),
-				agenttest.Tool("bash", "mkdir -p /tmp/work && cd /tmp/work && : > empty.patch && echo hello > not.patch"),
-				agenttest.Tool("create", "notes.txt\nfirst\nsecond"),
-				agenttest.Tool("edit", "notes.txt\n<<<<<<< SEARCH\nsecond\n=======\n2nd\n>>>>>>> REPLACE"),
-				agenttest.Tool("bash", "cat /tmp/work/notes.txt"),
-				agenttest.Tool("submit", "empty.patch"),
-				agenttest.Tool("submit", "not.patch"),
-				agenttest.Tool("edit", "missing.py\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE"),
-				agenttest.Tool("edit", "just some text"),
+			replies: []modeltest.Reply{
+				modeltest.Tool("create", "calc.py\nx = 1"),
+				modeltest.Tool("create", "/nope/x.py\nx = 1"),
+				modeltest.Tool("bash", "mkdir -p /tmp/work && cd /tmp/work && : > empty.patch && echo hello > not.patch"),
+				modeltest.Tool("create", "notes.txt\nfirst\nsecond"),
+				modeltest.Tool("edit", "notes.txt\n<<<<<<< SEARCH\nsecond\n=======\n2nd\n>>>>>>> REPLACE"),
+				modeltest.Tool("bash", "cat /tmp/work/notes.txt"),
+				modeltest.Tool("submit", "empty.patch"),
+				modeltest.Tool("submit", "not.patch"),
+				modeltest.Tool("edit", "missing.py\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE"),
+				modeltest.Tool("edit", "just some text"),
 			},
-			check: func(t *testing.T, h *harness, tr *Trajectory) {
+			check: func(t *testing.T, h *harness, tr *trajectory.Trajectory) {
 				want := []string{
 					"calc.py already exists. Cannot create a new file at an existing path.",
 					"File creation failed. The parent directory /nope does not exist.",
@@ -386,7 +390,7 @@ func TestEpisodes(t *testing.T) {
 					"Failed to submit empty.patch. It is an empty file.",
 					"Failed to submit not.patch. It is not a valid diff file.",
 					"The path missing.py does not exist. Please provide a valid path.",
-					editParseError,
+					episode.EditParseError,
 				}
 				for i, w := range want {
 					if !strings.HasPrefix(tr.Steps[i].Observation, w) {
@@ -402,10 +406,10 @@ func TestEpisodes(t *testing.T) {
 			// Amending keeps the ancestors, and with them the fix: HEAD's
 			// parent has the right code, so HEAD's change shows the bug.
 			name:    "amend keeps the ancestors",
-			history: HistoryAmend,
+			history: episode.HistoryAmend,
 			limits:  Limits{MaxTurns: 2},
-			replies: []agenttest.Reply{agenttest.Tool("bash", "git log --format=%s | cat; git show HEAD -- calc.py | grep '^[-+] '")},
-			check: func(t *testing.T, h *harness, tr *Trajectory) {
+			replies: []modeltest.Reply{modeltest.Tool("bash", "git log --format=%s | cat; git show HEAD -- calc.py | grep '^[-+] '")},
+			check: func(t *testing.T, h *harness, tr *trajectory.Trajectory) {
 				if got, want := tr.Steps[0].Observation, "Add tests\nAdd calc\n-    return a + b\n+    return a - b"; got != want {
 					t.Errorf("history with amend = %q, want %q", got, want)
 				}
@@ -415,7 +419,7 @@ func TestEpisodes(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			script := agenttest.ByIssue(map[string][]agenttest.Reply{"calc-1": c.replies}, agenttest.Text("no more replies"))
+			script := modeltest.ByIssue(map[string][]modeltest.Reply{"calc-1": c.replies}, modeltest.Text("no more replies"))
 			h := newHarness(t, script, "cwm", c.limits)
 			h.runner.History = c.history
 			tr := h.run(t)
@@ -428,16 +432,16 @@ func TestEpisodes(t *testing.T) {
 // and a record of what happened before.
 func TestModelServerDies(t *testing.T) {
 	var h *harness
-	script := func(r *agenttest.Request) agenttest.Reply {
+	script := func(r *modeltest.Request) modeltest.Reply {
 		if r.Turn() == 0 {
-			return agenttest.Tool("bash", "echo alive")
+			return modeltest.Tool("bash", "echo alive")
 		}
 		go h.server.Close()
-		return agenttest.Reply{Hangup: true}
+		return modeltest.Reply{Hangup: true}
 	}
 	h = newHarness(t, script, "cwm", Limits{})
 	tr := h.run(t)
-	if tr.ExitReason != ExitModelError || tr.Turns != 1 || tr.Retries.Network != 3 || !strings.Contains(tr.Error, "after 4 attempts") {
+	if tr.ExitReason != trajectory.ExitModelError || tr.Turns != 1 || tr.Retries.Network != 3 || !strings.Contains(tr.Error, "after 4 attempts") {
 		t.Errorf("exit %q after %d turns, retries %+v, error %q; want model_error after 1 turn and 3 network retries",
 			tr.ExitReason, tr.Turns, tr.Retries, tr.Error)
 	}
@@ -450,13 +454,13 @@ func TestModelServerDies(t *testing.T) {
 // returns beside the message (vLLM's reasoning_content) is recorded with
 // its model call and not sent back to the model on later turns.
 func TestReasoningKept(t *testing.T) {
-	script := func(r *agenttest.Request) agenttest.Reply {
+	script := func(r *modeltest.Request) modeltest.Reply {
 		if r.Turn() == 0 {
-			rep := agenttest.Tool("bash", "echo thinking-done")
+			rep := modeltest.Tool("bash", "echo thinking-done")
 			rep.Reasoning = "First look around the repository."
 			return rep
 		}
-		return agenttest.Tool("submit", "/nonexistent.patch")
+		return modeltest.Tool("submit", "/nonexistent.patch")
 	}
 	h := newHarness(t, script, "cwm", Limits{MaxTurns: 2})
 	tr := h.run(t)
@@ -475,10 +479,10 @@ func TestReasoningKept(t *testing.T) {
 }
 
 func TestFunctionCallingEpisode(t *testing.T) {
-	calls := func(name, args string) agenttest.Reply {
-		return agenttest.Reply{ToolCalls: []agenttest.ToolCall{agenttest.Call("call_"+name, name, args)}}
+	calls := func(name, args string) modeltest.Reply {
+		return modeltest.Reply{ToolCalls: []modeltest.ToolCall{modeltest.Call("call_"+name, name, args)}}
 	}
-	replies := []agenttest.Reply{
+	replies := []modeltest.Reply{
 		calls("view", `{"path": "calc.py", "start": 1, "end": 2}`),
 		calls("edit", `{"path": "calc.py", "search": "def add(a, b):\n    return a - b", "replace": "def add(a, b):\n    return a + b"}`),
 		calls("create", `{"path": "test_more.py", "content": "from calc import add\nassert add(1, 1) == 2\n"}`),
@@ -486,11 +490,11 @@ func TestFunctionCallingEpisode(t *testing.T) {
 		calls("grep", `{"pattern": "x"}`),
 		calls("bash", `{"command": `),
 		calls("submit", `{"path": "/tmp/fix.patch"}`),
-		agenttest.Text("The fix is submitted."),
+		modeltest.Text("The fix is submitted."),
 	}
-	h := newHarness(t, agenttest.ByIssue(map[string][]agenttest.Reply{"calc-1": replies}, agenttest.Text("?")), "openai", Limits{})
+	h := newHarness(t, modeltest.ByIssue(map[string][]modeltest.Reply{"calc-1": replies}, modeltest.Text("?")), "openai", Limits{})
 	tr := h.run(t)
-	if tr.ExitReason != ExitSubmitted || tr.Turns != 8 || tr.Protocol != "openai" {
+	if tr.ExitReason != trajectory.ExitSubmitted || tr.Turns != 8 || tr.Protocol != "openai" {
 		t.Fatalf("exit %q after %d turns, want submitted after 8", tr.ExitReason, tr.Turns)
 	}
 	wantObs := []string{
@@ -511,7 +515,7 @@ func TestFunctionCallingEpisode(t *testing.T) {
 		t.Errorf("unknown tool and bad JSON are not counted as format errors")
 	}
 	for _, m := range tr.Messages {
-		if m.Role == RoleTool && !strings.HasPrefix(m.ToolCallID, "call_") {
+		if m.Role == model.RoleTool && !strings.HasPrefix(m.ToolCallID, "call_") {
 			t.Errorf("tool message without its call's id: %+v", m)
 		}
 	}

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"cwm/internal/episode"
+	"cwm/internal/model"
 )
 
 // FunctionProtocol is native OpenAI function calling with CWM's tools plus
@@ -26,7 +29,7 @@ REQUIREMENTS:
 
 // Prompt implements Protocol: the cwm protocol's user message, with a
 // system prompt whose tool descriptions are left to the schemas.
-func (*FunctionProtocol) Prompt(pr Prompt) []Message {
+func (*FunctionProtocol) Prompt(pr Prompt) []model.Message {
 	msgs := (&CWMProtocol{}).Prompt(pr)
 	env := strings.NewReplacer(
 		"{session_timeout}", fmt.Sprintf("%d-second", int(pr.Limits.CommandTimeout.Seconds())),
@@ -44,7 +47,7 @@ func object(required []string, props map[string]any) map[string]any {
 	return map[string]any{"type": "object", "properties": props, "required": required, "additionalProperties": false}
 }
 
-var functionTools = []Tool{
+var functionTools = []model.Tool{
 	{Name: "bash", Description: "Executes bash command(s) in the current session. The command(s) can be any non-interactive bash command(s), either single or multi-line.",
 		Parameters: object([]string{"command"}, map[string]any{"command": str("The bash command(s) to run.")})},
 	{Name: "edit", Description: "Replaces search with replace in the file at path, where path must exist and search must uniquely and exactly match one or more consecutive lines from the original file, including indentations and whitespaces.",
@@ -61,12 +64,12 @@ var functionTools = []Tool{
 }
 
 // Tools implements Protocol.
-func (*FunctionProtocol) Tools() []Tool { return functionTools }
+func (*FunctionProtocol) Tools() []model.Tool { return functionTools }
 
 // Parse implements Protocol. Unknown tools and bad arguments are not format
 // errors here: every call must be answered with a tool message bearing its
 // id, so they come back as observations from Run.
-func (*FunctionProtocol) Parse(reply Message) ([]Call, *FormatError) {
+func (*FunctionProtocol) Parse(reply model.Message) ([]Call, *FormatError) {
 	if len(reply.ToolCalls) == 0 {
 		return nil, formatErrorf("No tool calls found")
 	}
@@ -88,22 +91,22 @@ type functionArgs struct {
 }
 
 // Run implements Protocol.
-func (*FunctionProtocol) Run(ctx context.Context, tb *Toolbox, c Call) (Observation, error) {
+func (*FunctionProtocol) Run(ctx context.Context, tb *episode.Toolbox, c Call) (episode.Observation, error) {
 	var a functionArgs
 	known := false
 	for _, t := range functionTools {
 		known = known || t.Name == c.Tool
 	}
 	if !known {
-		return Observation{Text: fmt.Sprintf("NoSuchToolError: Tool '%s' not found.", c.Tool), Invalid: true}, nil
+		return episode.Observation{Text: fmt.Sprintf("NoSuchToolError: Tool '%s' not found.", c.Tool), Invalid: true}, nil
 	}
 	if err := json.Unmarshal([]byte(c.Input), &a); err != nil {
-		return Observation{Text: fmt.Sprintf("FormatError: The arguments of tool '%s' are not valid JSON: %v", c.Tool, err), Invalid: true}, nil
+		return episode.Observation{Text: fmt.Sprintf("FormatError: The arguments of tool '%s' are not valid JSON: %v", c.Tool, err), Invalid: true}, nil
 	}
 	switch c.Tool {
 	case "bash":
 		if strings.TrimSpace(a.Command) == "" {
-			return Observation{Text: "FormatError: Tool 'bash' requires non-empty arguments, but received empty or whitespace-only input.", Invalid: true}, nil
+			return episode.Observation{Text: "FormatError: Tool 'bash' requires non-empty arguments, but received empty or whitespace-only input.", Invalid: true}, nil
 		}
 		return tb.Bash(ctx, a.Command)
 	case "edit":
@@ -118,16 +121,16 @@ func (*FunctionProtocol) Run(ctx context.Context, tb *Toolbox, c Call) (Observat
 }
 
 // Result implements Protocol: the feedback alone, as the tool's output.
-func (*FunctionProtocol) Result(c Call, obs Observation, _ Budget) Message {
+func (*FunctionProtocol) Result(c Call, obs episode.Observation, _ Budget) model.Message {
 	text := obs.Text
 	if c.Tool == "submit" && obs.OK {
 		text = strings.Replace(submissionFeedback, "{pred_patch}", obs.Text, 1)
 	}
-	return Message{Role: RoleTool, Content: text, ToolCallID: c.ID}
+	return model.Message{Role: model.RoleTool, Content: text, ToolCallID: c.ID}
 }
 
 // Reject implements Protocol: a reply without a call gets a user message,
 // as in the cwm protocol.
-func (*FunctionProtocol) Reject(e *FormatError) Message {
-	return Message{Role: RoleUser, Content: e.Error()}
+func (*FunctionProtocol) Reject(e *FormatError) model.Message {
+	return model.Message{Role: model.RoleUser, Content: e.Error()}
 }

@@ -3,6 +3,9 @@ package agent
 import (
 	"context"
 	"fmt"
+
+	"cwm/internal/episode"
+	"cwm/internal/model"
 )
 
 // Protocol is how tool calls and their results are written in the
@@ -12,20 +15,20 @@ type Protocol interface {
 	// Name is the --protocol value: "cwm" or "openai".
 	Name() string
 	// Prompt returns the opening messages of an episode (system and user).
-	Prompt(p Prompt) []Message
+	Prompt(p Prompt) []model.Message
 	// Tools are offered to the model for native function calling; nil
 	// for text protocols.
-	Tools() []Tool
+	Tools() []model.Tool
 	// Parse extracts the calls of an assistant reply. A reply with no call
 	// that can run is a *FormatError, which the episode feeds back.
-	Parse(reply Message) ([]Call, *FormatError)
+	Parse(reply model.Message) ([]Call, *FormatError)
 	// Run executes one call. The error is for failures of the sandbox
 	// itself; a tool that fails is an Observation.
-	Run(ctx context.Context, tb *Toolbox, c Call) (Observation, error)
+	Run(ctx context.Context, tb *episode.Toolbox, c Call) (episode.Observation, error)
 	// Result is the message that returns an observation to the model.
-	Result(c Call, obs Observation, b Budget) Message
+	Result(c Call, obs episode.Observation, b Budget) model.Message
 	// Reject is the message that reports a format error to the model.
-	Reject(e *FormatError) Message
+	Reject(e *FormatError) model.Message
 }
 
 // Prompt is what the opening messages are made of.
@@ -79,8 +82,8 @@ func NewProtocol(name, toolRole string) (Protocol, error) {
 	case "cwm":
 		switch toolRole {
 		case "":
-			toolRole = RoleTool
-		case RoleTool, RoleUser:
+			toolRole = model.RoleTool
+		case model.RoleTool, model.RoleUser:
 		default:
 			return nil, fmt.Errorf("tool role %q: want tool or user", toolRole)
 		}

@@ -9,11 +9,12 @@ import (
 	"testing"
 
 	"cwm/internal/agent"
-	"cwm/internal/agent/agenttest"
 	"cwm/internal/env"
 	"cwm/internal/envbuild"
+	"cwm/internal/model/modeltest"
 	"cwm/internal/sandbox"
 	"cwm/internal/task"
+	"cwm/internal/trajectory"
 )
 
 // The bug of the example task: snake_case joins with "-" (a mutation of
@@ -91,21 +92,21 @@ func TestForageExampleTask(t *testing.T) {
 	tasksFile := filepath.Join(t.TempDir(), "tasks.jsonl")
 	os.WriteFile(tasksFile, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 
-	fix := []agenttest.Reply{
-		agenttest.Tool("bash", "python -m pytest -q tests/test_case.py 2>&1 | tail -1"),
-		agenttest.Tool("edit", "textkit/case.py\n<<<<<<< SEARCH\n"+snakeSearch+"\n=======\n"+strings.Replace(snakeSearch, `"-"`, `"_"`, 1)+"\n>>>>>>> REPLACE"),
-		agenttest.Tool("bash", "git diff > /tmp/fix.patch"),
-		agenttest.Tool("submit", "/tmp/fix.patch"),
-		agenttest.Text("## Issue Summary\nsnake_case joined with the wrong separator."),
+	fix := []modeltest.Reply{
+		modeltest.Tool("bash", "python -m pytest -q tests/test_case.py 2>&1 | tail -1"),
+		modeltest.Tool("edit", "textkit/case.py\n<<<<<<< SEARCH\n"+snakeSearch+"\n=======\n"+strings.Replace(snakeSearch, `"-"`, `"_"`, 1)+"\n>>>>>>> REPLACE"),
+		modeltest.Tool("bash", "git diff > /tmp/fix.patch"),
+		modeltest.Tool("submit", "/tmp/fix.patch"),
+		modeltest.Text("## Issue Summary\nsnake_case joined with the wrong separator."),
 	}
-	wrong := []agenttest.Reply{
-		agenttest.Tool("edit", "textkit/case.py\n<<<<<<< SEARCH\n"+snakeSearch+"\n=======\n"+strings.Replace(snakeSearch, `"-".join(parts)`, `"-".join(parts).replace("-", "__")`, 1)+"\n>>>>>>> REPLACE"),
-		agenttest.Tool("bash", "git diff > /tmp/fix.patch"),
-		agenttest.Tool("submit", "/tmp/fix.patch"),
-		agenttest.Text("## Issue Summary\nDone."),
+	wrong := []modeltest.Reply{
+		modeltest.Tool("edit", "textkit/case.py\n<<<<<<< SEARCH\n"+snakeSearch+"\n=======\n"+strings.Replace(snakeSearch, `"-".join(parts)`, `"-".join(parts).replace("-", "__")`, 1)+"\n>>>>>>> REPLACE"),
+		modeltest.Tool("bash", "git diff > /tmp/fix.patch"),
+		modeltest.Tool("submit", "/tmp/fix.patch"),
+		modeltest.Text("## Issue Summary\nDone."),
 	}
-	srv, err := agenttest.Start(agenttest.ByIssue(map[string][]agenttest.Reply{
-		"textkit__snake-fixed": fix, "textkit__snake-wrong": wrong}, agenttest.Text("?")), false)
+	srv, err := modeltest.Start(modeltest.ByIssue(map[string][]modeltest.Reply{
+		"textkit__snake-fixed": fix, "textkit__snake-wrong": wrong}, modeltest.Text("?")), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,12 +117,12 @@ func TestForageExampleTask(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("cwm forage = %d\n%s\n%s", code, stdout, stderr)
 	}
-	trs := map[string]agent.Trajectory{}
+	trs := map[string]trajectory.Trajectory{}
 	for _, tr := range readTrajectories(t, out) {
 		trs[tr.TaskID] = tr
 	}
 	fixed, bad := trs["textkit__snake-fixed"], trs["textkit__snake-wrong"]
-	if fixed.ExitReason != agent.ExitSubmitted || fixed.Resolved == nil || !*fixed.Resolved || fixed.Reward == nil || *fixed.Reward != 1 {
+	if fixed.ExitReason != trajectory.ExitSubmitted || fixed.Resolved == nil || !*fixed.Resolved || fixed.Reward == nil || *fixed.Reward != 1 {
 		t.Errorf("fixing episode: exit %q resolved %v reward %v; want submitted, resolved, reward 1", fixed.ExitReason, ptrStr(fixed.Resolved), ptrStr(fixed.Reward))
 	}
 	if fixed.Similarity == nil || *fixed.Similarity != 1 {
@@ -133,7 +134,7 @@ func TestForageExampleTask(t *testing.T) {
 	if want := map[bool]float64{true: 0, false: -1}[*bad.Similarity >= 0.5]; *bad.Reward != want {
 		t.Errorf("wrong-patch reward %v with similarity %v, want %v (CWM-SPEC 2.3 with threshold 0.5)", *bad.Reward, *bad.Similarity, want)
 	}
-	var sum forageSummary
+	var sum agent.ForageSummary
 	if err := json.Unmarshal([]byte(stdout), &sum); err != nil || sum.ResolvedRate == nil || *sum.ResolvedRate != 0.5 {
 		t.Errorf("summary resolved rate %v (%v), want 0.5", sum.ResolvedRate, err)
 	}

@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"cwm/internal/agent"
-	"cwm/internal/agent/agenttest"
+	"cwm/internal/episode/episodetest"
 	"cwm/internal/jsonl"
+	"cwm/internal/model/modeltest"
+	"cwm/internal/trajectory"
 )
 
 // forageFixture is a CWM_HOME holding one environment (the agenttest calc
@@ -23,7 +25,7 @@ import (
 func forageFixture(t *testing.T, ids ...string) (home, tasksFile string, gold string) {
 	t.Helper()
 	home = t.TempDir()
-	layer, tk := agenttest.CalcRepo(t)
+	layer, tk := episodetest.CalcRepo(t)
 	envDir := filepath.Join(home, "envs", "calcenv")
 	if err := os.MkdirAll(envDir, 0o755); err != nil {
 		t.Fatal(err)
@@ -51,20 +53,20 @@ func forageFixture(t *testing.T, ids ...string) (home, tasksFile string, gold st
 }
 
 // solve is a scripted episode that fixes the calc bug and submits.
-func solve(pause string) []agenttest.Reply {
-	return []agenttest.Reply{
-		agenttest.Tool("bash", "sleep "+pause+"; python3 test_calc.py 2>&1 | tail -1"),
-		agenttest.Tool("edit", "calc.py\n<<<<<<< SEARCH\ndef add(a, b):\n    return a - b\n=======\ndef add(a, b):\n    return a + b\n>>>>>>> REPLACE"),
-		agenttest.Tool("bash", "sleep "+pause+"; git diff > /tmp/fix.patch"),
-		agenttest.Tool("submit", "/tmp/fix.patch"),
-		agenttest.Text("## Issue Summary\nFixed add."),
+func solve(pause string) []modeltest.Reply {
+	return []modeltest.Reply{
+		modeltest.Tool("bash", "sleep "+pause+"; python3 test_calc.py 2>&1 | tail -1"),
+		modeltest.Tool("edit", "calc.py\n<<<<<<< SEARCH\ndef add(a, b):\n    return a - b\n=======\ndef add(a, b):\n    return a + b\n>>>>>>> REPLACE"),
+		modeltest.Tool("bash", "sleep "+pause+"; git diff > /tmp/fix.patch"),
+		modeltest.Tool("submit", "/tmp/fix.patch"),
+		modeltest.Text("## Issue Summary\nFixed add."),
 	}
 }
 
-func readTrajectories(t *testing.T, path string) []agent.Trajectory {
+func readTrajectories(t *testing.T, path string) []trajectory.Trajectory {
 	t.Helper()
-	var out []agent.Trajectory
-	if err := jsonl.Decode(path, func(_ int, tr agent.Trajectory) error {
+	var out []trajectory.Trajectory
+	if err := jsonl.Decode(path, func(_ int, tr trajectory.Trajectory) error {
 		out = append(out, tr)
 		return nil
 	}); err != nil {
@@ -79,10 +81,10 @@ func TestForage(t *testing.T) {
 	t.Setenv("FAKE_KEY", "sk-forage")
 	var down atomic.Bool // the server fails calc-down's requests while set
 	down.Store(true)
-	script := agenttest.ByIssue(map[string][]agenttest.Reply{"calc-ok": solve("0"), "calc-down": solve("0")}, agenttest.Text("?"))
-	srv, err := agenttest.Start(func(r *agenttest.Request) agenttest.Reply {
+	script := modeltest.ByIssue(map[string][]modeltest.Reply{"calc-ok": solve("0"), "calc-down": solve("0")}, modeltest.Text("?"))
+	srv, err := modeltest.Start(func(r *modeltest.Request) modeltest.Reply {
 		if down.Load() && strings.Contains(r.Issue(), "calc-down") {
-			return agenttest.Reply{Status: 500}
+			return modeltest.Reply{Status: 500}
 		}
 		return script(r)
 	}, true)
@@ -101,7 +103,7 @@ func TestForage(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "the model server failed 2 of 4 episodes") || !strings.Contains(stderr, "run again to retry them") {
 		t.Fatalf("cwm forage with the server failing = %d, want 1 and the count of model errors\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	var sum forageSummary
+	var sum agent.ForageSummary
 	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
 		t.Fatalf("summary %q: %v", stdout, err)
 	}
@@ -115,19 +117,19 @@ func TestForage(t *testing.T) {
 		t.Fatalf("%d lines in --out, want 2", len(trs))
 	}
 	for _, tr := range trs {
-		if tr.TaskID != "calc-ok" || tr.ExitReason != agent.ExitSubmitted || tr.Patch != gold || tr.Turns != 5 {
+		if tr.TaskID != "calc-ok" || tr.ExitReason != trajectory.ExitSubmitted || tr.Patch != gold || tr.Turns != 5 {
 			t.Errorf("%s/%d: exit %q, %d turns, patch %q; want calc-ok submitted after 5 turns with the gold patch", tr.TaskID, tr.Sample, tr.ExitReason, tr.Turns, tr.Patch)
 		}
 		if tr.Model != "fake" || tr.Protocol != "cwm" || tr.EnvID != "calcenv" || len(tr.Messages) < 2 {
 			t.Errorf("%s/%d: model %q protocol %q env %q, %d messages", tr.TaskID, tr.Sample, tr.Model, tr.Protocol, tr.EnvID, len(tr.Messages))
 		}
 	}
-	failed := readTrajectories(t, modelErrorsPath(out))
+	failed := readTrajectories(t, agent.ModelErrorsPath(out))
 	if len(failed) != 2 {
-		t.Fatalf("%d lines in %s, want 2", len(failed), modelErrorsPath(out))
+		t.Fatalf("%d lines in %s, want 2", len(failed), agent.ModelErrorsPath(out))
 	}
 	for _, tr := range failed {
-		if tr.TaskID != "calc-down" || tr.ExitReason != agent.ExitModelError || tr.Turns != 0 || tr.Retries.ServerError != 1 ||
+		if tr.TaskID != "calc-down" || tr.ExitReason != trajectory.ExitModelError || tr.Turns != 0 || tr.Retries.ServerError != 1 ||
 			!strings.Contains(tr.Error, "500") {
 			t.Errorf("%s/%d: exit %q after %d turns, %d 5xx retries, error %q; want calc-down model_error after one retry",
 				tr.TaskID, tr.Sample, tr.ExitReason, tr.Turns, tr.Retries.ServerError, tr.Error)
@@ -156,8 +158,8 @@ func TestForage(t *testing.T) {
 	trs = readTrajectories(t, out)
 	seen := map[string]int{}
 	for _, tr := range trs {
-		seen[pairKey(tr.TaskID, tr.Sample)]++
-		if tr.ExitReason != agent.ExitSubmitted {
+		seen[trajectory.Key(tr.TaskID, tr.Sample)]++
+		if tr.ExitReason != trajectory.ExitSubmitted {
 			t.Errorf("%s/%d ended %q after the re-run, want submitted", tr.TaskID, tr.Sample, tr.ExitReason)
 		}
 	}
@@ -181,7 +183,7 @@ func TestForage(t *testing.T) {
 func TestForageServerDown(t *testing.T) {
 	home, tasksFile, _ := forageFixture(t, "calc-1", "calc-2")
 	t.Setenv("CWM_HOME", home)
-	srv, err := agenttest.Start(func(*agenttest.Request) agenttest.Reply { return agenttest.Reply{Status: 503} }, false)
+	srv, err := modeltest.Start(func(*modeltest.Request) modeltest.Reply { return modeltest.Reply{Status: 503} }, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,8 +198,8 @@ func TestForageServerDown(t *testing.T) {
 	if b, err := os.ReadFile(out); err != nil || len(b) != 0 {
 		t.Errorf("--out = %q, %v; want an empty file", b, err)
 	}
-	if n := len(readTrajectories(t, modelErrorsPath(out))); n != 2 {
-		t.Errorf("%d lines in %s, want 2", n, modelErrorsPath(out))
+	if n := len(readTrajectories(t, agent.ModelErrorsPath(out))); n != 2 {
+		t.Errorf("%d lines in %s, want 2", n, agent.ModelErrorsPath(out))
 	}
 }
 
@@ -233,12 +235,12 @@ func TestForageUsage(t *testing.T) {
 func TestForageKilled(t *testing.T) {
 	ids := []string{"calc-a", "calc-b", "calc-c"}
 	home, tasksFile, _ := forageFixture(t, ids...)
-	replies := map[string][]agenttest.Reply{}
+	replies := map[string][]modeltest.Reply{}
 	for _, id := range ids {
 		replies[id] = solve("0.1")
 	}
-	script := agenttest.ByIssue(replies, agenttest.Text("?"))
-	srv, err := agenttest.Start(func(r *agenttest.Request) agenttest.Reply {
+	script := modeltest.ByIssue(replies, modeltest.Text("?"))
+	srv, err := modeltest.Start(func(r *modeltest.Request) modeltest.Reply {
 		rep := script(r)
 		rep.Delay = 30 * time.Millisecond
 		return rep
@@ -284,13 +286,13 @@ func TestForageKilled(t *testing.T) {
 	}
 	seen := map[string]int{}
 	err = jsonl.Scan(out, func(n int, line []byte) error {
-		var tr agent.Trajectory
+		var tr trajectory.Trajectory
 		if err := json.Unmarshal(line, &tr); err != nil {
 			t.Errorf("line %d does not parse: %v", n, err)
 			return nil
 		}
-		seen[pairKey(tr.TaskID, tr.Sample)]++
-		if tr.ExitReason != agent.ExitSubmitted {
+		seen[trajectory.Key(tr.TaskID, tr.Sample)]++
+		if tr.ExitReason != trajectory.ExitSubmitted {
 			t.Errorf("%s/%d ended %q", tr.TaskID, tr.Sample, tr.ExitReason)
 		}
 		return nil

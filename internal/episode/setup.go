@@ -1,4 +1,4 @@
-package agent
+package episode
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"cwm/internal/errkind"
 	"cwm/internal/sandbox"
 )
 
@@ -70,6 +71,9 @@ git rev-parse HEAD
 // prepareRepo runs setupScript in the sandbox and returns the commit the
 // episode starts from.
 func prepareRepo(ctx context.Context, sb *sandbox.Sandbox, repo, bugPatch string, h History, timeout time.Duration) (string, error) {
+	if h != "" && h != HistorySquash && h != HistoryAmend {
+		return "", errkind.Errorf(errkind.Usage, "history %q: want squash or amend", h)
+	}
 	if h == "" {
 		h = HistorySquash
 	}
@@ -105,7 +109,7 @@ func finalDiff(ctx context.Context, sb *sandbox.Sandbox, repo, base string, time
 		return "", fmt.Errorf("diff repository %s: %s: %s", repo, r.Describe(), strings.TrimSpace(string(r.Stderr)))
 	}
 	if r.StdoutBytes > maxPatchBytes {
-		return "", fmt.Errorf("diff repository %s: %d bytes, more than %d", repo, r.StdoutBytes, maxPatchBytes)
+		return "", errkind.Errorf(errkind.Limit, "diff repository %s: %d bytes, more than %d", repo, r.StdoutBytes, maxPatchBytes)
 	}
 	return string(r.Stdout), nil
 }

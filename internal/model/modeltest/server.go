@@ -1,9 +1,9 @@
-// Package agenttest provides a local OpenAI-compatible chat completions
-// server that replays scripted replies, for tests and benchmarks of agent
-// episodes. It is the one fake in cwm's agent tests: the model endpoint.
-// Everything else an episode touches (sandboxes, sockets, processes) is
-// real.
-package agenttest
+// Package modeltest provides a local OpenAI-compatible chat completions
+// server that replays scripted replies, for tests and benchmarks of the
+// model client and of agent episodes. It is the one fake in cwm's agent
+// tests: the model endpoint. Everything else an episode touches
+// (sandboxes, sockets, processes) is real.
+package modeltest
 
 import (
 	"encoding/json"
@@ -18,7 +18,7 @@ import (
 )
 
 // Message is a chat message as the server sees it. The package keeps its
-// own types, rather than package agent's, so that agent's tests can use it.
+// own types, rather than package model's, so that model's tests can use it.
 type Message struct {
 	Role       string     `json:"role"`
 	Content    string     `json:"content"`

@@ -1,4 +1,4 @@
-package agent
+package model
 
 // Message is one chat message in the OpenAI chat format. It is both what is
 // sent to the model and what a trajectory stores, so the stored
@@ -42,9 +42,9 @@ type Tool struct {
 	Parameters  map[string]any
 }
 
-// estimateTokens is the token count assumed when a server reports no usage:
-// about four bytes per token for English text and code.
-func estimateTokens(n int) int64 { return int64((n + 3) / 4) }
+// EstimateTokens is the token count assumed for n bytes when a server
+// reports no usage: about four bytes per token for English text and code.
+func EstimateTokens(n int) int64 { return int64((n + 3) / 4) }
 
 // messagesBytes is the size of the text of msgs, for token estimates.
 func messagesBytes(msgs []Message) int {

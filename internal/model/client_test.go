@@ -1,4 +1,4 @@
-package agent
+package model
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"cwm/internal/agent/agenttest"
+	"cwm/internal/model/modeltest"
 )
 
 func testClient(t *testing.T, url string, cfg ClientConfig) *Client {
@@ -28,14 +28,14 @@ func testClient(t *testing.T, url string, cfg ClientConfig) *Client {
 
 // failing answers the first len(statuses) requests with those statuses,
 // then succeeds.
-func failing(statuses ...int) (agenttest.Script, *atomic.Int32) {
+func failing(statuses ...int) (modeltest.Script, *atomic.Int32) {
 	var n atomic.Int32
-	return func(r *agenttest.Request) agenttest.Reply {
+	return func(r *modeltest.Request) modeltest.Reply {
 		i := int(n.Add(1)) - 1
 		if i < len(statuses) {
-			return agenttest.Reply{Status: statuses[i]}
+			return modeltest.Reply{Status: statuses[i]}
 		}
-		return agenttest.Text("ok")
+		return modeltest.Text("ok")
 	}, &n
 }
 
@@ -57,7 +57,7 @@ func TestClientRetries(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			script, calls := failing(c.statuses...)
-			srv, err := agenttest.Start(script, true)
+			srv, err := modeltest.Start(script, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,11 +88,11 @@ func TestClientRetries(t *testing.T) {
 
 func TestClientRetryAfter(t *testing.T) {
 	var n atomic.Int32
-	srv, err := agenttest.Start(func(r *agenttest.Request) agenttest.Reply {
+	srv, err := modeltest.Start(func(r *modeltest.Request) modeltest.Reply {
 		if n.Add(1) == 1 {
-			return agenttest.Reply{Status: 429, RetryAfter: 1}
+			return modeltest.Reply{Status: 429, RetryAfter: 1}
 		}
-		return agenttest.Text("ok")
+		return modeltest.Text("ok")
 	}, false)
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +109,7 @@ func TestClientRetryAfter(t *testing.T) {
 }
 
 func TestClientDeadServer(t *testing.T) {
-	srv, err := agenttest.Start(func(*agenttest.Request) agenttest.Reply { return agenttest.Text("ok") }, false)
+	srv, err := modeltest.Start(func(*modeltest.Request) modeltest.Reply { return modeltest.Text("ok") }, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestClientDeadServer(t *testing.T) {
 		t.Fatalf("Complete = %v, want a ModelError after 2 network retries", err)
 	}
 
-	hang, err := agenttest.Start(func(*agenttest.Request) agenttest.Reply { return agenttest.Reply{Hangup: true} }, false)
+	hang, err := modeltest.Start(func(*modeltest.Request) modeltest.Reply { return modeltest.Reply{Hangup: true} }, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestClientDeadServer(t *testing.T) {
 		t.Fatalf("Complete with hang-ups = %v, want a ModelError after 1 network retry", err)
 	}
 
-	slow, err := agenttest.Start(func(*agenttest.Request) agenttest.Reply { return agenttest.Reply{Delay: time.Minute} }, false)
+	slow, err := modeltest.Start(func(*modeltest.Request) modeltest.Reply { return modeltest.Reply{Delay: time.Minute} }, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,12 +142,20 @@ func TestClientDeadServer(t *testing.T) {
 	}
 }
 
+// testTools are functions offered to the model, as a protocol offers them.
+var testTools = []Tool{
+	{Name: "bash", Description: "Runs a command.", Parameters: map[string]any{"type": "object",
+		"properties": map[string]any{"command": map[string]any{"type": "string"}}, "required": []string{"command"}}},
+	{Name: "submit", Description: "Submits a patch file.", Parameters: map[string]any{"type": "object",
+		"properties": map[string]any{"path": map[string]any{"type": "string"}}, "required": []string{"path"}}},
+}
+
 func TestClientRequest(t *testing.T) {
-	srv, err := agenttest.Start(func(r *agenttest.Request) agenttest.Reply {
+	srv, err := modeltest.Start(func(r *modeltest.Request) modeltest.Reply {
 		if strings.Contains(r.Issue(), "no usage") {
-			return agenttest.Reply{Content: "12345678", NoUsage: true}
+			return modeltest.Reply{Content: "12345678", NoUsage: true}
 		}
-		return agenttest.Reply{Content: "fine", Usage: &agenttest.Usage{PromptTokens: 1000, CompletionTokens: 10}}
+		return modeltest.Reply{Content: "fine", Usage: &modeltest.Usage{PromptTokens: 1000, CompletionTokens: 10}}
 	}, true)
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +167,7 @@ func TestClientRequest(t *testing.T) {
 	msgs := []Message{{Role: RoleSystem, Content: "sys"}, {Role: RoleUser, Content: "hi"},
 		{Role: RoleAssistant, Content: "", ToolCalls: []ToolCall{{ID: "c1", Type: "function", Function: FunctionCall{Name: "bash", Arguments: `{"command":"ls"}`}}}},
 		{Role: RoleTool, Content: "a.py", ToolCallID: "c1"}}
-	rep, err := cl.Complete(context.Background(), Request{Messages: msgs, Seed: &seed2, Tools: functionTools})
+	rep, err := cl.Complete(context.Background(), Request{Messages: msgs, Seed: &seed2, Tools: testTools})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,14 +176,14 @@ func TestClientRequest(t *testing.T) {
 	}
 	got := srv.Requests()[0]
 	if got.Model != "fake-model" || *got.Temperature != temp || *got.TopP != topP || *got.MaxTokens != 512 || *got.Seed != seed2 ||
-		!cmp.Equal(got.Stop, []string{"</tool>\n\n"}) || len(got.Tools) != len(functionTools) {
-		t.Errorf("request = %+v, want the sampling parameters, the episode's seed and %d tools", got, len(functionTools))
+		!cmp.Equal(got.Stop, []string{"</tool>\n\n"}) || len(got.Tools) != len(testTools) {
+		t.Errorf("request = %+v, want the sampling parameters, the episode's seed and %d tools", got, len(testTools))
 	}
 	if h := got.Header.Get("Authorization"); h != "Bearer sk-test" {
 		t.Errorf("Authorization = %q", h)
 	}
-	wantMsgs := []agenttest.Message{{Role: "system", Content: "sys"}, {Role: "user", Content: "hi"},
-		{Role: "assistant", ToolCalls: []agenttest.ToolCall{agenttest.Call("c1", "bash", `{"command":"ls"}`)}},
+	wantMsgs := []modeltest.Message{{Role: "system", Content: "sys"}, {Role: "user", Content: "hi"},
+		{Role: "assistant", ToolCalls: []modeltest.ToolCall{modeltest.Call("c1", "bash", `{"command":"ls"}`)}},
 		{Role: "tool", Content: "a.py", ToolCallID: "c1"}}
 	if diff := cmp.Diff(wantMsgs, got.Messages); diff != "" {
 		t.Errorf("messages sent (-want +got):\n%s", diff)

@@ -1,4 +1,4 @@
-package agent
+package episode
 
 import (
 	"context"
@@ -34,8 +34,10 @@ type Observation struct {
 // plus file tools that resolve relative paths against the session's
 // current directory, as CWM's plugins (run inside the session) do.
 type Toolbox struct {
-	sb *sandbox.Sandbox
-	sh *sandbox.Shell
+	sb      *sandbox.Sandbox
+	sh      *sandbox.Shell
+	dir     string        // where the session starts
+	timeout time.Duration // of one command
 }
 
 // maxSubmitBytes is CWM's session buffer (480 KiB): submitting a larger
@@ -48,11 +50,21 @@ const maxReadBytes = 64 << 20
 // NewToolbox starts the bash session in dir with the given per-command
 // timeout. The caller closes the toolbox; the sandbox stays its own.
 func NewToolbox(ctx context.Context, sb *sandbox.Sandbox, dir string, timeout time.Duration) (*Toolbox, error) {
-	sh, err := sb.Shell(ctx, sandbox.ShellOptions{Timeout: timeout, Dir: dir, MaxOutput: maxSubmitBytes})
-	if err != nil {
-		return nil, fmt.Errorf("start bash session: %w", err)
+	t := &Toolbox{sb: sb, dir: dir, timeout: timeout}
+	if err := t.start(ctx); err != nil {
+		return nil, err
 	}
-	return &Toolbox{sb: sb, sh: sh}, nil
+	return t, nil
+}
+
+// start starts a fresh bash session in the toolbox's directory.
+func (t *Toolbox) start(ctx context.Context) error {
+	sh, err := t.sb.Shell(ctx, sandbox.ShellOptions{Timeout: t.timeout, Dir: t.dir, MaxOutput: maxSubmitBytes})
+	if err != nil {
+		return fmt.Errorf("start bash session: %w", err)
+	}
+	t.sh = sh
+	return nil
 }
 
 // Close ends the bash session.

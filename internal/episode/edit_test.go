@@ -1,4 +1,4 @@
-package agent
+package episode
 
 import (
 	"strings"
@@ -12,10 +12,10 @@ func TestParseEdit(t *testing.T) {
 	}{
 		{"a.py\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE", "a.py", "x = 1", "x = 2", ""},
 		// The path is the line right before the SEARCH marker.
-		{"some words\nsrc/a.py\n<<<<<<< SEARCH\nx\n=======\n>>>>>>> REPLACE", "", "", "", editParseError},
+		{"some words\nsrc/a.py\n<<<<<<< SEARCH\nx\n=======\n>>>>>>> REPLACE", "", "", "", EditParseError},
 		{"some words\nsrc/a.py\n<<<<<<< SEARCH\nx\n=======\n\n>>>>>>> REPLACE", "src/a.py", "x", "", ""},
 		{"a.py\n<<<<<<< SEARCH\nl1\nl2\n=======\nr1\n>>>>>>> REPLACE\n", "a.py", "l1\nl2", "r1", ""},
-		{"a.py\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE", "", "", "", editParseError},
+		{"a.py\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE", "", "", "", EditParseError},
 		{"a.py\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\na.py\n<<<<<<< SEARCH\nc\n=======\nd\n>>>>>>> REPLACE",
 			"", "", "", "Only one search/replace block is allowed. Got: 2."},
 	}

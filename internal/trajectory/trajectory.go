@@ -1,10 +1,19 @@
-package agent
+// Package trajectory is the record of one agent episode, one JSONL line of
+// cwm forage: the conversation in OpenAI chat format (ready for supervised
+// fine-tuning), the steps with timings, the exit reason, the final diff
+// and the submitted patch, tokens, cost, retries, and the reward fields a
+// grading fills. It is the one statement of that schema: forage writes it,
+// and reward, dedup and the summaries read it.
+package trajectory
 
 import (
-	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
 	"time"
 
-	"cwm/internal/task"
+	"cwm/internal/model"
 )
 
 // ExitReason says why an episode ended.
@@ -27,8 +36,8 @@ const (
 	// tool call (in strict mode, one).
 	ExitFormatErrors ExitReason = "format_errors"
 	// ExitModelError: the model endpoint kept failing after retries. Such
-	// an episode measures the server, not the model: cwm forage keeps it
-	// out of its output, so that a re-run tries it again.
+	// an episode measures the server, not the model: forage keeps it out
+	// of its output, so that a re-run tries it again.
 	ExitModelError ExitReason = "model_error"
 )
 
@@ -41,7 +50,7 @@ type Trajectory struct {
 	EnvID    string `json:"env_id,omitempty"`
 	// Messages is the conversation in OpenAI chat format, exactly as sent
 	// to the model plus its last reply.
-	Messages []Message `json:"messages"`
+	Messages []model.Message `json:"messages"`
 	Steps    []Step    `json:"steps"`
 	// ModelCalls has one entry per model call, in order.
 	ModelCalls []ModelCall `json:"model_calls"`
@@ -56,10 +65,10 @@ type Trajectory struct {
 	// file; null when nothing was submitted.
 	SubmittedPatch *string `json:"submitted_patch"`
 	// Turns counts the model's replies.
-	Turns   int     `json:"turns"`
-	Tokens  Tokens  `json:"tokens"`
-	Cost    float64 `json:"cost"`
-	Retries Retries `json:"retries"`
+	Turns   int           `json:"turns"`
+	Tokens  Tokens        `json:"tokens"`
+	Cost    float64       `json:"cost"`
+	Retries model.Retries `json:"retries"`
 	// Seconds is the episode's wall time; SetupSeconds the part spent
 	// preparing the sandbox, ModelSeconds the part waiting for the model.
 	Seconds      float64   `json:"seconds"`
@@ -67,7 +76,7 @@ type Trajectory struct {
 	ModelSeconds float64   `json:"model_seconds"`
 	StartedAt    time.Time `json:"started_at"`
 
-	// Reward fields are null until a Grader fills them: the reward, whether
+	// Reward fields are null until a grading fills them: the reward, whether
 	// the hidden tests pass, the patch similarity to the oracle (SWE-RL
 	// shaping) and the group-relative advantage (GRPO, computed over the
 	// samples of a task).
@@ -132,18 +141,11 @@ type Step struct {
 	Seconds      float64 `json:"seconds"`
 }
 
-// Grade is a grader's verdict on an episode. Nil fields are left unset.
+// Grade is a grading's verdict on an episode. Nil fields are left unset.
 type Grade struct {
 	Reward     *float64
 	Resolved   *bool
 	Similarity *float64
-}
-
-// A Grader scores finished episodes: hidden tests in fresh sandboxes, patch
-// similarity. cwm forage calls it after each episode, before the line is
-// written, when one is configured.
-type Grader interface {
-	Grade(ctx context.Context, t *task.Task, tr *Trajectory) (Grade, error)
 }
 
 // SetGrade stores g's fields in the trajectory.
@@ -157,4 +159,25 @@ func (tr *Trajectory) SetGrade(g Grade) {
 	if g.Similarity != nil {
 		tr.Similarity = g.Similarity
 	}
+}
+
+// Key identifies a trajectory among the samples of every task: its task id
+// and sample.
+func Key(taskID string, sample int) string { return taskID + "\x00" + strconv.Itoa(sample) }
+
+// LineKey is Key of a trajectory line, without decoding the rest of it: the
+// resume key of a stage that writes trajectories. A line without task_id
+// and sample is not a trajectory, and an error.
+func LineKey(line []byte) (string, error) {
+	var k struct {
+		TaskID *string `json:"task_id"`
+		Sample *int    `json:"sample"`
+	}
+	if err := json.Unmarshal(line, &k); err != nil {
+		return "", fmt.Errorf("decode trajectory: %w", err)
+	}
+	if k.TaskID == nil || k.Sample == nil {
+		return "", errors.New("line without task_id and sample: not a trajectory")
+	}
+	return Key(*k.TaskID, *k.Sample), nil
 }

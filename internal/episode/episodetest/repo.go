@@ -1,4 +1,7 @@
-package agenttest
+// Package episodetest holds the test repository of episodes: a small
+// calculator with a unittest suite, a bug-fix task on it, and history an
+// agent must not see.
+package episodetest
 
 import (
 	"os"

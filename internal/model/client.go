@@ -1,4 +1,11 @@
-package agent
+// Package model talks to an OpenAI-compatible chat completions endpoint
+// (vLLM, SGLang, Ollama, llama.cpp's server, OpenAI itself): the chat
+// messages in OpenAI's format, the client with cwm's own retries (counted
+// by cause, with backoff and Retry-After), token usage and its estimate
+// when a server reports none, costs, and the reasoning fields reasoning
+// models' servers return beside a message. It knows nothing of tools'
+// effects or episodes: cwm/internal/agent drives it.
+package model
 
 import (
 	"context"
@@ -10,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"cwm/internal/errkind"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -137,7 +146,8 @@ type Retries struct {
 // Total is the number of retries.
 func (r Retries) Total() int { return r.RateLimited + r.ServerError + r.Network + r.Timeout }
 
-func (r *Retries) add(o Retries) {
+// Add counts o's retries too.
+func (r *Retries) Add(o Retries) {
 	r.RateLimited += o.RateLimited
 	r.ServerError += o.ServerError
 	r.Network += o.Network
@@ -173,6 +183,9 @@ func (e *ModelError) Error() string {
 }
 
 func (e *ModelError) Unwrap() error { return e.Err }
+
+// Kind is errkind.Unavailable: the server, not the request, failed.
+func (e *ModelError) Kind() errkind.Kind { return errkind.Unavailable }
 
 // ContextOverflow reports whether err is the server refusing a prompt
 // longer than the model's context (a 400 that says so, as vLLM and OpenAI
@@ -347,8 +360,8 @@ func (c *Client) fill(rep *Reply, res *openai.ChatCompletion, sent []Message) {
 		rep.Usage = Usage{PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens}
 	} else {
 		rep.Usage = Usage{
-			PromptTokens:     estimateTokens(messagesBytes(sent)),
-			CompletionTokens: estimateTokens(messagesBytes([]Message{rep.Message})),
+			PromptTokens:     EstimateTokens(messagesBytes(sent)),
+			CompletionTokens: EstimateTokens(messagesBytes([]Message{rep.Message})),
 			Estimated:        true,
 		}
 	}

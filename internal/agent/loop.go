@@ -10,7 +10,10 @@ import (
 	"unicode/utf8"
 
 	"cwm/internal/env"
+	"cwm/internal/episode"
+	"cwm/internal/model"
 	"cwm/internal/task"
+	"cwm/internal/trajectory"
 )
 
 // Limits bound an episode. Zero fields take the values of DefaultLimits.
@@ -44,7 +47,7 @@ type Limits struct {
 var DefaultLimits = Limits{
 	MaxTurns:             128,
 	ContextTokens:        131072,
-	CommandTimeout:       120 * time.Second,
+	CommandTimeout:       episode.DefaultCommandTimeout,
 	WallTime:             2400 * time.Second,
 	MaxFormatErrors:      8,
 	MaxObservationTokens: 32768,
@@ -79,60 +82,57 @@ func (l Limits) WithDefaults() Limits {
 type Runner struct {
 	// Sandboxes start the episodes' sandboxes.
 	Sandboxes *env.Sandboxes
-	Client    *Client
+	Client    *model.Client
 	Protocol  Protocol
 	Limits    Limits
-	// History is how the bug is folded into git (default HistorySquash).
-	History History
+	// History is how the bug is folded into git (default
+	// episode.HistorySquash).
+	History episode.History
 	Log     *slog.Logger
 }
 
-// Episode is one attempt at a task.
-type Episode struct {
-	Task   *task.Task
-	Sample int
-	// Seed, when set, is the sampling seed of this episode's requests.
-	Seed *int64
+// Attempt is one episode to run: a sample of a task.
+type Attempt struct {
+	Task *task.Task
 	// Env is the task's environment.
-	Env *env.Env
+	Env    *env.Env
+	Sample int
+	// Seed, when set, is the sampling seed of this attempt's requests.
+	Seed *int64
 }
 
-// setupTimeout bounds preparing the repository and taking the final diff;
-// gc of a large repository takes a while.
-const setupTimeout = 10 * time.Minute
-
 var errWallTime = errors.New("episode wall time exceeded")
+
+// diffTimeout bounds taking the final diff once the episode has ended.
+const diffTimeout = 10 * time.Minute
 
 // Run runs one episode to its end and returns its trajectory. Whatever the
 // model does, including failing, is a trajectory; the error is for the
 // harness: the sandbox could not start or died, the bug patch does not
 // apply, or ctx was cancelled (then nothing should be recorded, so a
 // resumed run does the episode again).
-func (r *Runner) Run(ctx context.Context, ep Episode) (*Trajectory, error) {
+func (r *Runner) Run(ctx context.Context, a Attempt) (*trajectory.Trajectory, error) {
 	l := r.Limits.WithDefaults()
 	start := time.Now()
-	tr := &Trajectory{TaskID: ep.Task.InstanceID, Sample: ep.Sample, Model: r.Client.Model(),
-		Protocol: r.Protocol.Name(), EnvID: ep.Task.EnvID, StartedAt: start.UTC(), Steps: []Step{}, ModelCalls: []ModelCall{}}
+	tr := &trajectory.Trajectory{TaskID: a.Task.InstanceID, Sample: a.Sample, Model: r.Client.Model(),
+		Protocol: r.Protocol.Name(), EnvID: a.Task.EnvID, StartedAt: start.UTC(),
+		Steps: []trajectory.Step{}, ModelCalls: []trajectory.ModelCall{}}
 	ectx, cancel := context.WithTimeoutCause(ctx, l.WallTime, errWallTime)
 	defer cancel()
 
-	sb, err := r.Sandboxes.Open(ectx, ep.Env)
+	sb, err := r.Sandboxes.Open(ectx, a.Env)
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", tr.TaskID, err)
 	}
-	defer sb.Close()
-	base, err := prepareRepo(ectx, sb, env.RepoRoot, ep.Task.BugPatch, r.History, setupTimeout)
+	ep, err := episode.Start(ectx, sb, a.Task, episode.Options{History: r.History, CommandTimeout: l.CommandTimeout})
 	if err != nil {
-		return nil, fmt.Errorf("task %s: %w", tr.TaskID, err)
+		sb.Close()
+		return nil, err
 	}
-	tb, err := NewToolbox(ectx, sb, env.RepoRoot, l.CommandTimeout)
-	if err != nil {
-		return nil, fmt.Errorf("task %s: %w", tr.TaskID, err)
-	}
-	defer tb.Close()
+	defer ep.Close()
 	tr.SetupSeconds = time.Since(start).Seconds()
 
-	reason, err := r.converse(ectx, tb, tr, l, ep)
+	reason, err := r.converse(ectx, ep, tr, l, a)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -140,14 +140,14 @@ func (r *Runner) Run(ctx context.Context, ep Episode) (*Trajectory, error) {
 		if context.Cause(ectx) != errWallTime {
 			return nil, fmt.Errorf("task %s sample %d: %w", tr.TaskID, tr.Sample, err)
 		}
-		reason = ExitTimeout
+		reason = trajectory.ExitTimeout
 	}
 	tr.ExitReason = reason
 	// The episode's own deadline may have passed; the diff still belongs
 	// in its record.
-	dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), setupTimeout)
+	dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), diffTimeout)
 	defer dcancel()
-	if tr.Patch, err = finalDiff(dctx, sb, env.RepoRoot, base, setupTimeout); err != nil {
+	if tr.Patch, err = ep.Diff(dctx); err != nil {
 		return nil, fmt.Errorf("task %s sample %d: %w", tr.TaskID, tr.Sample, err)
 	}
 	tr.Seconds = time.Since(start).Seconds()
@@ -159,37 +159,37 @@ func (r *Runner) Run(ctx context.Context, ep Episode) (*Trajectory, error) {
 }
 
 // converse is the episode loop: ask the model, run its call, report back.
-func (r *Runner) converse(ctx context.Context, tb *Toolbox, tr *Trajectory, l Limits, ep Episode) (ExitReason, error) {
-	tr.Messages = r.Protocol.Prompt(Prompt{Issue: ep.Task.ProblemStatement, RepoRoot: env.RepoRoot, Limits: l})
+func (r *Runner) converse(ctx context.Context, ep *episode.Episode, tr *trajectory.Trajectory, l Limits, a Attempt) (trajectory.ExitReason, error) {
+	tr.Messages = r.Protocol.Prompt(Prompt{Issue: a.Task.ProblemStatement, RepoRoot: ep.RepoRoot(), Limits: l})
 	tools := r.Protocol.Tools()
 	var used int64  // context tokens of the last call
 	var pending int // bytes of messages added since then
 	formatErrors := 0
 	for turn := 1; ; turn++ {
 		// A prompt that cannot fit would only earn a 400 from the server.
-		if used > 0 && used+estimateTokens(pending) >= int64(l.ContextTokens) {
-			return ExitContext, nil
+		if used > 0 && used+model.EstimateTokens(pending) >= int64(l.ContextTokens) {
+			return trajectory.ExitContext, nil
 		}
-		rep, err := r.Client.Complete(ctx, Request{Messages: tr.Messages, Tools: tools, Seed: ep.Seed})
+		rep, err := r.Client.Complete(ctx, model.Request{Messages: tr.Messages, Tools: tools, Seed: a.Seed})
 		if err != nil {
-			var me *ModelError
+			var me *model.ModelError
 			if ctx.Err() == nil && errors.As(err, &me) {
-				tr.Retries.add(me.Retries)
-				if ContextOverflow(err) {
-					return ExitContext, nil
+				tr.Retries.Add(me.Retries)
+				if model.ContextOverflow(err) {
+					return trajectory.ExitContext, nil
 				}
 				tr.Error = me.Error()
-				return ExitModelError, nil
+				return trajectory.ExitModelError, nil
 			}
 			return "", err
 		}
 		tr.Turns = turn
 		tr.Messages = append(tr.Messages, rep.Message)
-		tr.ModelCalls = append(tr.ModelCalls, ModelCall{Turn: turn, PromptTokens: rep.Usage.PromptTokens,
+		tr.ModelCalls = append(tr.ModelCalls, trajectory.ModelCall{Turn: turn, PromptTokens: rep.Usage.PromptTokens,
 			CompletionTokens: rep.Usage.CompletionTokens, Estimated: rep.Usage.Estimated, Cost: rep.Cost,
 			FinishReason: rep.FinishReason, Retries: rep.Retries.Total(), Seconds: rep.Duration.Seconds(),
 			Reasoning: rep.Reasoning})
-		tr.Retries.add(rep.Retries)
+		tr.Retries.Add(rep.Retries)
 		tr.ModelSeconds += rep.Duration.Seconds()
 		tr.Cost += rep.Cost
 		tr.Tokens.Prompt += rep.Usage.PromptTokens
@@ -202,11 +202,11 @@ func (r *Runner) converse(ctx context.Context, tb *Toolbox, tr *Trajectory, l Li
 		// CWM's order: context, then turns, then the reply's content.
 		switch {
 		case used > int64(l.ContextTokens):
-			return ExitContext, nil
+			return trajectory.ExitContext, nil
 		case l.MaxCost > 0 && tr.Cost >= l.MaxCost:
-			return ExitCost, nil
+			return trajectory.ExitCost, nil
 		case turn >= l.MaxTurns:
-			return ExitMaxTurns, nil
+			return trajectory.ExitMaxTurns, nil
 		}
 
 		calls, ferr := r.Protocol.Parse(rep.Message)
@@ -214,13 +214,13 @@ func (r *Runner) converse(ctx context.Context, tb *Toolbox, tr *Trajectory, l Li
 			// A reply without a call after a submission is the final
 			// response that ends a solved episode.
 			if tr.SubmittedPatch != nil && (!l.Strict || strings.Contains(rep.Message.Content, "##")) {
-				return ExitSubmitted, nil
+				return trajectory.ExitSubmitted, nil
 			}
-			tr.Steps = append(tr.Steps, Step{Turn: turn, Action: rep.Message.Content, Observation: ferr.Error(),
+			tr.Steps = append(tr.Steps, trajectory.Step{Turn: turn, Action: rep.Message.Content, Observation: ferr.Error(),
 				FormatError: true, ModelSeconds: modelSecs})
 			formatErrors++
 			if l.Strict || formatErrors >= l.MaxFormatErrors {
-				return ExitFormatErrors, nil
+				return trajectory.ExitFormatErrors, nil
 			}
 			m := r.Protocol.Reject(ferr)
 			tr.Messages = append(tr.Messages, m)
@@ -230,12 +230,12 @@ func (r *Runner) converse(ctx context.Context, tb *Toolbox, tr *Trajectory, l Li
 		allInvalid := true
 		for _, c := range calls {
 			t0 := time.Now()
-			obs, err := r.Protocol.Run(ctx, tb, c)
+			obs, err := r.Protocol.Run(ctx, ep.Toolbox, c)
 			if err != nil {
 				return "", fmt.Errorf("run tool %s: %w", c.Tool, err)
 			}
 			obs.Text = truncateText(obs.Text, l.MaxObservationTokens*4)
-			st := Step{Turn: turn, Tool: c.Tool, Action: c.Input, Observation: obs.Text, OK: obs.OK,
+			st := trajectory.Step{Turn: turn, Tool: c.Tool, Action: c.Input, Observation: obs.Text, OK: obs.OK,
 				FormatError: obs.Invalid, ModelSeconds: modelSecs, Seconds: time.Since(t0).Seconds()}
 			modelSecs = 0
 			if c.Tool == "bash" && !obs.Invalid {
@@ -258,7 +258,7 @@ func (r *Runner) converse(ctx context.Context, tb *Toolbox, tr *Trajectory, l Li
 		}
 		formatErrors++
 		if l.Strict || formatErrors >= l.MaxFormatErrors {
-			return ExitFormatErrors, nil
+			return trajectory.ExitFormatErrors, nil
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package agent
+package episode
 
 import (
 	"fmt"
@@ -17,7 +17,9 @@ import (
 // right before the SEARCH marker.
 var searchReplaceRe = regexp.MustCompile(`(.*)\n<<<<<<< SEARCH\n((?s:.*?))\n=======\n((?s:.*?))\n>>>>>>> REPLACE`)
 
-const editParseError = "Failed to parse the edit tool call. Make sure it has the following format:\n\n<tool: edit>\n[path]\n<<<<<<< SEARCH\n[search_lines]\n=======\n[replacement_lines]\n>>>>>>> REPLACE\n</tool>"
+// EditParseError is the edit tool's feedback for an input that is not an
+// edit block, as CWM's plugin words it.
+const EditParseError = "Failed to parse the edit tool call. Make sure it has the following format:\n\n<tool: edit>\n[path]\n<<<<<<< SEARCH\n[search_lines]\n=======\n[replacement_lines]\n>>>>>>> REPLACE\n</tool>"
 
 // snippetLines is how many lines of context the edit result shows.
 const snippetLines = 8
@@ -28,7 +30,7 @@ func parseEdit(input string) (path, search, replace, msg string) {
 	ms := searchReplaceRe.FindAllStringSubmatch(input, -1)
 	switch {
 	case len(ms) == 0:
-		return "", "", "", editParseError
+		return "", "", "", EditParseError
 	case len(ms) > 1:
 		return "", "", "", fmt.Sprintf("Only one search/replace block is allowed. Got: %d.", len(ms))
 	}
