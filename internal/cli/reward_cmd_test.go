@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"cwm/internal/command"
+	"cwm/internal/reward"
 )
 
 // calcRepo writes a small buggy repository (div returns 0 for a zero
@@ -175,7 +176,7 @@ func TestRewardCommand(t *testing.T) {
 		// Resuming skips what is done; binary rewards are asked for but
 		// nothing is regraded.
 		code, out, _ = runCommand(t, &rewardCmd{}, "--tasks", tasks, "--in", in, "--out", scored, "--json", "--reward", "binary")
-		var sum rewardSummary
+		var sum reward.ScoreSummary
 		if err := json.Unmarshal([]byte(out), &sum); err != nil {
 			t.Fatalf("--json output: %v\n%s", err, out)
 		}

@@ -9,6 +9,9 @@
 // (similarity.go). testdata/gen_similarity.py checks all three against
 // Python. Grading (grade.go) applies a patch in a fresh sandbox on the
 // task's environment and runs the hidden tests; reward.go maps the outcome
-// to a reward and computes group-relative advantages. docs/rewards.md
-// describes the procedure and the output.
+// to a reward and computes group-relative advantages. Scoring (score.go)
+// is the stage over a file of SWE-bench predictions or cwm trajectories:
+// resumed from its output, graded on bounded workers, written a task group
+// at a time with the group's advantages, then summarised (cwm reward).
+// docs/rewards.md describes the procedure and the output.
 package reward
