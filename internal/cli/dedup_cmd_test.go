@@ -138,9 +138,9 @@ func TestDedupCommand(t *testing.T) {
 	if !strings.HasPrefix(stdout, wantHead) {
 		t.Errorf("report starts %q, want %q", stdout, wantHead)
 	}
-	var recs []droppedLine
+	var recs []dedup.DroppedLine
 	for _, l := range strings.Split(strings.TrimSpace(mustRead(t, droppedFile)), "\n") {
-		var d droppedLine
+		var d dedup.DroppedLine
 		if err := json.Unmarshal([]byte(l), &d); err != nil {
 			t.Fatal(err)
 		}
@@ -205,8 +205,8 @@ func TestRepoOfID(t *testing.T) {
 		{"textkit-mut-0001", "textkit-mut"},
 		{"plain", "plain"},
 	} {
-		if got := repoOfID(tt.id); got != tt.want {
-			t.Errorf("repoOfID(%q) = %q, want %q", tt.id, got, tt.want)
+		if got := dedup.RepoOfID(tt.id); got != tt.want {
+			t.Errorf("RepoOfID(%q) = %q, want %q", tt.id, got, tt.want)
 		}
 	}
 }
