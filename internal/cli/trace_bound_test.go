@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"cwm/internal/tracer"
 )
 
 // TestTraceFuncBoundedRecords traces functions with huge arguments and
@@ -52,11 +54,11 @@ func TestTraceFuncBoundedRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	byID := map[string]traceRecord{}
+	byID := map[string]tracer.Record{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<30)
 	for sc.Scan() {
-		var r traceRecord
+		var r tracer.Record
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatal(err)
 		}

@@ -8,18 +8,20 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"cwm/internal/tracer"
 )
 
 // readRecords reads an output file of trace func.
-func readRecords(t *testing.T, path string) []traceRecord {
+func readRecords(t *testing.T, path string) []tracer.Record {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []traceRecord
+	var out []tracer.Record
 	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
-		var r traceRecord
+		var r tracer.Record
 		if err := json.Unmarshal(line, &r); err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
@@ -49,7 +51,7 @@ func TestTraceFuncCruxEval(t *testing.T) {
 		t.Errorf("summary %q, want 800 traced, all ok", errs)
 	}
 	code, stdout, errs := runCLI(t, "", "trace", "check", "--json", out)
-	var st checkStats
+	var st tracer.CheckStats
 	if err := json.Unmarshal([]byte(stdout), &st); err != nil || code != 0 {
 		t.Fatalf("trace check = %d, %v: %s %s", code, err, stdout, errs)
 	}
@@ -74,7 +76,7 @@ func TestTraceFuncResumeFuzzCheckShow(t *testing.T) {
 		t.Fatalf("trace func = %d: %s", code, errs)
 	}
 	recs := readRecords(t, out)
-	byID := map[string]traceRecord{}
+	byID := map[string]tracer.Record{}
 	for _, r := range recs {
 		byID[r.ID] = r
 	}

@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,8 +9,8 @@ import (
 	"unicode/utf8"
 
 	"cwm/internal/command"
-	"cwm/internal/jsonl"
 	"cwm/internal/trace"
+	"cwm/internal/tracer"
 )
 
 type traceShowCmd struct {
@@ -36,37 +34,19 @@ func (c *traceShowCmd) Flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.source, "source", true, "print the context before the steps")
 }
 
-var errFound = errors.New("found")
-
 func (c *traceShowCmd) Run(ctx context.Context, e *command.Env, args []string) error {
 	if len(args) != 2 {
 		return command.Usagef("want FILE and ID")
 	}
-	var rec *traceRecord
-	err := jsonl.ScanInput(args[0], func(n int, line []byte) error {
-		var head struct {
-			ID string `json:"id"`
-		}
-		if json.Unmarshal(line, &head) != nil || head.ID != args[1] {
-			return nil
-		}
-		rec = new(traceRecord)
-		if err := jsonl.Unmarshal(line, rec); err != nil {
-			return fmt.Errorf("trace %s: %w", args[1], err)
-		}
-		return errFound
-	})
-	if err != nil && !errors.Is(err, errFound) {
+	rec, err := tracer.FindRecord(args[0], args[1])
+	if err != nil {
 		return err
-	}
-	if rec == nil {
-		return fmt.Errorf("%s: no trace with id %q", args[0], args[1])
 	}
 	c.print(e.Stdout, rec)
 	return nil
 }
 
-func (c *traceShowCmd) print(w io.Writer, r *traceRecord) {
+func (c *traceShowCmd) print(w io.Writer, r *tracer.Record) {
 	fmt.Fprintf(w, "%s  %s", r.ID, r.Status)
 	if r.Output != "" {
 		fmt.Fprintf(w, "  output %s", c.cut(r.Output))

@@ -1,0 +1,278 @@
+package tracer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"cwm/internal/batch"
+	"cwm/internal/errkind"
+	"cwm/internal/jsonl"
+	"cwm/internal/progress"
+	"cwm/internal/sandbox"
+	"cwm/internal/shard"
+)
+
+// FuncLine is one input line of trace func: {"id", "code", "call"}, call
+// being the expression to trace, or CruxEval's {"id", "code", "input"},
+// input being the argument text of f (or of the function named by
+// "entry"). Call and Input are pointers because an empty input is valid
+// (a function without arguments: CruxEval's sample_135).
+type FuncLine struct {
+	ID    string  `json:"id"`
+	Code  string  `json:"code"`
+	Call  *string `json:"call"`
+	Input *string `json:"input"`
+	Entry string  `json:"entry"`
+}
+
+// CallExpr is the expression the trace's entry point returns.
+func (f *FuncLine) CallExpr() string {
+	if f.Call != nil {
+		return *f.Call
+	}
+	entry := f.Entry
+	if entry == "" {
+		entry = "f"
+	}
+	return entry + "(" + *f.Input + ")"
+}
+
+// InputText is the argument text, "" for a line with a call.
+func (f *FuncLine) InputText() string {
+	if f.Input == nil {
+		return ""
+	}
+	return *f.Input
+}
+
+// Record is one output line of trace func: the result and how it was
+// called; FuzzOf names the function a fuzzed input is of.
+type Record struct {
+	Result
+	Call   string `json:"call"`
+	Input  string `json:"input"`
+	FuzzOf string `json:"fuzz_of"`
+}
+
+// ReadFuncs reads and checks every line of a functions file before
+// anything runs, so that a bad line is reported at once with its number.
+// A last line without a newline is a line (CruxEval's file ends so) unless
+// it is cut off.
+func ReadFuncs(path string) ([]FuncLine, error) {
+	var funcs []FuncLine
+	seen := map[string]int{}
+	err := jsonl.ScanInput(path, func(n int, line []byte) error {
+		if len(bytes.TrimSpace(line)) == 0 {
+			return nil
+		}
+		f, err := parseFunc(line, seen)
+		if err != nil {
+			return errkind.Wrap(errkind.Input, err)
+		}
+		seen[f.ID] = n
+		funcs = append(funcs, f)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(funcs) == 0 {
+		return nil, errkind.Errorf(errkind.Input, "%s: no functions", path)
+	}
+	return funcs, nil
+}
+
+// parseFunc decodes one input line and says what is wrong with it.
+func parseFunc(line []byte, seen map[string]int) (f FuncLine, err error) {
+	if err := jsonl.Unmarshal(line, &f); err != nil {
+		return f, err
+	}
+	switch {
+	case f.ID == "":
+		return f, errors.New(`no "id"`)
+	case f.Code == "":
+		return f, fmt.Errorf(`%s: no "code"`, f.ID)
+	case (f.Call == nil) == (f.Input == nil):
+		return f, fmt.Errorf(`%s: want exactly one of "call" and "input"`, f.ID)
+	case f.Call != nil && strings.TrimSpace(*f.Call) == "":
+		return f, fmt.Errorf(`%s: empty "call"`, f.ID)
+	case seen[f.ID] > 0:
+		return f, fmt.Errorf("%s: id already used on line %d", f.ID, seen[f.ID])
+	}
+	return f, nil
+}
+
+// FuncsOptions configure a trace func run.
+type FuncsOptions struct {
+	// Funcs are the functions to trace (ReadFuncs).
+	Funcs []FuncLine
+	// Out is the traces file (JSONL), appended to and resumed: functions
+	// whose id is in it are skipped.
+	Out string
+	// Pool configures the workers; Pool.Workers is capped at the number
+	// of functions to trace.
+	Pool Options
+	// Fuzz is how many more inputs per function coverage-guided mutation
+	// may add (0: none); Seed seeds the mutations.
+	Fuzz int
+	Seed int64
+	// Shard takes the functions whose id falls in it (default all).
+	Shard    shard.Shard
+	Progress io.Writer
+}
+
+// Funcs is a planned trace func run.
+type Funcs struct {
+	opts FuncsOptions
+	plan batch.Plan[FuncLine]
+}
+
+// NewFuncs plans a run: the functions of the shard not yet in Out, those
+// a killed run left unfinished last (batch.UnfinishedLast).
+func NewFuncs(opts FuncsOptions) (*Funcs, error) {
+	plan, err := batch.Resume(batch.Spec[FuncLine]{Items: opts.Funcs, Key: func(f FuncLine) string { return f.ID },
+		Out: opts.Out, OutKey: jsonl.Field("id"), Shard: opts.Shard, Order: batch.UnfinishedLast})
+	if err != nil {
+		return nil, err
+	}
+	return &Funcs{opts: opts, plan: plan}, nil
+}
+
+// Total is how many functions the shard has; Todo how many are left.
+func (f *Funcs) Total() int { return len(f.plan.Mine) }
+func (f *Funcs) Todo() int  { return len(f.plan.Todo) }
+
+// FuncsSummary is what a trace func run wrote.
+type FuncsSummary struct {
+	// Statuses counts the lines written, by status.
+	Statuses map[string]int
+	// FuzzKept counts the fuzzed inputs written; FuzzSkipped the
+	// functions whose arguments are not literals.
+	FuzzKept, FuzzSkipped int
+	// Skipped counts the functions already in Out.
+	Skipped int
+	Seconds float64
+
+	fuzz bool
+	out  string
+}
+
+// Run traces the functions left to do on a pool of workers in sandboxes
+// of rt. A function's fuzzed inputs are written as they are kept, its own
+// line last: when it is in Out, so is all its fuzzing, which is what makes
+// skipping its id on resume correct. Problems of a function are its
+// line's status; the error is for a run that could not go on, and comes
+// with the summary of what was written until then.
+func (f *Funcs) Run(ctx context.Context, rt *sandbox.Runtime) (*FuncsSummary, error) {
+	start := time.Now()
+	todo := f.plan.Todo
+	sum := &FuncsSummary{Skipped: f.plan.Resumed(), fuzz: f.opts.Fuzz > 0, out: f.opts.Out}
+	w, err := jsonl.Append(f.opts.Out)
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	popts := f.opts.Pool
+	popts.Workers = min(max(popts.Workers, 1), len(todo))
+	pool, err := NewPool(ctx, rt, popts)
+	if err != nil {
+		return nil, fmt.Errorf("start trace workers: %w", err)
+	}
+	defer pool.Close()
+	var bar *progress.Bar
+	if f.opts.Progress != nil {
+		bar = progress.New(f.opts.Progress, "trace", len(todo))
+	}
+	t := &funcTracer{pool: pool, opts: &f.opts, w: w, done: f.plan.Done, tally: batch.NewTally(bar)}
+	err = batch.Run(ctx, todo, batch.Options[FuncLine]{Workers: pool.Options().Workers, Progress: bar},
+		func(ctx context.Context, _ int, fl FuncLine) (struct{}, error) { return struct{}{}, t.one(ctx, fl) },
+		func(_ FuncLine, _ struct{}, err error) error { return err })
+	bar.Done()
+	sum.Statuses = t.tally.Counts()
+	sum.FuzzKept, sum.FuzzSkipped = t.fuzzKept, t.fuzzSkip
+	sum.Seconds = time.Since(start).Seconds()
+	return sum, err
+}
+
+// funcTracer traces functions and writes their lines, on every worker.
+type funcTracer struct {
+	pool  *Pool
+	opts  *FuncsOptions
+	w     *jsonl.Writer
+	done  map[string]bool // ids already in the output (read-only)
+	tally *batch.Tally
+
+	mu       sync.Mutex
+	fuzzKept int // guarded by mu
+	fuzzSkip int // guarded by mu: functions whose arguments could not be mutated
+}
+
+// one traces a function and its fuzzed inputs.
+func (t *funcTracer) one(ctx context.Context, f FuncLine) error {
+	fn := Func{ID: f.ID, Code: f.Code, Call: f.CallExpr()}
+	res := t.pool.Trace(ctx, fn)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if t.opts.Fuzz > 0 && res.Status.Complete() {
+		err := t.pool.Fuzz(ctx, fn, res, FuzzOptions{N: t.opts.Fuzz, Seed: t.opts.Seed}, func(z Fuzzed) error {
+			if t.done[z.Func.ID] {
+				return nil // written by an earlier, interrupted run
+			}
+			t.mu.Lock()
+			t.fuzzKept++
+			t.mu.Unlock()
+			return t.write(t.record(z.Result, z.Func.Call, z.Input, f.ID))
+		})
+		switch {
+		case errors.Is(err, ErrNotMutable):
+			t.mu.Lock()
+			t.fuzzSkip++
+			t.mu.Unlock()
+		case err != nil:
+			return err
+		}
+	}
+	return t.write(t.record(res, fn.Call, f.InputText(), ""))
+}
+
+// record is the output line of a result. A complete trace holds the call
+// in its text, within MaxBytes; an incomplete one echoes only the first
+// MaxRepr characters of the call and input, so that its line stays small
+// however large the arguments.
+func (t *funcTracer) record(res Result, call, input, fuzzOf string) Record {
+	if !res.Status.Complete() {
+		maxRepr := t.pool.Options().MaxRepr
+		call, input = Truncate(call, maxRepr), Truncate(input, maxRepr)
+	}
+	return Record{Result: res, Call: call, Input: input, FuzzOf: fuzzOf}
+}
+
+func (t *funcTracer) write(r Record) error {
+	if err := t.w.Write(r); err != nil {
+		return fmt.Errorf("write %s: %w", t.opts.Out, err)
+	}
+	t.tally.Count(string(r.Status))
+	return nil
+}
+
+// Write prints the summary for people.
+func (s *FuncsSummary) Write(w io.Writer) {
+	total := 0
+	for _, n := range s.Statuses {
+		total += n
+	}
+	fmt.Fprintf(w, "traced %d in %.1fs (%.0f/s): %s\n", total, s.Seconds, float64(total)/s.Seconds, batch.FormatCounts(s.Statuses))
+	if s.fuzz {
+		fmt.Fprintf(w, "fuzzing kept %d new inputs; %d functions had arguments that are not literals\n", s.FuzzKept, s.FuzzSkipped)
+	}
+	if s.Skipped > 0 {
+		fmt.Fprintf(w, "skipped %d functions already in %s\n", s.Skipped, s.out)
+	}
+}
