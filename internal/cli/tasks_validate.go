@@ -7,6 +7,7 @@ import (
 
 	"cwm/internal/command"
 	"cwm/internal/env"
+	"cwm/internal/shard"
 	"cwm/internal/task"
 	"cwm/internal/tasks"
 )
@@ -17,6 +18,7 @@ type tasksValidateCmd struct {
 	workers       int
 	runs          int
 	timeoutFactor float64
+	shard         string
 	quiet         bool
 }
 
@@ -37,6 +39,7 @@ func (c *tasksValidateCmd) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.workers, "workers", 1, "check `N` tasks at once")
 	fs.IntVar(&c.runs, "runs", 1, "run each check `N` times")
 	fs.Float64Var(&c.timeoutFactor, "timeout-factor", 3, "test-run timeout as a multiple of the baseline's time (plus 5s)")
+	fs.StringVar(&c.shard, "shard", "", "`i/n`: check only the tasks of shard i (0-based) of n, by instance id (default: the indexed job's JOB_COMPLETION_INDEX/JOB_COMPLETIONS, else all)")
 	fs.BoolVar(&c.quiet, "quiet", false, "no progress bar")
 }
 
@@ -50,6 +53,10 @@ func (c *tasksValidateCmd) Run(ctx context.Context, e *command.Env, args []strin
 	}
 	if c.workers < 1 || c.runs < 1 {
 		return command.Usagef("--workers and --runs must be >= 1")
+	}
+	part, err := shard.Parse(c.shard)
+	if err != nil {
+		return command.Usagef("--shard: %v", err)
 	}
 	ts, err := task.Load(args[0])
 	if err != nil {
@@ -65,7 +72,7 @@ func (c *tasksValidateCmd) Run(ctx context.Context, e *command.Env, args []strin
 	defer closeRT()
 	progress := progressTo(e, c.quiet || c.json)
 	verdicts, err := tasks.Validate(ctx, sbs, ts, tasks.ValidateOptions{Store: env.NewStore(e.Home), Workers: c.workers,
-		Runs: c.runs, TimeoutFactor: c.timeoutFactor, Progress: progress})
+		Runs: c.runs, TimeoutFactor: c.timeoutFactor, Shard: part, Progress: progress})
 	if err != nil {
 		return err
 	}
