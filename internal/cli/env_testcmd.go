@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"cwm/internal/command"
-	"cwm/internal/testrun"
+	"cwm/internal/env"
 )
 
 // envTestCmd is "env test" (the file is not named env_test.go, which Go
@@ -38,14 +38,6 @@ func (c *envTestCmd) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.timeout, "timeout", 0, "wall-clock limit of the run (default: the environment's)")
 }
 
-type testOutcomeJSON struct {
-	ID       string  `json:"id"`
-	Outcome  string  `json:"outcome"`
-	Seconds  float64 `json:"seconds"`
-	Baseline string  `json:"baseline,omitempty"`
-	Message  string  `json:"message,omitempty"`
-}
-
 func (c *envTestCmd) Run(ctx context.Context, e *command.Env, args []string) error {
 	args, err := interspersed(c.fs, args)
 	if err != nil {
@@ -54,51 +46,26 @@ func (c *envTestCmd) Run(ctx context.Context, e *command.Env, args []string) err
 	if len(args) < 1 {
 		return command.Usagef("want an environment id or name, then optional test ids")
 	}
-	env, err := resolveEnv(e, args[0])
+	en, err := resolveEnv(e, args[0])
 	if err != nil {
 		return err
 	}
-	ids := args[1:]
-	s, done, err := openEnvSandbox(ctx, e, env)
+	sbs, closeRT, err := openSandboxes(e, -1)
 	if err != nil {
 		return err
 	}
-	defer done()
-	rep, err := testrun.Run(ctx, s, env.TestCommand, testrun.Options{IDs: ids, Timeout: c.timeout,
-		PythonVersion: env.Python, OutputLimit: env.Limits.Output})
+	defer closeRT()
+	run, err := env.RunTests(ctx, sbs, en, args[1:], c.timeout)
 	if err != nil {
 		return err
 	}
-	baseline := map[string]string{}
-	for _, t := range env.Baseline {
-		baseline[t.ID] = t.Status
-	}
-	var out []testOutcomeJSON
-	seen := map[string]bool{}
-	bad := 0
-	for _, t := range rep.Tests {
-		seen[t.ID] = true
-		o := testOutcomeJSON{ID: t.ID, Outcome: string(t.Outcome), Seconds: t.Time.Seconds(), Message: t.Message}
-		if b, ok := baseline[t.ID]; ok && b != o.Outcome {
-			o.Baseline = b
-		}
-		if t.Outcome == testrun.Fail || t.Outcome == testrun.Error {
-			bad++
-		}
-		out = append(out, o)
-	}
-	for _, id := range ids {
-		if !seen[id] {
-			out = append(out, testOutcomeJSON{ID: id, Outcome: "missing", Baseline: baseline[id]})
-			bad++
-		}
-	}
+	rep, out := run.Report, run.Tests
 	if c.json {
 		if out == nil {
-			out = []testOutcomeJSON{}
+			out = []env.TestOutcome{}
 		}
 		if err := writeJSON(e.Stdout, map[string]any{
-			"env": env.ID, "tests": out, "exit": rep.Result.Describe(), "note": rep.Note,
+			"env": en.ID, "tests": out, "exit": rep.Result.Describe(), "note": rep.Note,
 			"seconds": rep.Result.Duration.Seconds(),
 		}); err != nil {
 			return err
@@ -130,7 +97,7 @@ func (c *envTestCmd) Run(ctx context.Context, e *command.Env, args []string) err
 		}
 		fmt.Fprint(e.Stdout, b.String())
 	}
-	if bad > 0 || len(out) == 0 {
+	if run.Bad > 0 || len(out) == 0 {
 		return command.ExitStatus(1)
 	}
 	return nil
