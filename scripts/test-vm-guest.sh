@@ -52,7 +52,8 @@ done
 
 # The messages of hosts that cannot run cwm as they are.
 check() { # privilege name want command...
-	local priv=$1 name=$2 want=$3 log=$out/msg-$name.log
+	local priv=$1 name=$2 want=$3
+	local log=$out/msg-$name.log
 	shift 3
 	"$@" >"$log" 2>&1
 	if grep -q -- "$want" "$log"; then

@@ -16,13 +16,13 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cache=${CWM_VM_CACHE:-$HOME/.cache/cwm-test-vm}
 out=${CWM_VM_OUT:-$top/vm-results}
-timeout=${CWM_VM_TIMEOUT:-3600}
+timeout=${CWM_VM_TIMEOUT:-21600}
 mem=${CWM_VM_MEMORY:-6G}
 say() { printf 'test-vm: %s\n' "$*" >&2; }
 
 # Packages of the VM: what the tests run (Python, pytest, git, patch, bwrap
 # for the benchmarks' baseline), what the guest script uses, and the kernel.
-vm_pkgs=systemd,systemd-sysv,udev,kmod,linux-image-amd64,initramfs-tools,procps,iproute2,util-linux,e2fsprogs,uidmap,ca-certificates,python3,python3-pytest,python3-venv,python3-setuptools,python3-pip,git,patch,bubblewrap,hyperfine,coreutils,findutils,grep,sed,gawk,less
+vm_pkgs=systemd,systemd-sysv,dbus,udev,kmod,linux-image-amd64,initramfs-tools,procps,iproute2,util-linux,e2fsprogs,uidmap,ca-certificates,python3,python3-pytest,python3-venv,python3-setuptools,python3-pip,git,patch,bubblewrap,hyperfine,coreutils,findutils,grep,sed,gawk,less
 
 need() {
 	local missing=""
@@ -49,7 +49,8 @@ mirror() {
 
 make_rootfs() {
 	local root=$cache/rootfs
-	if [ -f "$cache/rootfs.done" ]; then return; fi
+	# Made again when the package list changes.
+	if [ "$(cat "$cache/rootfs.done" 2>/dev/null)" = "$vm_pkgs" ]; then return; fi
 	need debootstrap e2fsprogs
 	rm -rf "$root"
 	mkdir -p "$cache"
@@ -87,7 +88,7 @@ EOF
 	chroot "$root" systemctl mask getty@tty1.service serial-getty@ttyS0.service systemd-timesyncd.service apt-daily.timer apt-daily-upgrade.timer >/dev/null 2>&1 || true
 	# 9p at boot without waiting for udev's module loading.
 	printf '9p\n9pnet\n9pnet_virtio\n' >"$root/etc/modules-load.d/9p.conf"
-	touch "$cache/rootfs.done"
+	echo "$vm_pkgs" >"$cache/rootfs.done"
 	rm -f "$cache/root.img"
 }
 

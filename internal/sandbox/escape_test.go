@@ -53,6 +53,7 @@ type escapeRow struct {
 	reason            Reason
 	want              string // what the refusal must say
 	optional          bool   // the host may lack what the row attacks
+	disk              bool   // the disk limit, which kernels before 6.6 cannot hold
 	rootOnly          bool   // not in the unprivileged run
 }
 
@@ -198,9 +199,9 @@ var escapeRows = func() []escapeRow {
 		limits: Limits{Memory: 128 << 20}, ctlLimits: Limits{Memory: 2 << 30}, reason: ReasonMemory, control: ctlLimits, rootOnly: true},
 		escapeRow{name: "/dev/shm hog", category: "exhaustion", shell: "dd if=/dev/zero of=/dev/shm/big bs=1M count=512 2>/dev/null && echo ESCAPED",
 			limits: Limits{Memory: 128 << 20}, ctlLimits: Limits{Memory: 2 << 30}, reason: ReasonMemory, control: ctlLimits, rootOnly: true},
-		escapeRow{name: "disk hog", category: "exhaustion", shell: "dd if=/dev/zero of=/tmp/big bs=1M count=64 2>/dev/null && echo ESCAPED",
+		escapeRow{name: "disk hog", category: "exhaustion", disk: true, shell: "dd if=/dev/zero of=/tmp/big bs=1M count=64 2>/dev/null && echo ESCAPED",
 			limits: Limits{Disk: 16 << 20}, ctlLimits: Limits{Disk: 256 << 20}, reason: ReasonDisk, control: ctlLimits},
-		escapeRow{name: "inode hog", category: "exhaustion", shell: "mkdir /tmp/f && cd /tmp/f && python3 -c 'import os\nfor i in range(100000): open(str(i), \"w\").close()' && echo ESCAPED",
+		escapeRow{name: "inode hog", category: "exhaustion", disk: true, shell: "mkdir /tmp/f && cd /tmp/f && python3 -c 'import os\nfor i in range(100000): open(str(i), \"w\").close()' && echo ESCAPED",
 			limits: Limits{Disk: 16 << 20}, ctlLimits: Limits{Disk: 1 << 30}, reason: ReasonDisk, control: ctlLimits},
 		escapeRow{name: "fork bomb", category: "exhaustion", shell: "for i in $(seq 200); do sleep 5 & done; wait; echo ESCAPED",
 			limits: Limits{Pids: 64, Timeout: 20 * time.Second}, ctlLimits: Limits{Pids: 1024}, reason: ReasonPids, control: ctlLimits, rootOnly: true},
@@ -337,6 +338,9 @@ func TestEscapes(t *testing.T) {
 	}
 	for _, r := range escapeRows {
 		t.Run(r.category+"/"+r.name, func(t *testing.T) {
+			if r.disk && rt.upperOnDisk {
+				t.Skip("upper layers are on disk here (Linux before 6.6): no disk limit")
+			}
 			// The control: the attempt must get through where the measure
 			// under test is not.
 			var ctlOut string
@@ -485,6 +489,10 @@ func escapeChild() {
 	ctx := context.Background()
 	for _, r := range escapeRows {
 		if r.rootOnly || r.attemptWeak != (weakening{}) {
+			continue
+		}
+		if r.disk && rt.upperOnDisk {
+			fmt.Printf("ROW %s\tskip\n", r.name)
 			continue
 		}
 		out, res, err := attempt(ctx, rt, layer, r, r.limits, false, e)
