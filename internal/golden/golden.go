@@ -41,3 +41,7 @@ func Check(t testing.TB, path, got string) {
 		t.Errorf("%s differs from what the test produced (-golden +got):\n%s", path, diff)
 	}
 }
+
+// Updating reports whether the tests run with -update, for fixtures
+// refreshed by other means (testscript's UpdateScripts).
+func Updating() bool { return *update }
