@@ -135,8 +135,8 @@ func importName(req string) string {
 }
 
 var (
-	aptMu    sync.Mutex
-	aptCache = map[string]bool{}
+	aptMu    sync.Mutex          // guards aptCache
+	aptCache = map[string]bool{} // package name -> apt knows it
 )
 
 // aptKnows asks the host's apt metadata whether a package exists. Without

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+
+	"cwm/internal/errkind"
 )
 
 // Unmarshal decodes one line into v like json.Unmarshal, with errors a
 // person can act on: a value of the wrong type names its field and the
 // type wanted (`field "FAIL_TO_PASS": want an array of strings, got a
-// string`), and a syntax error says where it is.
+// string`), and a syntax error says where it is. Both are errors of kind
+// errkind.Input.
 func Unmarshal(line []byte, v any) error {
 	err := json.Unmarshal(line, v)
 	var te *json.UnmarshalTypeError
@@ -20,9 +23,9 @@ func Unmarshal(line []byte, v any) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &te):
-		return typeError(te, v)
+		return errkind.Wrap(errkind.Input, typeError(te, v))
 	case errors.As(err, &se):
-		return fmt.Errorf("not valid JSON: %v (at byte %d)", se, se.Offset)
+		return errkind.Errorf(errkind.Input, "not valid JSON: %v (at byte %d)", se, se.Offset)
 	}
 	return err
 }

@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"cwm/internal/errkind"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -113,5 +116,24 @@ func TestDecodeInputNamesField(t *testing.T) {
 	want := path + `:2: field "FAIL_TO_PASS": want an array of strings, got a string`
 	if err == nil || err.Error() != want {
 		t.Errorf("DecodeInput error = %v, want %q", err, want)
+	}
+}
+
+// Problems of an input file are errors of kind errkind.Input, which the
+// command line reports without a stack of causes and a server as a 422.
+func TestInputErrorKinds(t *testing.T) {
+	var v struct{ N int }
+	for _, line := range []string{`{"N": "x"}`, `{"N": `} {
+		if err := Unmarshal([]byte(line), &v); !errkind.Is(err, errkind.Input) {
+			t.Errorf("Unmarshal(%s) = %v, kind %v; want an input error", line, err, errkind.Of(err))
+		}
+	}
+	p := filepath.Join(t.TempDir(), "torn.jsonl")
+	os.WriteFile(p, []byte("{\"a\": 1}\n{\"a\""), 0o644)
+	if err := ScanInput(p, func(int, []byte) error { return nil }); !errkind.Is(err, errkind.Input) {
+		t.Errorf("ScanInput(torn) = %v, want an input error", err)
+	}
+	if err := ScanInput(p+".missing", func(int, []byte) error { return nil }); !errkind.Is(err, errkind.NotFound) {
+		t.Errorf("ScanInput(missing) = %v, want a not-found error", err)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+
+	"cwm/internal/errkind"
 )
 
 // Scan calls fn for every complete line of the file at path, in order, with
@@ -46,6 +48,9 @@ type TornLineError struct {
 	Line int // 1-based
 	Size int // bytes of the cut-off line
 }
+
+// Kind is errkind.Input: the file is not what its reader was given.
+func (e *TornLineError) Kind() errkind.Kind { return errkind.Input }
 
 func (e *TornLineError) Error() string {
 	return fmt.Sprintf("%s:%d: the last line is cut off (%d bytes, no newline at the end of the file, not valid JSON): the file is truncated or still being written",

@@ -37,7 +37,7 @@ type Bar struct {
 	every time.Duration // interval between plain lines
 	now   func() time.Time
 
-	mu       sync.Mutex
+	mu       sync.Mutex // guards the fields below
 	count    int
 	counters map[string]int
 	start    time.Time

@@ -5,9 +5,7 @@
 package task
 
 import (
-	"errors"
-	"fmt"
-
+	"cwm/internal/errkind"
 	"cwm/internal/jsonl"
 )
 
@@ -59,7 +57,8 @@ type Validation struct {
 // Load reads a tasks file a command was given (JSONL). Every line must be
 // a task: a malformed line, a field of the wrong type, a task without an
 // instance_id, a duplicate id or a last line cut off is an error
-// "path:line: why"; so is a missing file.
+// "path:line: why", of kind errkind.Input; a missing file is one of kind
+// errkind.NotFound.
 func Load(path string) ([]Task, error) {
 	return load(path, jsonl.ScanInput)
 }
@@ -80,10 +79,10 @@ func load(path string, scan func(string, func(int, []byte) error) error) ([]Task
 			return err
 		}
 		if t.InstanceID == "" {
-			return errors.New("task without instance_id")
+			return errkind.New(errkind.Input, "task without instance_id")
 		}
 		if prev, ok := seen[t.InstanceID]; ok {
-			return fmt.Errorf("instance_id %q already on line %d", t.InstanceID, prev)
+			return errkind.Errorf(errkind.Input, "instance_id %q already on line %d", t.InstanceID, prev)
 		}
 		seen[t.InstanceID] = n
 		tasks = append(tasks, t)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"cwm/internal/env"
+	"cwm/internal/errkind"
 	"cwm/internal/hostexec"
 	"cwm/internal/sandbox"
 )
@@ -143,6 +144,9 @@ type ExcludedError struct {
 	Entry string // the matching line of the list
 	How   string
 }
+
+// Kind is errkind.Input: the environment asked for cannot be used.
+func (e *ExcludedError) Kind() errkind.Kind { return errkind.Input }
 
 func (e *ExcludedError) Error() string {
 	return fmt.Sprintf("decontamination: %s is excluded: %s (list entry %q)", e.Repo, e.How, e.Entry)

@@ -107,6 +107,8 @@ type mutateRun struct {
 	goldReady chan struct{}
 	goldErr   error
 
+	// mu guards probes and the counts workers add to summary
+	// (countBroke); the rest of summary is written by one goroutine.
 	mu      sync.Mutex
 	probes  map[string]*importProbe
 	summary *Summary

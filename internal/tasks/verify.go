@@ -31,7 +31,7 @@ type verifier struct {
 	budget    budget
 	shareGold bool
 
-	mu   sync.Mutex
+	mu   sync.Mutex           // guards gold
 	gold map[string]*goldRuns // by tree hash
 }
 

@@ -81,7 +81,7 @@ type Pool struct {
 	opts Options
 	idle chan *worker
 
-	mu      sync.Mutex
+	mu      sync.Mutex // guards all, started and closed
 	all     []*worker
 	started bool // all workers were put in idle once
 	closed  bool

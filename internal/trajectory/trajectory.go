@@ -51,7 +51,7 @@ type Trajectory struct {
 	// Messages is the conversation in OpenAI chat format, exactly as sent
 	// to the model plus its last reply.
 	Messages []model.Message `json:"messages"`
-	Steps    []Step    `json:"steps"`
+	Steps    []Step          `json:"steps"`
 	// ModelCalls has one entry per model call, in order.
 	ModelCalls []ModelCall `json:"model_calls"`
 	// ExitReason says why the episode ended; Error gives detail for

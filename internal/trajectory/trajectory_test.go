@@ -26,7 +26,7 @@ func sample() *Trajectory {
 		ModelCalls: []ModelCall{{Turn: 1, PromptTokens: 100, CompletionTokens: 10, Cost: 0.001, FinishReason: "stop",
 			Seconds: 0.5, Reasoning: "look first"}},
 		ExitReason: ExitSubmitted, Patch: patch, SubmittedPatch: &patch, Turns: 1,
-		Tokens:     Tokens{Prompt: 100, Completion: 10, Context: 110}, Cost: 0.001,
+		Tokens: Tokens{Prompt: 100, Completion: 10, Context: 110}, Cost: 0.001,
 		Retries: model.Retries{RateLimited: 1}, Seconds: 2, SetupSeconds: 1, ModelSeconds: 0.5,
 		StartedAt: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
 		Reward:    &reward, Resolved: &resolved, Similarity: &sim,

@@ -124,9 +124,10 @@ type Server struct {
 	ln     net.Listener
 	done   chan struct{}
 
-	mu       sync.Mutex
+	record bool
+
+	mu       sync.Mutex // guards requests
 	requests []*Request
-	record   bool
 }
 
 // Start serves script on 127.0.0.1 at a free port. Requests are recorded
