@@ -487,9 +487,12 @@ func Reap(run string, log *slog.Logger) error {
 			}
 		}
 		// A cgroup made just before the crash may be missing from the
-		// records; its name carries the dead process's pid.
+		// records; its name carries the dead process's pid and start
+		// time. A live process that now has that pid keeps its own.
 		if pid, _, ok := strings.Cut(strings.TrimPrefix(e.Name(), "p"), "-"); ok {
-			reapCgroupsOf(detectCgroups(), func(name string) bool { return strings.HasPrefix(name, "cwm-"+pid+"-") }, log)
+			reapCgroupsOf(detectCgroups(), func(name string) bool {
+				return strings.HasPrefix(name, "cwm-"+pid+"-") && staleCgroup(name)
+			}, log)
 		}
 		if err := RemoveAll(dir); err != nil && first == nil {
 			first = err

@@ -59,6 +59,19 @@ func (s *Sandbox) ID() string { return s.id }
 // Config returns the sandbox's normalized configuration.
 func (s *Sandbox) Config() Config { return s.cfg }
 
+// OOMKills is how many processes the sandbox's memory limit has killed
+// since it started, or -1 without a memory cgroup (rlimits only). A
+// caller that sees it move while a long-lived process of its own serves
+// requests knows that a request ran out of memory, whatever that process
+// could see; the machine-wide count would also move for every other
+// cgroup's OOM kills.
+func (s *Sandbox) OOMKills() int64 {
+	if s.cg == nil {
+		return -1
+	}
+	return s.cg.counters().oomKills
+}
+
 func randomID() string { return randomHex(8) }
 
 // randomHex returns n random bytes from the kernel, in hex. (Not

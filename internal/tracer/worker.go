@@ -154,20 +154,20 @@ func readLines(r io.Reader, ch chan<- []byte) {
 //
 // oom reports that the sandbox's memory cgroup OOM-killed a process while
 // the request ran (a runner, or a process the program forked), which the
-// server cannot see: only the sandbox can, when the server exits. So when
-// the kernel's count of OOM kills moved during the request (some cgroup
-// of the machine had one), the server is made to exit with a failure
-// status and the sandbox's verdict on it read; the next do starts a fresh
-// one. The count moves rarely, so this costs nothing in the common case.
+// server cannot see: only the sandbox can. So when the sandbox's count of
+// OOM kills moved during the request, the server is made to exit with a
+// failure status and the sandbox's verdict on it read; the next do starts
+// a fresh one. OOM kills elsewhere on the machine (another sandbox, another
+// cwm) leave the worker alone.
 func (w *worker) do(ctx context.Context, req *request, wait time.Duration) (line []byte, sent, oom bool, err error) {
 	if w.proc == nil {
 		if err := w.start(ctx); err != nil {
 			return nil, false, false, err
 		}
 	}
-	kills := oomKills()
+	kills := w.sb.OOMKills()
 	line, sent, err = w.exchange(ctx, req, wait)
-	if err == nil && oomKills() != kills {
+	if err == nil && w.sb.OOMKills() != kills {
 		oom = w.exitChecked()
 	}
 	return line, sent, oom, err
@@ -250,26 +250,6 @@ func (w *worker) exitChecked() bool {
 	}
 	st := w.halt()
 	return st.err == nil && st.res.Reason == sandbox.ReasonMemory
-}
-
-// oomKills is the kernel's count of OOM kills, in any cgroup of the
-// machine (oom_kill in /proc/vmstat, Linux 4.13 and later), or -1 when it
-// cannot be read.
-func oomKills() int64 {
-	b, err := os.ReadFile("/proc/vmstat")
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return -1
-			}
-			return n
-		}
-	}
-	return -1
 }
 
 func describeExit(st exitState) string {
