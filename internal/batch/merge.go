@@ -26,7 +26,8 @@ type MergeSpec struct {
 	// ItemKey is the key of the item the line came from, which decided
 	// its shard (a task's function, an episode's test); nil when it is
 	// LineKey. A line whose item belongs to another shard than its
-	// file's was written by a run with another --shard.
+	// file's was written by a run with another --shard. An empty item key
+	// means the line does not say (its placement is not checked).
 	ItemKey func(line []byte) (string, error)
 	// Expected, when set, are the keys of all the run's items (every
 	// shard's): those no line came from are missing. Only stages that
@@ -221,7 +222,6 @@ func (m *merger) read(sf *ShardFile) error {
 			return errkind.Wrap(errkind.Input, err)
 		}
 		sf.Lines++
-		m.seen[item] = true
 		if first, ok := m.lineAt[key]; ok {
 			d := m.dups[key]
 			if d == nil {
@@ -233,6 +233,10 @@ func (m *merger) read(sf *ShardFile) error {
 		} else {
 			m.lineAt[key] = at
 		}
+		if item == "" {
+			return nil // the line does not say its item
+		}
+		m.seen[item] = true
 		idx := shard.Of(item, m.n)
 		if sf.index < 0 {
 			switch {
