@@ -13,13 +13,16 @@ import (
 
 	"cwm/internal/command"
 	"cwm/internal/env"
+	"cwm/internal/envoci"
 	"cwm/internal/sandbox"
 )
 
-// resolveEnv finds the environment named by ref (id, unique id prefix or
-// name).
-func resolveEnv(e *command.Env, ref string) (*env.Env, error) {
-	return env.NewStore(e.Home).Resolve(ref)
+// resolveEnv finds the environment named by ref: an id, unique id prefix
+// or name of the store, a registry reference (pulled on first use) or a
+// file cwm env export wrote (imported on first use).
+func resolveEnv(ctx context.Context, e *command.Env, ref string) (*env.Env, error) {
+	return envoci.Resolve(ctx, env.NewStore(e.Home), ref, envoci.Options{Home: e.Home},
+		func(what string, secs float64) { fmt.Fprintf(e.Stderr, "cwm: %s in %.1fs\n", what, secs) })
 }
 
 // progressTo is where a command's progress goes: stderr, unless quiet.

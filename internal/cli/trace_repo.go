@@ -92,7 +92,7 @@ func (c *traceRepoCmd) Run(ctx context.Context, e *command.Env, args []string) e
 	if err != nil {
 		return command.Usagef("--shard: %v", err)
 	}
-	en, err := resolveEnv(e, c.env)
+	en, err := resolveEnv(ctx, e, c.env)
 	if err != nil {
 		return err
 	}
