@@ -55,6 +55,9 @@ bench: setup build
 	$(GO) test -run '^$$' -bench 'Concurrent' -benchtime 1x -timeout 30m ./internal/agent/
 	$(GO) test -run '^$$' -bench 'Dedup50k' -benchtime 3x -timeout 30m ./internal/dedup/
 	$(GO) test -run '^$$' -bench 'ExactVsLSH10k' -benchtime 1x -timeout 60m ./internal/dedup/
+	$(GO) test -run '^$$' -bench 'EnvPull' -benchtime 10x -timeout 30m ./deploy/slurm/
+	# The Slurm arrays' wall times against one process are logged by the tests that run them.
+	$(GO) test -run 'TraceFuncArray|TasksMutateArray' -v -count=1 -timeout 60m ./deploy/slurm/ | grep -E 'single process|^(ok|FAIL|---)'
 
 demo: setup build
 	./scripts/demo.sh

@@ -207,13 +207,14 @@ func TestTasksMutateArray(t *testing.T) {
 	ref := strings.TrimSpace(pushed)
 
 	single := filepath.Join(work, "single.jsonl")
-	run(t, []string{"CWM_HOME=" + filepath.Join(work, "single-node")},
+	_, singleTime := run(t, []string{"CWM_HOME=" + filepath.Join(work, "single-node")},
 		append([]string{"tasks", "mutate", "--env", ref, "--out", single, "--quiet"}, mutateFlags...)...)
 
 	out := filepath.Join(work, "out")
 	env := []string{"CWM_HOME=" + filepath.Join(work, "node"), "OUT_DIR=" + out, "ENV=" + ref, "CWM_ENVS=" + ref}
-	array, merge, _ := submit(t, c, env, "tasks-mutate", 4, mutateFlags...)
-	c.wait(t, 30*time.Minute, array, merge)
+	array, merge, start := submit(t, c, env, "tasks-mutate", 4, mutateFlags...)
+	arrayEnd := c.wait(t, 30*time.Minute, array)
+	c.wait(t, 5*time.Minute, merge)
 	expectDone(t, c, array, merge)
 	report, _ := os.ReadFile(filepath.Join(out, "tasks.merge.txt"))
 	t.Logf("merge report:\n%s", report)
@@ -239,6 +240,8 @@ func TestTasksMutateArray(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("merged tasks (-single process +array):\n%s", diff)
 	}
+	t.Logf("tasks mutate on the example (%d tasks), 2 CPUs: single process (pull included) %.1fs; 4-task array, 2 CPUs each, submit to last task %.1fs (ratio %.2f)",
+		len(want), singleTime.Seconds(), arrayEnd.Sub(start).Seconds(), arrayEnd.Sub(start).Seconds()/singleTime.Seconds())
 	wantDec := lines(t, single+".decisions.jsonl", "key", noTimes)
 	gotDec := lines(t, filepath.Join(out, "tasks.jsonl.decisions.jsonl"), "key", noTimes)
 	if diff := cmp.Diff(wantDec, gotDec); diff != "" {

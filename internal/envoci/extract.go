@@ -35,7 +35,7 @@ func unpackLayer(r io.Reader, dst, top, diffID string, tarSize int64) error {
 	th := newCountingHash()
 	// One byte more than the manifest says, to tell a longer tar.
 	tr := tar.NewReader(io.TeeReader(io.LimitReader(gz, tarSize+1), th))
-	u := &unpacker{dst: dst, top: top, root: os.Geteuid() == 0, dirs: map[string]*tar.Header{}}
+	u := &unpacker{dst: dst, top: top, root: os.Geteuid() == 0, dirs: map[string]*tar.Header{}, made: map[string]bool{}}
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
@@ -77,6 +77,9 @@ type unpacker struct {
 	// dirs holds the directories' headers, applied once their content is
 	// in (a read-only directory, or its time, would not survive it).
 	dirs map[string]*tar.Header
+	// made holds the directories known to be real ones under dst (made
+	// here, or checked): nothing else writes under dst, so they stay so.
+	made map[string]bool
 }
 
 // entry makes one tar entry under dst.
@@ -152,6 +155,9 @@ func (u *unpacker) parents(name string) error {
 	parts := strings.Split(name, "/")
 	for _, part := range parts[:len(parts)-1] {
 		dir = filepath.Join(dir, part)
+		if u.made[dir] {
+			continue
+		}
 		fi, err := os.Lstat(dir)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
@@ -163,6 +169,7 @@ func (u *unpacker) parents(name string) error {
 		case !fi.IsDir():
 			return corrupt("layer %s: %s goes through %s, which is not a directory", u.top, name, dir)
 		}
+		u.made[dir] = true
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -31,6 +33,13 @@ import (
 var testRT *sandbox.Runtime
 
 func TestMain(m *testing.M) {
+	if ref := os.Getenv("ENVOCI_TEST_PULL"); ref != "" {
+		// The child of TestKilledPull: a pull, killed half way.
+		home := os.Getenv("ENVOCI_TEST_HOME")
+		_, err := Pull(context.Background(), env.NewStore(home), ref, Options{Home: home})
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
 	sandboxtest.Main(m, "envoci", func(rt *sandbox.Runtime, _ string) { testRT = rt })
 }
 
@@ -75,6 +84,8 @@ func newProxy(t *testing.T, target string) *proxy {
 		case "stall":
 			<-r.Context().Done()
 			return r.Context().Err()
+		case "half":
+			resp.Body = &cutReader{r: resp.Body, left: resp.ContentLength / 2, hold: r.Context().Done()}
 		}
 		return nil
 	}
@@ -113,13 +124,18 @@ func (p *proxy) fetched() int {
 	return n
 }
 
-// cutReader gives left bytes, then fails as a broken connection does.
+// cutReader gives left bytes, then fails as a broken connection does, or
+// with hold, waits for it to be closed.
 type cutReader struct {
 	r    io.ReadCloser
 	left int64
+	hold <-chan struct{}
 }
 
 func (c *cutReader) Read(b []byte) (int, error) {
+	if c.left <= 0 && c.hold != nil {
+		<-c.hold
+	}
 	if c.left <= 0 {
 		return 0, io.ErrUnexpectedEOF
 	}
@@ -327,6 +343,58 @@ func TestPullRefusesWhatIsNotSent(t *testing.T) {
 				t.Fatalf("Pull after %q = %+v, %v", c.mode, pr, err)
 			}
 		})
+	}
+}
+
+// TestKilledPull kills (SIGKILL) a pull whose blob is half received: the
+// store has no environment, the cache no blob under a digest, and the
+// next pull works.
+func TestKilledPull(t *testing.T) {
+	p := newProxy(t, inProcess(t))
+	src := t.TempDir()
+	e1, _ := twoEnvs(t, src)
+	ref := p.host() + "/envs:one"
+	if _, err := Push(context.Background(), e1, ref, Options{Home: src}); err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	p.mode.Store("half")
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), "ENVOCI_TEST_PULL="+ref, "ENVOCI_TEST_HOME="+dst)
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dst, "blobs", "sha256", ".tmp-*")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if m, _ := filepath.Glob(tmp); len(m) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			child.Process.Kill()
+			child.Wait()
+			t.Fatal("the child wrote no blob within 30s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // half a blob is in
+	child.Process.Kill()
+	child.Wait()
+	p.mode.Store("")
+	st := env.NewStore(dst)
+	if all, _ := st.List(); len(all) > 0 {
+		t.Errorf("a killed pull left %d environments", len(all))
+	}
+	blobs, _ := filepath.Glob(filepath.Join(dst, "blobs", "sha256", "[0-9a-f]*"))
+	for _, b := range blobs {
+		data, _ := os.ReadFile(b)
+		if got := digestOf(data); got != "sha256:"+filepath.Base(b) {
+			t.Errorf("a killed pull left blob %s holding %s", filepath.Base(b), got)
+		}
+	}
+	pr, err := Pull(context.Background(), st, ref, Options{Home: dst})
+	if err != nil || pr.Env == nil {
+		t.Fatalf("Pull after a killed one = %+v, %v", pr, err)
 	}
 }
 
