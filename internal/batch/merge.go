@@ -368,41 +368,21 @@ func (m *merger) writeSidecar(sc Sidecar) error {
 	return concat(m.spec.Out+sc.Suffix, srcs)
 }
 
-// concat writes the complete lines of srcs, in order, to out through a
-// temporary file renamed into place.
+// concat writes the complete lines of srcs, in order, to out, replacing
+// it at once.
 func concat(out string, srcs []string) error {
-	f, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".merge-*")
-	if err != nil {
-		return fmt.Errorf("write merged output: %w", err)
-	}
-	defer os.Remove(f.Name()) // fails once renamed
-	w := bufio.NewWriterSize(f, 1<<20)
-	for _, src := range srcs {
-		_, err := scanShard(src, func(_ int, line []byte) error {
-			w.Write(line)
-			return w.WriteByte('\n')
-		})
-		if err != nil {
-			f.Close()
-			return err
+	return jsonl.Replace(out, func(w *bufio.Writer) error {
+		for _, src := range srcs {
+			_, err := scanShard(src, func(_ int, line []byte) error {
+				w.Write(line)
+				return w.WriteByte('\n')
+			})
+			if err != nil {
+				return err
+			}
 		}
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", out, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", out, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", out, err)
-	}
-	os.Chmod(f.Name(), 0o644)
-	if err := os.Rename(f.Name(), out); err != nil {
-		return fmt.Errorf("write %s: %w", out, err)
-	}
-	return nil
+		return nil
+	})
 }
 
 // scanShard reads the lines of a shard's file: a last line without a

@@ -7,13 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"cwm/internal/command"
 	"cwm/internal/env"
 	"cwm/internal/envoci"
+	"cwm/internal/jsonl"
 	"cwm/internal/sandbox"
 )
 
@@ -117,30 +116,16 @@ func shardFlag(fs *flag.FlagSet, p *string, what string) {
 	fs.StringVar(p, "shard", "", "`i/n`: "+what+" of shard i (0-based) of n only (default: the shard of the Slurm array task or Kubernetes indexed job running it, else all; docs/scale.md)")
 }
 
-// replaceJSONL writes items as JSON lines to path through a temporary file
-// renamed into place: a reader sees the old file or the whole new one.
+// replaceJSONL writes items as JSON lines to path, replacing it at once.
 func replaceJSONL[T any](path string, items []T) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name()) // fails once renamed
-	w := bufio.NewWriter(f)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	for _, it := range items {
-		if err := enc.Encode(it); err != nil {
-			f.Close()
-			return err
+	return jsonl.Replace(path, func(w *bufio.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		for _, it := range items {
+			if err := enc.Encode(it); err != nil {
+				return err
+			}
 		}
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	os.Chmod(f.Name(), 0o644)
-	return os.Rename(f.Name(), path)
+		return nil
+	})
 }
