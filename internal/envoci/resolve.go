@@ -3,6 +3,7 @@ package envoci
 import (
 	"context"
 	"os"
+	"strings"
 
 	"cwm/internal/env"
 	"cwm/internal/errkind"
@@ -11,7 +12,8 @@ import (
 // Resolve finds the environment ref names, wherever it is: an existing
 // file is one cwm env export wrote (imported on first use), a reference
 // with a slash is in a registry (pulled on first use), anything else is
-// in the store (an id, a unique id prefix or a name). It is what every
+// in the store (an id, a unique id prefix or a name); a name ending in
+// .tar that is not a file is a missing file. It is what every
 // command taking an environment calls; pulled, when set, hears of a pull
 // or an import that moved something.
 func Resolve(ctx context.Context, st *env.Store, ref string, o Options, pulled func(what string, seconds float64)) (*env.Env, error) {
@@ -27,6 +29,10 @@ func Resolve(ctx context.Context, st *env.Store, ref string, o Options, pulled f
 			pulled("imported "+res.IDs[0]+" from "+ref, res.Seconds)
 		}
 		return res.Envs[0], nil
+	}
+	if strings.HasSuffix(ref, ".tar") {
+		// Meant as an exported file, which is not there.
+		return nil, errkind.Errorf(errkind.NotFound, "no exported environment %s", ref)
 	}
 	if LooksLikeReference(ref) {
 		res, err := Pull(ctx, st, ref, o)
