@@ -11,9 +11,17 @@ out=/mnt/out
 bin=$out/bin
 repo=/mnt/repo
 host="Debian 12, Linux $(uname -r | cut -d- -f1), cgroup v$([ -f /sys/fs/cgroup/cgroup.controllers ] && echo 2 || echo 1)"
+# As root: the sandbox (cgroup v2 as a delegated service's root: limits,
+# containment, the escape suite) and its command line. As the ordinary
+# user: every suite that starts sandboxes. -test.short trims repetitions
+# (TestNoLeaks' hundred cycles to ten), not cases.
+root_suites="sandbox cli_sandboxcmd"
 suites="sandbox envbuild tracer tasks testrun trace cli_sandboxcmd"
+timeout=${CWM_VM_TEST_TIMEOUT:-240m}
 : >"$out/results.tsv"
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin CGO_ENABLED=0
+# How much slower than the host this VM runs (scripts/test-vm.sh).
+export CWM_TEST_TIME_SCALE=$(cat "$out/time-scale" 2>/dev/null || echo 1)
 
 # count prints passed, skipped and failed top-level tests of a -test.v log;
 # a binary that dies before its summary counts one failure more.
@@ -31,10 +39,10 @@ record() { # privilege suite log rc
 }
 
 # Suites as root (the service's cgroup is delegated to it).
-for s in $suites; do
+for s in $root_suites; do
 	pkg=${s//_//}
 	log=$out/root-$s.log
-	(cd "$repo/internal/$pkg" && HOME=/root TMPDIR=/tmp CWM_TEST_BINARY=$bin/cwm "$bin/$s.test" -test.v -test.count=1 -test.timeout=40m) >"$log" 2>&1
+	(cd "$repo/internal/$pkg" && HOME=/root TMPDIR=/tmp CWM_TEST_BINARY=$bin/cwm "$bin/$s.test" -test.v -test.short -test.count=1 -test.timeout="$timeout") >"$log" 2>&1
 	record "root" "$s" "$log" $?
 done
 
@@ -45,8 +53,8 @@ for s in $suites; do
 	pkg=${s//_//}
 	log=$out/user-$s.log
 	systemd-run --quiet --wait --pipe --collect -p User=tester -p Group=tester -p Delegate=yes \
-		-p WorkingDirectory="$repo/internal/$pkg" -E HOME=/home/tester -E TMPDIR=/tmp/tester -E PATH="$PATH" -E CWM_TEST_BINARY="$bin/cwm" \
-		"$bin/$s.test" -test.v -test.count=1 -test.timeout=40m >"$log" 2>&1
+		-p WorkingDirectory="$repo/internal/$pkg" -E HOME=/home/tester -E TMPDIR=/tmp/tester -E PATH="$PATH" -E CWM_TEST_TIME_SCALE="$CWM_TEST_TIME_SCALE" -E CWM_TEST_BINARY="$bin/cwm" \
+		"$bin/$s.test" -test.v -test.short -test.count=1 -test.timeout="$timeout" >"$log" 2>&1
 	record "user, delegated cgroup" "$s" "$log" $?
 done
 

@@ -65,6 +65,11 @@ func detectCgroups() cgroups {
 	}
 	if v2 != "" {
 		dir := v2Dir(v2, paths[""])
+		// A subtree another user delegated (root's, with the controllers
+		// on) is not this user's to fill.
+		if err := probeDir(dir); err != nil {
+			return cgroups{reason: "cgroup v2 at " + dir + " not writable: " + err.Error(), v2: true}
+		}
 		if err := delegateV2(dir); err != nil {
 			return cgroups{reason: "cgroup v2 at " + dir + ": " + err.Error(), v2: true}
 		}
@@ -317,6 +322,21 @@ func (sc *sandboxCgroup) taskFiles() ([]*os.File, error) {
 		files = append(files, f)
 	}
 	return files, nil
+}
+
+// entryFiles are the files through which a process moves itself into the
+// sandbox's cgroups: v1's task files (one thread: no global lock), or
+// v2's cgroup.procs, opened by cwm so that the kernel checks cwm's
+// credentials, not those of the sandbox's root who writes "0" to it.
+func (sc *sandboxCgroup) entryFiles() ([]*os.File, error) {
+	if sc == nil || sc.version != 2 {
+		return sc.taskFiles()
+	}
+	f, err := os.OpenFile(filepath.Join(sc.dirs[0], "cgroup.procs"), os.O_WRONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open cgroup %s: %w", sc.dirs[0], err)
+	}
+	return []*os.File{f}, nil
 }
 
 // add moves a process (and its future children) into the cgroup.

@@ -163,21 +163,19 @@ func newOneShot(ctx context.Context, s *Sandbox, setup *setupMsg, cmd Cmd, argv 
 	slices.Sort(keep)
 	// pid 1 closes every other descriptor first, so the descriptors it
 	// receives get the lowest free numbers, in order: known in advance.
-	// The detached mounts come first; the cgroup's task files (v1) once
-	// the mounts are closed again.
+	// The detached mounts come first; the cgroup's entry files once the
+	// mounts are closed again: v1's two task files or v2's cgroup.procs.
 	mountFDs := lowestFree(keep, len(setup.mounts()))
 	setup.numberMounts(func(i int) int { return int(mountFDs[i]) })
-	var taskFDs []uintptr
-	if s.rt.cg.version == 1 {
-		taskFDs = lowestFree(keep, 2)
-	}
+	taskFDs := lowestFree(keep, map[int]int{1: 2, 2: 1}[s.rt.cg.version])
 
 	env := mergeEnv(s.cfg.Env, cmd.Env)
 	dir := s.resolve(cmd.Dir)
 	c := &plan{}
-	// On cgroup v1 the command moves itself into the sandbox's cgroups
-	// before it execs (see taskFiles); pid 1 stays outside. (First: the
-	// task files may be numbered 0 and 1, which the next steps reuse.)
+	// The command moves itself into the sandbox's cgroups before it execs
+	// (see entryFiles); pid 1 stays outside, so the OOM killer cannot pick
+	// it, which would kill cwm, whose memory it shares. (First: the files
+	// may be numbered 0 and 1, which the next steps reuse.)
 	for _, fd := range taskFDs {
 		c.call("enter the sandbox's cgroup", unix.SYS_WRITE, fd, c.str("0"), 1)
 	}
@@ -383,24 +381,15 @@ func (o *oneShot) run(ctx context.Context, cmd Cmd) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("start sandbox: pass the layers' mounts: %w", err)
 	}
-	// While pid 1 builds the sandbox: its cgroup. On v2 pid 1 is in it
-	// (no per-thread cgroups there), out of the OOM killer's choice.
-	if err := s.makeCgroup(map[int]int64{2: 1}[s.rt.cg.version]); err != nil {
+	// While pid 1 builds the sandbox: its cgroup.
+	if err := s.makeCgroup(0); err != nil {
 		return Result{}, err
 	}
-	tasks, err := s.cg.taskFiles()
+	tasks, err := s.cg.entryFiles()
 	if err != nil {
 		return Result{}, err
 	}
 	defer closeAll(tasks)
-	if s.cg != nil && s.cg.version == 2 {
-		if err := s.cg.add(pid); err != nil {
-			return Result{}, err
-		}
-		if err := protectFromOOM(pid); err != nil {
-			return Result{}, err
-		}
-	}
 	p.counters = s.cg.counters()
 	if err := o.send(tasks); err != nil {
 		return Result{}, fmt.Errorf("start sandbox: %w", err)
