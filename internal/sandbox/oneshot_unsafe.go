@@ -31,10 +31,12 @@ import (
 // from inside the sandbox; the kernel keeps that flag per memory, so the
 // first Run makes the calling process non-dumpable for good. That needs
 // root: without it (unprivileged user namespaces could then not be set up
-// by the parent any more), and for a command with a TTY, Run takes the New
-// path.
+// by the parent any more), for a command with a TTY, and on cgroup v2
+// before Linux 5.16 (whose kernel checks a cgroup.procs writer's own
+// credentials, not the opener's: the command could not enter its
+// cgroup), Run takes the New path.
 func (rt *Runtime) Run(ctx context.Context, cfg Config, cmd Cmd) (Result, error) {
-	if cmd.TTY != nil || rt.uid != 0 || !oneShotSupported {
+	if cmd.TTY != nil || rt.uid != 0 || !oneShotSupported || rt.cg.version == 2 && !kernelAtLeast(5, 16) {
 		s, err := rt.New(ctx, cfg)
 		if err != nil {
 			return Result{}, err

@@ -216,14 +216,18 @@ func protectFromOOM(pid int) error {
 
 // tmpfsHasUserXattrs reports whether the kernel is Linux 6.6 or later,
 // whose tmpfs keeps user.* extended attributes.
-func tmpfsHasUserXattrs() bool {
+func tmpfsHasUserXattrs() bool { return kernelAtLeast(6, 6) }
+
+// kernelAtLeast reports whether the running kernel's release is at least
+// major.minor.
+func kernelAtLeast(major, minor int) bool {
 	var u unix.Utsname
 	if unix.Uname(&u) != nil {
 		return false
 	}
-	var major, minor int
-	fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor)
-	return major > 6 || major == 6 && minor >= 6
+	var ma, mi int
+	fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &ma, &mi)
+	return ma > major || ma == major && mi >= minor
 }
 
 // IDs is the block of host ids the runtime's sandboxes run as.
