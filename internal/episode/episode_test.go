@@ -70,8 +70,8 @@ func TestStartAndDiff(t *testing.T) {
 	}
 }
 
-// A clone starts with the original's files as they are and goes on
-// without either seeing the other's changes; Reset brings an episode back
+// A clone starts with the original's files and session state as they
+// are and goes on without either seeing the other's changes; Reset brings an episode back
 // to its start, the same commit with the bug, in a fresh session.
 func TestCloneAndReset(t *testing.T) {
 	ctx := context.Background()
@@ -83,8 +83,16 @@ func TestCloneAndReset(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer clone.Close()
-	if got := bash(t, clone, "pwd; cat shared.txt; echo ${MARK:-unset}"); got != "/repo\nbefore\nunset" {
-		t.Errorf("in the clone: %q, want the original's files and a fresh session in /repo", got)
+	if got := bash(t, clone, "pwd; cat /repo/shared.txt; echo ${MARK:-unset}"); got != "/tmp\nbefore\n1" {
+		t.Errorf("in the clone: %q, want the original's files, directory and exported variables", got)
+	}
+	fresh, err := ep.Fork(ctx, Session{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if got := bash(t, fresh, "pwd; cat shared.txt; echo ${MARK:-unset}"); got != "/repo\nbefore\nunset" {
+		t.Errorf("in a fork with no session: %q, want the original's files and a fresh session in /repo", got)
 	}
 	bash(t, clone, "echo clone > /repo/mine.txt")
 	bash(t, ep, "echo original > /repo/theirs.txt")
@@ -109,5 +117,28 @@ func TestCloneAndReset(t *testing.T) {
 	}
 	if got := bash(t, clone, "cat /repo/shared.txt"); got != "before" {
 		t.Errorf("resetting the original changed the clone: %q", got)
+	}
+}
+
+// A session's state survives a fork however its directory is named and
+// whatever its variables hold; what was not exported stays behind.
+func TestSessionCarriesOver(t *testing.T) {
+	ctx := context.Background()
+	ep := startCalc(t)
+	bash(t, ep, `mkdir -p "/tmp/it's a dir"; cd "/tmp/it's a dir"; export ODD=$'a b\'c\n$d "e"'; LOCAL=1; export -n HOME`)
+	s, err := ep.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Dir != "/tmp/it's a dir" || !strings.Contains(s.Exports, "ODD=") {
+		t.Fatalf("Session = %+v, want the directory and ODD", s)
+	}
+	clone, err := ep.Fork(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer clone.Close()
+	if got, want := bash(t, clone, `pwd; printf '%s|' "$ODD" "${LOCAL:-unset}"`), "/tmp/it's a dir\na b'c\n$d \"e\"|unset|"; got != want {
+		t.Errorf("in the fork: %q, want %q", got, want)
 	}
 }
