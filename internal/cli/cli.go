@@ -39,6 +39,7 @@ var Program = &command.Program{
 		func() command.Command { return &traceCheckCmd{} },
 		func() command.Command { return &traceShowCmd{} },
 		func() command.Command { return &forageCmd{} },
+		func() command.Command { return &serveCmd{} },
 	}),
 }
 
