@@ -3,6 +3,7 @@ package envserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -283,6 +284,12 @@ func (s *Server) startEpisode(ctx context.Context, p *resetPlan) (episodeImpl, R
 		ep, res, err = s.startTrace(ctx, p)
 	}
 	if err != nil {
+		var ve *validationError
+		var ce *capacityError
+		var se *sessionError
+		if !errors.As(err, &ve) && !errors.As(err, &ce) && !errors.As(err, &se) && ctx.Err() == nil {
+			err = &factoryError{err}
+		}
 		return nil, Result{}, err
 	}
 	if p.env != nil {

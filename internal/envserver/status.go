@@ -36,6 +36,14 @@ func errNoEpisode(id string) error {
 	return &sessionError{http.StatusNotFound, fmt.Sprintf("no episode %s: it was closed, reaped after its idle timeout, or never started", id)}
 }
 
+// factoryError is an episode that could not be started from a valid
+// reset: its sandbox would not start, its task's bug patch does not
+// apply. OpenEnv's FACTORY_ERROR; the HTTP status is the cause's.
+type factoryError struct{ err error }
+
+func (e *factoryError) Error() string { return e.err.Error() }
+func (e *factoryError) Unwrap() error { return e.err }
+
 // classify is the one place where an error becomes what a client sees:
 // an HTTP status and an OpenEnv error code. Kinds map as errkind's
 // documentation says (usage 400, input 422, not found 404, limit 413,
@@ -44,6 +52,7 @@ func classify(err error) (status int, code string) {
 	var ve *validationError
 	var ce *capacityError
 	var se *sessionError
+	var fe *factoryError
 	switch {
 	case errors.As(err, &ve):
 		return http.StatusUnprocessableEntity, CodeValidationError
@@ -51,6 +60,9 @@ func classify(err error) (status int, code string) {
 		return http.StatusServiceUnavailable, CodeCapacityReached
 	case errors.As(err, &se):
 		return se.status, CodeSessionError
+	case errors.As(err, &fe):
+		status, _ := classify(fe.err)
+		return status, CodeFactoryError
 	}
 	switch errkind.Of(err) {
 	case errkind.Usage:
