@@ -64,6 +64,13 @@ func (s *syncBuffer) String() string {
 func calcEnv(t testing.TB, home string) (*env.Env, *task.Task) {
 	t.Helper()
 	layer, tk := episodetest.CalcRepo(t)
+	// The test runner calls "python", which the venv provides.
+	if err := os.MkdirAll(filepath.Join(layer, "venv", "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/usr/bin/python3", filepath.Join(layer, "venv", "bin", "python")); err != nil {
+		t.Fatal(err)
+	}
 	e := envtest.Put(t, home, tk.EnvID, layer)
 	path := filepath.Join(home, "envs", e.ID, "env.json")
 	b, err := os.ReadFile(path)
