@@ -248,4 +248,3 @@ func truthOf(t *testing.T, prompt string, i int) string {
 	t.Helper()
 	return string(trace.AppendFrame(nil, paperTrace(t, prompt).Frames[i]))
 }
-
