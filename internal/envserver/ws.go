@@ -68,8 +68,12 @@ func (c *wsConn) shutdown(code websocket.StatusCode, why string) {
 		if code != wsGoingAway {
 			c.send(wsReply{Type: "error", Data: map[string]any{"message": why, "code": CodeSessionError}})
 		}
-		c.cancel()
-		go c.ws.Close(code, why)
+		// The close handshake first: cancelling the handler's read would
+		// drop the connection without a close frame.
+		go func() {
+			c.ws.Close(code, why)
+			c.cancel()
+		}()
 	})
 }
 
