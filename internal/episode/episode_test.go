@@ -2,6 +2,8 @@ package episode
 
 import (
 	"context"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -140,5 +142,35 @@ func TestSessionCarriesOver(t *testing.T) {
 	defer clone.Close()
 	if got, want := bash(t, clone, `pwd; printf '%s|' "$ODD" "${LOCAL:-unset}"`), "/tmp/it's a dir\na b'c\n$d \"e\"|unset|"; got != want {
 		t.Errorf("in the fork: %q, want %q", got, want)
+	}
+}
+
+// A layer copied since it was built (cp -a: new inodes and change times,
+// as on another machine) still takes the bug patch: git's index is
+// refreshed before it is applied.
+func TestStartOnCopiedLayer(t *testing.T) {
+	rt, err := sandbox.NewRuntime(sandbox.Options{Home: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	layer, tk := episodetest.CalcRepo(t)
+	copied := filepath.Join(t.TempDir(), "layer")
+	if out, err := exec.Command("cp", "-a", layer, copied).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v\n%s", err, out)
+	}
+	e := envtest.Put(t, t.TempDir(), tk.EnvID, copied)
+	sb, err := env.NewSandboxes(rt).Open(context.Background(), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := Start(context.Background(), sb, tk, Options{})
+	if err != nil {
+		sb.Close()
+		t.Fatalf("Start on a copied layer: %v", err)
+	}
+	defer ep.Close()
+	if got := bash(t, ep, "grep -c 'return a - b' calc.py"); got != "2" {
+		t.Errorf("the bug is not planted: %q", got)
 	}
 }
