@@ -55,6 +55,10 @@ bench: setup build
 	$(GO) test -run '^$$' -bench 'Concurrent' -benchtime 1x -timeout 30m ./internal/agent/
 	$(GO) test -run '^$$' -bench 'Dedup50k' -benchtime 3x -timeout 30m ./internal/dedup/
 	$(GO) test -run '^$$' -bench 'ExactVsLSH10k' -benchtime 1x -timeout 60m ./internal/dedup/
+	$(GO) test -run '^$$' -bench 'ConcurrentWS' -benchtime 60x -timeout 30m ./internal/envserver/
+	$(GO) test -run '^$$' -bench 'Reset|Clone' -benchtime 100x -timeout 30m ./internal/envserver/
+	$(GO) test -run '^$$' -bench 'IdleEpisodes' -benchtime 1x -timeout 30m ./internal/envserver/
+	$(GO) test -run '^$$' -bench 'Soak' -benchtime 10000x -timeout 60m ./internal/envserver/
 
 demo: setup build
 	./scripts/demo.sh

@@ -26,15 +26,8 @@ const retryAfter = 2
 func (s *Server) writeError(w http.ResponseWriter, err error) {
 	status, code := classify(err)
 	s.metrics.failed(code)
-	body := map[string]any{"detail": err.Error(), "code": code}
-	var ve *validationError
-	var ce *capacityError
-	switch {
-	case errors.As(err, &ve):
-		body["errors"] = ve.errs
-	case errors.As(err, &ce):
-		body["active_sessions"], body["max_sessions"] = ce.active, ce.max
-	}
+	body := errorDetails(err)
+	body["detail"], body["code"] = err.Error(), code
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
 	}

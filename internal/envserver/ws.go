@@ -95,7 +95,15 @@ func (c *wsConn) send(r wsReply) error {
 func (s *Server) errorReply(err error) wsReply {
 	_, code := classify(err)
 	s.metrics.failed(code)
-	data := map[string]any{"message": err.Error(), "code": code}
+	data := errorDetails(err)
+	data["message"], data["code"] = err.Error(), code
+	return wsReply{Type: "error", Data: data}
+}
+
+// errorDetails are the fields an error adds to its message: pydantic's
+// list of a validation error, the counts of a capacity error.
+func errorDetails(err error) map[string]any {
+	data := map[string]any{}
 	var ve *validationError
 	var ce *capacityError
 	switch {
@@ -104,7 +112,7 @@ func (s *Server) errorReply(err error) wsReply {
 	case errors.As(err, &ce):
 		data["active_sessions"], data["max_sessions"] = ce.active, ce.max
 	}
-	return wsReply{Type: "error", Data: data}
+	return data
 }
 
 // serveWS is GET /ws: one OpenEnv session per connection. ?episode_id=ID
@@ -159,8 +167,10 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if end {
-			cancel()
+			// The handshake before the cancel: a cancelled read would
+			// drop the connection without its close frame.
 			ws.Close(websocket.StatusNormalClosure, "")
+			cancel()
 			return
 		}
 	}
