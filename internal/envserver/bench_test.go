@@ -63,9 +63,11 @@ type benchServer struct {
 	done   chan error
 }
 
-func newBenchServer(b *testing.B, edit func(*Options)) *benchServer {
+// newBenchServer starts the server; warmIdle is how long the runtime
+// keeps a closed sandbox warm (0: its default, 30 s).
+func newBenchServer(b *testing.B, warmIdle time.Duration, edit func(*Options)) *benchServer {
 	rtHome := b.TempDir()
-	rt, err := sandbox.NewRuntime(sandbox.Options{Home: rtHome, Warm: 64})
+	rt, err := sandbox.NewRuntime(sandbox.Options{Home: rtHome, Warm: 64, WarmIdle: warmIdle})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -118,7 +120,7 @@ var stepTrue = json.RawMessage(`{"text": "<tool: bash>\ntrue\n</tool>"}`)
 // transport without queueing.
 func BenchmarkConcurrentWS(b *testing.B) {
 	const clients, rounds = 64, 3
-	bs := newBenchServer(b, nil)
+	bs := newBenchServer(b, 0, nil)
 	ctx := context.Background()
 	shell := map[string]any{"kind": "shell", "env": bs.env.ID}
 	raw, _ := json.Marshal(shell)
@@ -224,7 +226,7 @@ func BenchmarkConcurrentWS(b *testing.B) {
 // before the next; the first swe reset, which prepares the task, is not
 // counted.
 func BenchmarkReset(b *testing.B) {
-	bs := newBenchServer(b, nil)
+	bs := newBenchServer(b, 0, nil)
 	ctx := context.Background()
 	c := envclient.New(bs.url, "", nil)
 	measure := func(reset map[string]any) []time.Duration {
@@ -275,7 +277,7 @@ func manyFilesEnv(b *testing.B, home string, n int) *env.Env {
 // files (written by one bash step), on the example environment and on an
 // environment of 10,000 files; each clone is closed before the next.
 func BenchmarkClone(b *testing.B) {
-	bs := newBenchServer(b, nil)
+	bs := newBenchServer(b, 0, nil)
 	big := manyFilesEnv(b, bs.home, 10000)
 	defer os.RemoveAll(filepath.Join(bs.home, "envs", big.ID))
 	ctx := context.Background()
@@ -360,7 +362,7 @@ func treeMemory(root int) (rss, pss int64) {
 // its sandboxes.
 func BenchmarkIdleEpisodes(b *testing.B) {
 	const episodes = 200
-	bs := newBenchServer(b, nil)
+	bs := newBenchServer(b, 0, nil)
 	ctx := context.Background()
 	c := envclient.New(bs.url, "", nil)
 	var rss, pss int64
@@ -418,10 +420,16 @@ func (bs *benchServer) soakState() soakState {
 }
 
 // BenchmarkSoak: b.N reset-step-close cycles over /ws (8 clients at a
-// time), the server's descriptors, goroutines, heap, mounts and run
-// directories before and after.
+// time), the server's descriptors, goroutines, heap, mounts and sandbox
+// run directories before and after, each measured once the server has no
+// episode and the warm pool has expired.
 func BenchmarkSoak(b *testing.B) {
-	bs := newBenchServer(b, nil)
+	// Closed sandboxes stay warm for reuse (up to the runtime's Warm, each
+	// with a run directory, two descriptors and two goroutines); a short
+	// warm idle time lets the measures before and after wait until none
+	// is left, so that only a leak remains.
+	const warmIdle = 2 * time.Second
+	bs := newBenchServer(b, warmIdle, nil)
 	ctx := context.Background()
 	c := envclient.New(bs.url, "", nil)
 	shell := map[string]any{"kind": "shell", "env": bs.env.ID}
@@ -450,7 +458,7 @@ func BenchmarkSoak(b *testing.B) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		time.Sleep(2 * time.Second)
+		time.Sleep(3 * warmIdle)
 		return bs.soakState()
 	}
 	for i := 0; i < 200; i++ { // warm up: the pool, the HTTP client's connections

@@ -235,3 +235,26 @@ func TestToken(t *testing.T) {
 		t.Errorf("no request lines in the debug log:\n%s", f.logs.String())
 	}
 }
+
+// A session's episode deleted over REST frees its slot; the session's
+// next reset takes a slot again, and the count stays right.
+func TestSlotsAfterDelete(t *testing.T) {
+	f := newFixture(t, nil)
+	w := f.dial("")
+	w.call(`{"type": "reset", "data": {"kind": "shell", "env": "calc-env", "episode_id": "mine"}}`)
+	if code, _, _ := f.do("DELETE", "/v1/episodes/mine", nil, ""); code != 200 {
+		t.Fatalf("delete = %d", code)
+	}
+	if c := errorCode(w.call(bash("true"))); c != CodeSessionError {
+		t.Errorf("a step on the deleted episode: %q, want SESSION_ERROR", c)
+	}
+	if n := f.slots(); n != 0 {
+		t.Errorf("slots = %d after the delete, want 0", n)
+	}
+	w.call(`{"type": "reset", "data": {"kind": "shell", "env": "calc-env"}}`)
+	if n := f.slots(); n != 1 {
+		t.Errorf("slots = %d after a new reset, want 1", n)
+	}
+	w.send(`{"type": "close"}`)
+	waitFor(t, 10*time.Second, "the slot freed", func() bool { return f.slots() == 0 })
+}

@@ -132,9 +132,11 @@ func (s *Server) lookup(id string) (*entry, error) {
 // with the caller (a /ws connection resetting to a new episode).
 func (s *Server) closeEntry(e *entry, why string) { s.closeEntrySlot(e, why, false) }
 
-func (s *Server) closeEntrySlot(e *entry, why string, keepSlot bool) {
+// It reports whether this call closed it (false: it was already closed,
+// and its slot freed by whoever closed it).
+func (s *Server) closeEntrySlot(e *entry, why string, keepSlot bool) bool {
 	if !e.closing.CompareAndSwap(false, true) {
-		return
+		return false
 	}
 	e.cancel()
 	e.mu.Lock()
@@ -152,6 +154,7 @@ func (s *Server) closeEntrySlot(e *entry, why string, keepSlot bool) {
 	s.mu.Unlock()
 	s.metrics.sessionClosed(e.kind)
 	s.log.Debug("episode closed", "episode", e.id, "kind", e.kind, "steps", steps, "why", why)
+	return true
 }
 
 // stepEntry runs one step on an entry under its lock. ctx bounds it

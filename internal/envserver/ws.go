@@ -348,9 +348,19 @@ func (c *wsConn) reset(data json.RawMessage) (Result, error) {
 		return Result{}, err
 	}
 	if old := c.entry; old != nil {
-		s.closeEntrySlot(old, "reset", true)
+		// The old episode's slot becomes the new one's, unless someone
+		// else closed it (DELETE, the reaper) and freed its slot already.
+		kept := s.closeEntrySlot(old, "reset", true)
 		s.mu.Lock()
-		c.entry, c.bare = nil, true
+		c.entry, c.bare = nil, kept
+		s.mu.Unlock()
+	}
+	if !c.bare {
+		if err := s.acquire(); err != nil {
+			return Result{}, err
+		}
+		s.mu.Lock()
+		c.bare = true
 		s.mu.Unlock()
 	}
 	ep, res, err := s.startEpisode(c.ctx, plan)
