@@ -139,7 +139,18 @@ func TestServeKillAndDrain(t *testing.T) {
 		err = json.NewDecoder(resp.Body).Decode(&m)
 		done <- reply{m, err}
 	}()
-	time.Sleep(500 * time.Millisecond)
+	// SIGTERM once the step runs (the episode lists as busy).
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		resp, err := http.Get(url + "/v1/episodes")
+		if err != nil {
+			continue
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if bytes.Contains(b, []byte(`"busy":true`)) {
+			break
+		}
+	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	r := <-done
 	if o, _ := r.m["observation"].(map[string]any); r.err != nil || o["output"] != "slept" {

@@ -81,15 +81,15 @@ func TestDisconnectMidStep(t *testing.T) {
 // Episodes and connections idle past the timeout are closed: a /ws client
 // is told why, then the connection closes; a REST episode disappears.
 func TestIdleReaping(t *testing.T) {
-	f := newFixture(t, func(o *Options) { o.IdleTimeout = 400 * time.Millisecond })
-	w := f.dial("")
-	w.call(`{"type": "reset", "data": {"kind": "shell", "env": "calc-env"}}`)
+	f := newFixture(t, func(o *Options) { o.IdleTimeout = 1500 * time.Millisecond })
 	code, body, _ := f.do("POST", "/v1/episodes", map[string]any{"kind": "shell", "env": "calc-env"}, "")
 	if code != 201 {
 		t.Fatalf("create = %d %v", code, body)
 	}
+	w := f.dial("")
+	w.call(`{"type": "reset", "data": {"kind": "shell", "env": "calc-env"}}`)
 	// A step longer than the timeout is not idleness.
-	if o := obs(w.call(bash("sleep 1; echo awake"))); o["output"] != "awake" {
+	if o := obs(w.call(bash("sleep 3; echo awake"))); o["output"] != "awake" {
 		t.Errorf("long step = %v", o)
 	}
 	m := w.recv()
@@ -153,7 +153,16 @@ func TestDrain(t *testing.T) {
 		t.Fatal(code)
 	}
 	w.send(bash("sleep 2; echo finished"))
-	time.Sleep(300 * time.Millisecond)
+	waitFor(t, 20*time.Second, "the step running", func() bool {
+		f.srv.mu.Lock()
+		defer f.srv.mu.Unlock()
+		for _, e := range f.srv.entries {
+			if e.busy.Load() {
+				return true
+			}
+		}
+		return false
+	})
 	var wg sync.WaitGroup
 	var serveErr error
 	wg.Add(1)
