@@ -91,6 +91,9 @@ func (s *Server) create(r *http.Request, data []byte) (*entry, Result, error) {
 		s.release()
 		return nil, Result{}, err
 	}
+	e.mu.Lock()
+	e.seed = plan.data.Seed
+	e.mu.Unlock()
 	return e, res, nil
 }
 
@@ -186,12 +189,7 @@ func (s *Server) listEpisodes(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Unlock()
 	states := make([]map[string]any, 0, len(entries))
 	for _, e := range entries {
-		if !e.busy.Load() {
-			states = append(states, s.stateOf(e))
-		} else {
-			states = append(states, map[string]any{"episode_id": e.id, "kind": e.kind, "busy": true,
-				"last_activity_at": float64(e.last.Load()) / 1e9})
-		}
+		states = append(states, s.stateOf(e))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"episodes": states, "active_sessions": active, "max_sessions": max,
 		"time": float64(time.Now().UnixNano()) / 1e9})

@@ -43,6 +43,8 @@ type entry struct {
 	mu    sync.Mutex // held while a message runs; guards ep and steps
 	ep    episodeImpl
 	steps int
+	// seed is the reset's OpenEnv seed, kept for the state.
+	seed *int64
 
 	// owner is the /ws connection the entry closes with (nil: REST, or
 	// a clone not yet attached). Guarded by the server's mu.
@@ -223,8 +225,13 @@ func (s *Server) cloneEntry(ctx context.Context, e *entry, id string, owner *wsC
 
 // stateOf is the state message's data of an entry: OpenEnv's State
 // (episode_id, step_count) and what cwm adds.
+// While a step runs, the state says only that (busy), rather than wait
+// for the step.
 func (s *Server) stateOf(e *entry) map[string]any {
-	e.mu.Lock()
+	if !e.mu.TryLock() {
+		return map[string]any{"episode_id": e.id, "kind": e.kind, "busy": true,
+			"created_at": float64(e.created.UnixNano()) / 1e9, "last_activity_at": float64(e.last.Load()) / 1e9}
+	}
 	defer e.mu.Unlock()
 	st := map[string]any{}
 	if e.ep != nil {
@@ -233,6 +240,9 @@ func (s *Server) stateOf(e *entry) map[string]any {
 	}
 	st["episode_id"] = e.id
 	st["step_count"] = e.steps
+	if e.seed != nil {
+		st["seed"] = *e.seed
+	}
 	st["kind"] = e.kind
 	st["created_at"] = float64(e.created.UnixNano()) / 1e9
 	st["last_activity_at"] = float64(e.last.Load()) / 1e9

@@ -372,6 +372,9 @@ func (c *wsConn) reset(data json.RawMessage) (Result, error) {
 		ep.close()
 		return Result{}, err
 	}
+	e.mu.Lock()
+	e.seed = plan.data.Seed
+	e.mu.Unlock()
 	s.mu.Lock()
 	c.entry, c.bare = e, false
 	s.mu.Unlock()
