@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"cwm/internal/env"
+	"cwm/internal/task"
 )
 
 // The frames below are written from OpenEnv's message models
@@ -138,5 +141,21 @@ func TestInfoRoutes(t *testing.T) {
 		if _, ok := body[k]; !ok || code != 200 {
 			t.Errorf("/metadata = %d %v, want field %s", code, body, k)
 		}
+	}
+}
+
+// A server refuses to start with a task whose environment is missing, or
+// an unknown kind: every reset would fail.
+func TestNewRefusesBadOptions(t *testing.T) {
+	base := Options{Sandboxes: env.NewSandboxes(nil), Store: env.NewStore(t.TempDir())}
+	o := base
+	o.Tasks = []task.Task{{InstanceID: "t-1", EnvID: "nope"}}
+	if _, err := New(o); err == nil || !strings.Contains(err.Error(), `no environment "nope"`) {
+		t.Errorf("New with a task on a missing environment: %v", err)
+	}
+	o = base
+	o.Kind = "chess"
+	if _, err := New(o); err == nil {
+		t.Errorf("New with kind chess succeeded")
 	}
 }

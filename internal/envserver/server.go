@@ -170,6 +170,11 @@ func New(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("task %s is in the tasks twice", t.InstanceID)
 		}
 		s.tasks[t.InstanceID] = t
+		// A task whose environment is missing would fail every reset:
+		// say so before serving.
+		if _, err := opts.Store.Resolve(t.EnvID); err != nil {
+			return nil, fmt.Errorf("task %s: %w", t.InstanceID, err)
+		}
 	}
 	for i := range opts.Traces {
 		r := &opts.Traces[i]
