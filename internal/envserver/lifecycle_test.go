@@ -65,7 +65,7 @@ func TestDisconnectMidStep(t *testing.T) {
 	f := newFixture(t, nil)
 	w := f.dial("")
 	w.call(`{"type": "reset", "data": {"kind": "shell", "env": "calc-env"}}`)
-	w.send(bash("echo $$ > /tmp/pid; exec sleep 300"))
+	w.send(bash("echo $$ > /tmp/pid; exec sleep 287.4321"))
 	time.Sleep(500 * time.Millisecond)
 	w.c.CloseNow()
 	waitFor(t, 20*time.Second, "the slot freed after the disconnect", func() bool { return f.slots() == 0 })
@@ -73,7 +73,7 @@ func TestDisconnectMidStep(t *testing.T) {
 		t.Errorf("sessions{shell} = %s after the disconnect", v)
 	}
 	waitFor(t, 20*time.Second, "the sandbox's sleep killed", func() bool {
-		out, _ := exec.Command("pgrep", "-f", "sleep 300").Output()
+		out, _ := exec.Command("pgrep", "-f", "sleep 287.4321").Output()
 		return strings.TrimSpace(string(out)) == ""
 	})
 }
