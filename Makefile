@@ -7,7 +7,7 @@ BIN     := bin/cwm
 # sandbox init and worker that re-executes cwm.
 export CGO_ENABLED := 0
 PYTHON  := /usr/bin/python3
-DEB_PKGS := python3 python3-pytest python3-venv python3-setuptools git patch bubblewrap hyperfine apparmor
+DEB_PKGS := python3 python3-pytest python3-venv python3-setuptools git patch bubblewrap hyperfine apparmor slurm-wlm munge docker-registry apache2-utils
 
 .PHONY: all setup build test test-vm bench demo clean
 
@@ -55,6 +55,9 @@ bench: setup build
 	$(GO) test -run '^$$' -bench 'Concurrent' -benchtime 1x -timeout 30m ./internal/agent/
 	$(GO) test -run '^$$' -bench 'Dedup50k' -benchtime 3x -timeout 30m ./internal/dedup/
 	$(GO) test -run '^$$' -bench 'ExactVsLSH10k' -benchtime 1x -timeout 60m ./internal/dedup/
+	$(GO) test -run '^$$' -bench 'EnvPull' -benchtime 10x -timeout 30m ./deploy/slurm/
+	# The Slurm arrays' wall times against one process are logged by the tests that run them.
+	$(GO) test -run 'TraceFuncArray|TasksMutateArray' -v -count=1 -timeout 60m ./deploy/slurm/ | grep -E 'single process|^(ok|FAIL|---)'
 	$(GO) test -run '^$$' -bench 'ConcurrentWS' -benchtime 60x -timeout 30m ./internal/envserver/
 	$(GO) test -run '^$$' -bench 'Reset|Clone' -benchtime 100x -timeout 30m ./internal/envserver/
 	$(GO) test -run '^$$' -bench 'IdleEpisodes' -benchtime 1x -timeout 30m ./internal/envserver/

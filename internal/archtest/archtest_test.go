@@ -131,8 +131,9 @@ func TestStagesDoNotImportTheBuilder(t *testing.T) {
 
 // The seam for a second sandbox backend: outside the sandbox, only
 // internal/env (the store, which keeps the layers) makes a sandbox
-// configuration with layers, and only the builder, the store and the
-// commands (env show prints it) ask where a layer is on the host. The
+// configuration with layers, and only the builder, the store, envoci
+// (which packs and unpacks layers to ship them) and the commands (env
+// show prints it) ask where a layer is on the host. The
 // sandbox's own command line stacks the directories its user names.
 func TestLayersStayBehindTheSeam(t *testing.T) {
 	mayConfigure := []string{"internal/sandbox", "internal/env", "internal/cli/sandboxcmd"}
@@ -149,7 +150,7 @@ func TestLayersStayBehindTheSeam(t *testing.T) {
 						}
 					}
 				case *ast.SelectorExpr:
-					if x.Sel.Name == "LayerDir" && !slices.Contains([]string{"internal/env", "internal/envbuild", "internal/cli"}, p.dir) {
+					if x.Sel.Name == "LayerDir" && !slices.Contains([]string{"internal/env", "internal/envbuild", "internal/envoci", "internal/cli"}, p.dir) {
 						t.Errorf("%s/%s asks for a layer's host directory: stages see layers through sandboxes", p.dir, name)
 					}
 				}

@@ -29,6 +29,10 @@ var Program = &command.Program{
 		func() command.Command { return &envShellCmd{} },
 		func() command.Command { return &envTestCmd{} },
 		func() command.Command { return &envCoverageCmd{} },
+		func() command.Command { return &envPushCmd{} },
+		func() command.Command { return &envPullCmd{} },
+		func() command.Command { return &envExportCmd{} },
+		func() command.Command { return &envImportCmd{} },
 		func() command.Command { return &tasksMutateCmd{} },
 		func() command.Command { return &tasksCommitsCmd{} },
 		func() command.Command { return &tasksValidateCmd{} },
@@ -39,6 +43,7 @@ var Program = &command.Program{
 		func() command.Command { return &traceCheckCmd{} },
 		func() command.Command { return &traceShowCmd{} },
 		func() command.Command { return &forageCmd{} },
+		func() command.Command { return &mergeCmd{} },
 		func() command.Command { return &serveCmd{} },
 	}),
 }

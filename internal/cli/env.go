@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -10,13 +11,17 @@ import (
 
 	"cwm/internal/command"
 	"cwm/internal/env"
+	"cwm/internal/envoci"
+	"cwm/internal/jsonl"
 	"cwm/internal/sandbox"
 )
 
-// resolveEnv finds the environment named by ref (id, unique id prefix or
-// name).
-func resolveEnv(e *command.Env, ref string) (*env.Env, error) {
-	return env.NewStore(e.Home).Resolve(ref)
+// resolveEnv finds the environment named by ref: an id, unique id prefix
+// or name of the store, a registry reference (pulled on first use) or a
+// file cwm env export wrote (imported on first use).
+func resolveEnv(ctx context.Context, e *command.Env, ref string) (*env.Env, error) {
+	return envoci.Resolve(ctx, env.NewStore(e.Home), ref, envoci.Options{Home: e.Home},
+		func(what string, secs float64) { fmt.Fprintf(e.Stderr, "cwm: %s in %.1fs\n", what, secs) })
 }
 
 // progressTo is where a command's progress goes: stderr, unless quiet.
@@ -103,4 +108,24 @@ func interspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		}
 	}
 	return pos, nil
+}
+
+// shardFlag binds a batch stage's --shard; what says what is split, and
+// by which key.
+func shardFlag(fs *flag.FlagSet, p *string, what string) {
+	fs.StringVar(p, "shard", "", "`i/n`: "+what+" of shard i (0-based) of n only (default: the shard of the Slurm array task or Kubernetes indexed job running it, else all; docs/scale.md)")
+}
+
+// replaceJSONL writes items as JSON lines to path, replacing it at once.
+func replaceJSONL[T any](path string, items []T) error {
+	return jsonl.Replace(path, func(w *bufio.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		for _, it := range items {
+			if err := enc.Encode(it); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

@@ -47,7 +47,7 @@ func (c *envCoverageCmd) Run(ctx context.Context, e *command.Env, args []string)
 	if len(args) < 1 || len(args) > 2 {
 		return command.Usagef("want an environment id or name and an optional function")
 	}
-	en, err := resolveEnv(e, args[0])
+	en, err := resolveEnv(ctx, e, args[0])
 	if err != nil {
 		return err
 	}

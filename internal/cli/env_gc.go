@@ -7,6 +7,7 @@ import (
 
 	"cwm/internal/command"
 	"cwm/internal/env"
+	"cwm/internal/envoci"
 )
 
 type envGCCmd struct{}
@@ -17,7 +18,8 @@ func (*envGCCmd) Usage() string {
 	return `
 Removes unusable environments, directories without a valid manifest, the
 leftovers of interrupted builds (never a build that is still running) and
-half-removed environments. Usable environments are kept.`
+half-removed environments. Usable environments are kept. Then the blob
+cache ($CWM_HOME/blobs) drops what no stored environment came from.`
 }
 
 func (*envGCCmd) Flags(fs *flag.FlagSet) {}
@@ -26,14 +28,22 @@ func (*envGCCmd) Run(ctx context.Context, e *command.Env, args []string) error {
 	if len(args) > 0 {
 		return command.Usagef("env gc takes no arguments")
 	}
-	removed, err := env.NewStore(e.Home).GC()
+	st := env.NewStore(e.Home)
+	removed, err := st.GC()
 	for _, r := range removed {
 		fmt.Fprintf(e.Stdout, "removed %s\n", r)
 	}
 	if err != nil {
 		return err
 	}
-	if len(removed) == 0 {
+	freed, err := envoci.Prune(e.Home, st)
+	if err != nil {
+		return fmt.Errorf("prune the blob cache: %w", err)
+	}
+	if freed > 0 {
+		fmt.Fprintf(e.Stdout, "removed %s of cached blobs\n", humanBytes(freed))
+	}
+	if len(removed) == 0 && freed == 0 {
 		fmt.Fprintln(e.Stderr, "nothing to remove")
 	}
 	return nil

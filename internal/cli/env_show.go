@@ -41,7 +41,7 @@ func (c *envShowCmd) Run(ctx context.Context, e *command.Env, args []string) err
 	if len(args) != 1 {
 		return command.Usagef("want one environment id or name")
 	}
-	env, err := resolveEnv(e, args[0])
+	env, err := resolveEnv(ctx, e, args[0])
 	if err != nil {
 		return err
 	}

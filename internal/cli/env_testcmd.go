@@ -46,7 +46,7 @@ func (c *envTestCmd) Run(ctx context.Context, e *command.Env, args []string) err
 	if len(args) < 1 {
 		return command.Usagef("want an environment id or name, then optional test ids")
 	}
-	en, err := resolveEnv(e, args[0])
+	en, err := resolveEnv(ctx, e, args[0])
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"cwm/internal/agent"
+	"cwm/internal/batch"
 	"cwm/internal/command"
 	"cwm/internal/env"
 	"cwm/internal/episode"
@@ -56,7 +57,7 @@ reason, the final diff, the submitted patch, tokens, cost and timings.
 
 --out is appended to and crash safe: a re-run skips the (task, sample)
 pairs already in it. --shard i/n runs the pairs whose hash falls in shard
-i of n (default: Kubernetes' JOB_COMPLETION_INDEX of JOB_COMPLETIONS).
+i of n (default: the Slurm array task's or Kubernetes indexed job's).
 The API key is read from the variable --api-key-env names. Prints a
 summary at the end (--json: as JSON). Exits 1 when an episode could not
 run, or the model server failed it after its retries (model_error: such
@@ -81,7 +82,7 @@ func (c *forageCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment `variable` holding the API key")
 	fs.IntVar(&c.samples, "samples", 1, "episodes per task (best@k, GRPO groups)")
 	fs.IntVar(&c.concurrency, "concurrency", 8, "episodes at once")
-	fs.StringVar(&c.shard, "shard", "", "`i/n`: run only shard i (0-based) of n")
+	shardFlag(fs, &c.shard, "run the (task, sample) pairs")
 	fs.IntVar(&c.limits.MaxTurns, "max-turns", d.MaxTurns, "model replies per episode")
 	fs.IntVar(&c.limits.ContextTokens, "context", d.ContextTokens, "context window in `tokens`")
 	fs.DurationVar(&c.limits.CommandTimeout, "command-timeout", d.CommandTimeout, "limit of one bash command")
@@ -175,6 +176,11 @@ func (c *forageCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	if err != nil {
 		return err
 	}
+	sr, err := batch.StartShard(c.Name(), c.out, part, c.tasks)
+	if err != nil {
+		return err
+	}
+	sr.Param("samples", strconv.Itoa(c.samples))
 	if !c.quiet && f.Done() > 0 {
 		fmt.Fprintf(e.Stderr, "cwm forage: %d of %d episodes already in %s\n", f.Done(), f.Episodes(), c.out)
 	}
@@ -197,6 +203,9 @@ func (c *forageCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	}
 	if len(why) > 0 {
 		return fmt.Errorf("%s; run again to retry them", strings.Join(why, "; "))
+	}
+	if err := sr.Finish(f.Episodes()); err != nil {
+		return err
 	}
 	return nil
 }

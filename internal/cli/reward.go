@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 
+	"cwm/internal/batch"
 	"cwm/internal/command"
 	"cwm/internal/env"
 	"cwm/internal/reward"
@@ -53,7 +54,7 @@ func (c *rewardCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.out, "out", "", "scored output `file` (JSONL; appended to, resumed)")
 	c.gradeFlags.register(fs)
 	fs.IntVar(&c.concurrency, "concurrency", runtime.NumCPU(), "gradings run at once")
-	fs.StringVar(&c.shard, "shard", "", "`i/n`: grade only the task groups (task and model) of shard i (0-based) of n (default: the indexed job's JOB_COMPLETION_INDEX/JOB_COMPLETIONS, else all)")
+	shardFlag(fs, &c.shard, "grade the task groups (task and model)")
 	fs.BoolVar(&c.json, "json", false, "print the summary as JSON")
 }
 
@@ -77,6 +78,10 @@ func (c *rewardCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	tasks, err := task.Load(c.tasks)
 	if err != nil {
 		return fmt.Errorf("load tasks: %w", err)
+	}
+	sr, err := batch.StartShard(c.Name(), c.out, part, c.in)
+	if err != nil {
+		return err
 	}
 	sc, err := reward.NewScoring(reward.ScoreOptions{Tasks: tasks, In: c.in, Out: c.out, Mapping: c.mapping,
 		Store: env.NewStore(e.Home), Workers: c.concurrency, Shard: part, Progress: e.Stderr})
@@ -111,6 +116,13 @@ func (c *rewardCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	}
 	if err != nil {
 		return err
+	}
+	// Lines that could not be graded are graded by a re-run; lines that
+	// are not predictions never are, and do not keep the shard open.
+	if len(errs) == 0 {
+		if err := sr.Finish(sum.Lines); err != nil {
+			return err
+		}
 	}
 	if len(errs) > 0 || len(sc.Bad) > 0 {
 		return command.ExitStatus(1)

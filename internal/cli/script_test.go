@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +16,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"cwm/internal/command"
@@ -36,6 +40,8 @@ func TestMain(m *testing.M) {
 //	exits CODE cwm ARGS...   run cwm and check its exit status
 //	sharedhome               CWM_HOME is the shared one (below); read it only
 //	privatehome              CWM_HOME is a copy of the shared one, the script's own
+//	registry                 run an OCI registry (go-containerregistry's, in
+//	                         process) on 127.0.0.1; $REGISTRY is its host:port
 //	modelserver FILE         serve the replies in FILE (JSON lines of
 //	                         {"tool", "input"} or {"text"}), one per turn of
 //	                         each conversation; $MODEL_URL is its address
@@ -67,6 +73,7 @@ func TestScripts(t *testing.T) {
 			e.Setenv("TEXTKIT", textkit)
 			e.Setenv("CWM_DEBUG", "")
 			e.Setenv("JOB_COMPLETION_INDEX", "")
+			e.Setenv("SLURM_ARRAY_TASK_ID", "") // cwm's own tests may run in an array task
 			e.Setenv("HOME", e.WorkDir)
 			return nil
 		},
@@ -75,6 +82,7 @@ func TestScripts(t *testing.T) {
 			"sharedhome":  func(ts *testscript.TestScript, _ bool, _ []string) { ts.Setenv("CWM_HOME", ts.Getenv("SHARED_HOME")) },
 			"privatehome": privateHome,
 			"modelserver": modelServer,
+			"registry":    ociRegistry,
 		},
 	})
 }
@@ -195,4 +203,14 @@ func lookup(args []string) (command.Command, []string) {
 		}
 	}
 	panic("no command " + strings.Join(args, " "))
+}
+
+// ociRegistry serves an OCI registry for the script, until it ends.
+func ociRegistry(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: registry")
+	}
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	ts.Defer(srv.Close)
+	ts.Setenv("REGISTRY", strings.TrimPrefix(srv.URL, "http://"))
 }

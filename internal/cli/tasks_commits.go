@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 
+	"cwm/internal/batch"
 	"cwm/internal/command"
 	"cwm/internal/env"
 	"cwm/internal/envbuild"
+	"cwm/internal/shard"
 	"cwm/internal/tasks"
 )
 
@@ -24,6 +26,7 @@ type tasksCommitsCmd struct {
 	timeoutFactor float64
 	json          bool
 	quiet         bool
+	shard         string
 }
 
 func (*tasksCommitsCmd) Name() string { return "tasks commits" }
@@ -55,6 +58,7 @@ func (c *tasksCommitsCmd) Flags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.timeoutFactor, "timeout-factor", 3, "test-run timeout as a multiple of the baseline's time (plus 5s)")
 	fs.BoolVar(&c.json, "json", false, "print every commit's decision as JSON")
 	fs.BoolVar(&c.quiet, "quiet", false, "no progress lines")
+	shardFlag(fs, &c.shard, "decide the commits (by full hash)")
 }
 
 func (c *tasksCommitsCmd) Run(ctx context.Context, e *command.Env, args []string) error {
@@ -67,6 +71,10 @@ func (c *tasksCommitsCmd) Run(ctx context.Context, e *command.Env, args []string
 	commits := splitList(c.commits)
 	if (len(commits) == 0) == !c.auto {
 		return command.Usagef("give either --commits or --auto")
+	}
+	part, err := shard.Parse(c.shard)
+	if err != nil {
+		return command.Usagef("--shard: %v", err)
 	}
 	issue := ""
 	if c.issueText != "" {
@@ -81,13 +89,17 @@ func (c *tasksCommitsCmd) Run(ctx context.Context, e *command.Env, args []string
 		return err
 	}
 	defer src.close()
+	sr, err := batch.StartShard(c.Name(), c.out, part)
+	if err != nil {
+		return err
+	}
 	progress := progressTo(e, c.quiet)
 	atParent := func(ctx context.Context, base *env.Env, rev string) (*env.Env, error) {
 		return envbuild.AtRevision(ctx, src.sbs, base, rev, envbuild.Options{Home: e.Home, Runs: c.runs, Log: e.Log})
 	}
 	ds, err := tasks.Commits(ctx, src.sbs, src.env, tasks.CommitOptions{Out: c.out, Commits: commits, Auto: c.auto,
 		Max: c.max, IssueText: issue, Build: atParent, TimeoutFactor: c.timeoutFactor,
-		Exclude: src.excl, Progress: progress})
+		Exclude: src.excl, Shard: part, Progress: progress})
 	if c.json && ds != nil {
 		if werr := writeJSON(e.Stdout, ds); werr != nil && err == nil {
 			err = werr
@@ -105,5 +117,5 @@ func (c *tasksCommitsCmd) Run(ctx context.Context, e *command.Env, args []string
 	if !c.json {
 		fmt.Fprintf(e.Stderr, "%d commits decided, %d tasks written\n", len(ds), n)
 	}
-	return nil
+	return sr.Finish(len(ds))
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"cwm/internal/batch"
 	"cwm/internal/command"
 	"cwm/internal/envbuild"
 	"cwm/internal/mutate"
@@ -57,7 +58,7 @@ func (c *tasksMutateCmd) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.perFunction, "per-function", 0, "at most `K` tasks per function (0: no cap)")
 	fs.IntVar(&c.perOperator, "per-operator", 8, "sites of one operator sampled per function")
 	fs.Int64Var(&c.seed, "seed", 1, "seed of the candidates' order and sampling")
-	fs.StringVar(&c.shard, "shard", "", "take part `i/n` of the functions (0 <= i < n; default: the indexed job's JOB_COMPLETION_INDEX/JOB_COMPLETIONS, else all)")
+	shardFlag(fs, &c.shard, "mutate the covered functions")
 	fs.IntVar(&c.workers, "workers", 1, "validate `N` candidates at once, each in its own sandbox")
 	fs.StringVar(&c.functions, "functions", "", "only these comma-separated covered functions (names as env coverage takes them)")
 	fs.StringVar(&c.excludeRepos, "exclude-repos", "", "decontamination list `FILE` (default: the SWE-bench repositories; none: no check)")
@@ -96,6 +97,10 @@ func (c *tasksMutateCmd) Run(ctx context.Context, e *command.Env, args []string)
 	if err != nil {
 		return fmt.Errorf("tasks from %s: test-to-code map: %w", src.env.ID, err)
 	}
+	sr, err := batch.StartShard(c.Name(), c.out, shard)
+	if err != nil {
+		return err
+	}
 	progress := progressTo(e, c.quiet)
 	sum, err := tasks.Mutate(ctx, src.sbs, src.env, tasks.MutateOptions{Coverage: cov,
 		Out: c.out, Families: fams, Max: c.max, PerFunction: c.perFunction, PerOperator: c.perOperator,
@@ -114,5 +119,9 @@ func (c *tasksMutateCmd) Run(ctx context.Context, e *command.Env, args []string)
 	if err != nil {
 		return fmt.Errorf("tasks from %s: %w", src.env.ID, err)
 	}
-	return nil
+	decided := sum.Resumed
+	for _, f := range sum.Families {
+		decided += f.Tried
+	}
+	return sr.Finish(decided)
 }

@@ -35,7 +35,7 @@ func openTaskSource(ctx context.Context, e *command.Env, envRef, excludeRepos st
 	if err != nil {
 		return nil, err
 	}
-	en, err := resolveEnv(e, envRef)
+	en, err := resolveEnv(ctx, e, envRef)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 
+	"cwm/internal/batch"
 	"cwm/internal/command"
 	"cwm/internal/env"
 	"cwm/internal/shard"
@@ -15,6 +16,7 @@ import (
 type tasksValidateCmd struct {
 	fs            *flag.FlagSet // for flags after the arguments
 	json          bool
+	out           string
 	workers       int
 	runs          int
 	timeoutFactor float64
@@ -30,16 +32,18 @@ Re-verifies every task on its environment (which must be in $CWM_HOME):
 the buggy tree (bug_patch and test_patch applied) fails every
 FAIL_TO_PASS test, so a no-op patch does not resolve it, and the gold patch
 makes every FAIL_TO_PASS and PASS_TO_PASS test pass. Prints the tasks that
-do not hold, with why, and exits 1 if there is any.`
+do not hold, with why, and exits 1 if there is any. --out writes every
+verdict as a JSON line (the shard's, with --shard; cwm merge joins them).`
 }
 
 func (c *tasksValidateCmd) Flags(fs *flag.FlagSet) {
 	c.fs = fs
 	fs.BoolVar(&c.json, "json", false, "print every verdict as JSON")
+	fs.StringVar(&c.out, "out", "", "write the verdicts to `FILE` (JSONL, replaced when the run ends)")
 	fs.IntVar(&c.workers, "workers", 1, "check `N` tasks at once")
 	fs.IntVar(&c.runs, "runs", 1, "run each check `N` times")
 	fs.Float64Var(&c.timeoutFactor, "timeout-factor", 3, "test-run timeout as a multiple of the baseline's time (plus 5s)")
-	fs.StringVar(&c.shard, "shard", "", "`i/n`: check only the tasks of shard i (0-based) of n, by instance id (default: the indexed job's JOB_COMPLETION_INDEX/JOB_COMPLETIONS, else all)")
+	shardFlag(fs, &c.shard, "check the tasks (by instance id)")
 	fs.BoolVar(&c.quiet, "quiet", false, "no progress bar")
 }
 
@@ -65,6 +69,12 @@ func (c *tasksValidateCmd) Run(ctx context.Context, e *command.Env, args []strin
 	if len(ts) == 0 {
 		return fmt.Errorf("%s holds no task", args[0])
 	}
+	var sr *batch.ShardRun
+	if c.out != "" {
+		if sr, err = batch.StartShard(c.Name(), c.out, part, args[0]); err != nil {
+			return err
+		}
+	}
 	sbs, closeRT, err := openSandboxes(e, -1)
 	if err != nil {
 		return err
@@ -75,6 +85,14 @@ func (c *tasksValidateCmd) Run(ctx context.Context, e *command.Env, args []strin
 		Runs: c.runs, TimeoutFactor: c.timeoutFactor, Shard: part, Progress: progress})
 	if err != nil {
 		return err
+	}
+	if c.out != "" {
+		if err := replaceJSONL(c.out, verdicts); err != nil {
+			return err
+		}
+		if err := sr.Finish(len(verdicts)); err != nil {
+			return err
+		}
 	}
 	bad := 0
 	for _, v := range verdicts {

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"time"
 
+	"cwm/internal/batch"
 	"cwm/internal/command"
 	"cwm/internal/sandbox"
 	"cwm/internal/shard"
@@ -76,7 +77,7 @@ func (c *traceFuncCmd) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.fuzz, "fuzz", 0, "up to `N` more inputs per function by coverage-guided mutation")
 	fs.Int64Var(&c.seed, "seed", 0, "seed of the mutations")
 	fs.BoolVar(&c.fresh, "fresh", false, "fork a fresh process for every function (strict isolation, much slower)")
-	fs.StringVar(&c.shard, "shard", "", "`i/n`: trace only the functions of shard i (0-based) of n, by id (default: the indexed job's JOB_COMPLETION_INDEX/JOB_COMPLETIONS, else all)")
+	shardFlag(fs, &c.shard, "trace the functions (by id)")
 }
 
 func (c *traceFuncCmd) Run(ctx context.Context, e *command.Env, args []string) error {
@@ -96,6 +97,10 @@ func (c *traceFuncCmd) Run(ctx context.Context, e *command.Env, args []string) e
 	if err != nil {
 		return err
 	}
+	sr, err := batch.StartShard(c.Name(), c.out, part, c.in)
+	if err != nil {
+		return err
+	}
 	recycle := 0
 	if c.fresh {
 		recycle = 1
@@ -109,7 +114,7 @@ func (c *traceFuncCmd) Run(ctx context.Context, e *command.Env, args []string) e
 	}
 	if run.Todo() == 0 {
 		fmt.Fprintf(e.Stderr, "cwm trace func: all %d functions of %s are already in %s\n", run.Total(), c.in, c.out)
-		return nil
+		return sr.Finish(run.Total())
 	}
 	rt, err := sandbox.NewRuntime(sandbox.Options{Home: e.Home, Log: e.Log, Warm: -1})
 	if err != nil {
@@ -123,5 +128,8 @@ func (c *traceFuncCmd) Run(ctx context.Context, e *command.Env, args []string) e
 	if err != nil && ctx.Err() != nil {
 		return fmt.Errorf("interrupted; run the same command again to resume: %w", ctx.Err())
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return sr.Finish(run.Total())
 }

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"time"
 
+	"cwm/internal/batch"
 	"cwm/internal/command"
 	"cwm/internal/shard"
 	"cwm/internal/tracer"
@@ -72,7 +73,7 @@ func (c *traceRepoCmd) Flags(fs *flag.FlagSet) {
 	c.maxBytes = command.ByteSize(tracer.TraceCaps.MaxBytes)
 	fs.Var(&c.maxBytes, "max-bytes", "trace text `BYTES` per episode (past it: status too_long)")
 	fs.IntVar(&c.maxRepr, "max-repr", tracer.TestCaps.MaxRepr, "characters of one value's text before it is truncated")
-	fs.StringVar(&c.shard, "shard", "", "`i/n`: trace only the tests of shard i (0-based) of n, by id (default: the indexed job's JOB_COMPLETION_INDEX/JOB_COMPLETIONS, else all)")
+	shardFlag(fs, &c.shard, "trace the tests (by id)")
 	fs.IntVar(&c.maxTestEvents, "max-test-events", tracer.TestCaps.MaxEvents, "line events recorded per test (past it: the rest of the test is not recorded)")
 }
 
@@ -91,7 +92,11 @@ func (c *traceRepoCmd) Run(ctx context.Context, e *command.Env, args []string) e
 	if err != nil {
 		return command.Usagef("--shard: %v", err)
 	}
-	en, err := resolveEnv(e, c.env)
+	en, err := resolveEnv(ctx, e, c.env)
+	if err != nil {
+		return err
+	}
+	sr, err := batch.StartShard(c.Name(), c.out, part)
 	if err != nil {
 		return err
 	}
@@ -113,5 +118,5 @@ func (c *traceRepoCmd) Run(ctx context.Context, e *command.Env, args []string) e
 		return err
 	}
 	sum.Write(e.Stderr)
-	return nil
+	return sr.Finish(sum.Tests)
 }

@@ -83,3 +83,8 @@ func (e *Env) Passing() []string {
 	}
 	return out
 }
+
+// File is the host path of a file of the environment's directory besides
+// its layer: ManifestFile, CoverageFile, BuildLog. Shipping an environment
+// to another machine (internal/envoci) carries them with the layer.
+func (e *Env) File(name string) string { return filepath.Join(e.dir, name) }

@@ -136,3 +136,11 @@ func diskUsage(root string) int64 {
 	})
 	return total
 }
+
+// Adopt makes the stage's manifest m, an environment made elsewhere (a
+// pulled or imported one), whose layer is being written into LayerDir;
+// the stage keeps its directory.
+func (s *Stage) Adopt(m Env) {
+	m.dir = s.dir
+	*s.env = m
+}

@@ -30,17 +30,18 @@ func NewStore(home string) *Store { return &Store{dir: filepath.Join(home, "envs
 // Dir is the store's directory.
 func (st *Store) Dir() string { return st.dir }
 
-const manifestFile = "env.json"
+// ManifestFile is the manifest's file in an environment's directory.
+const ManifestFile = "env.json"
 
 // load reads an environment's manifest.
 func load(dir string) (*Env, error) {
-	data, err := os.ReadFile(filepath.Join(dir, manifestFile))
+	data, err := os.ReadFile(filepath.Join(dir, ManifestFile))
 	if err != nil {
 		return nil, err
 	}
 	var e Env
 	if err := json.Unmarshal(data, &e); err != nil {
-		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, manifestFile), err)
+		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, ManifestFile), err)
 	}
 	if e.ID != filepath.Base(dir) {
 		return nil, fmt.Errorf("%s: manifest id %q does not match its directory", dir, e.ID)
@@ -61,7 +62,7 @@ func (e *Env) save() error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(e.dir, manifestFile), append(data, '\n'))
+	return writeAtomic(filepath.Join(e.dir, ManifestFile), append(data, '\n'))
 }
 
 func writeAtomic(path string, data []byte) error {

@@ -20,7 +20,7 @@ func putEnv(t *testing.T, st *Store, id, name string, builtAt time.Time, usable 
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(Env{Version: ManifestVersion, ID: id, Name: name, BuiltAt: builtAt, Usable: usable})
-	if err := os.WriteFile(filepath.Join(dir, manifestFile), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, ManifestFile), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -76,3 +76,21 @@ func (c candidate) graded() (patch, from string) {
 // groupKey names a task's samples of one model; lineKey one sample.
 func groupKey(id, model string) string       { return model + "\x00" + id }
 func lineKey(id, model string, n int) string { return fmt.Sprintf("%s\x00%s\x00%d", model, id, n) }
+
+// ScoredKeys are the keys of a line cwm reward wrote: the line's own (task,
+// model and sample) and its task group's (task and model), by which the
+// stage shards its input. cwm merge checks shard outputs with them.
+func ScoredKeys(line []byte) (key, group string, err error) {
+	c, _, err := decodeCandidate(line)
+	if err != nil {
+		return "", "", err
+	}
+	id, model, sample, err := c.identity()
+	if err != nil {
+		return "", "", err
+	}
+	if sample < 0 {
+		return "", "", fmt.Errorf("line of task %s has no sample: not written by cwm reward", id)
+	}
+	return lineKey(id, model, sample), groupKey(id, model), nil
+}

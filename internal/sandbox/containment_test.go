@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"cwm/internal/testtime"
 )
 
 // sandboxProcs lists the processes in the sandbox's cgroup, from the host.
@@ -66,14 +68,14 @@ func TestContainment(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d := time.Since(t0); d > c.within {
-				t.Errorf("stopped after %v, want within %v", d, c.within)
+			if d := time.Since(t0); d > testtime.Scale(c.within) {
+				t.Errorf("stopped after %v, want within %v", d, testtime.Scale(c.within))
 			}
 			if r.Reason != c.want {
 				t.Errorf("reason = %q (%s), want %q; stderr %q", r.Reason, r.Describe(), c.want, r.Stderr)
 			}
 			<-done
-			if d := <-hostOK; d > 2*time.Second {
+			if d := <-hostOK; d > testtime.Scale(2*time.Second) {
 				t.Errorf("a host command took %v while the sandbox ran", d)
 			}
 			if procs := sandboxProcs(t, s); len(procs) != 1 {

@@ -15,6 +15,6 @@
 // capped output), Shell (a persistent bash session), Reset, Clone, Changes and
 // Close. Runtime.Run runs a single command in a one-shot sandbox without an
 // init: a child sharing cwm's memory builds the sandbox from the same set-up
-// plan (plan_linux.go) and waits for the command as its pid 1. See
+// plan (plan_unsafe.go) and waits for the command as its pid 1. See
 // docs/sandbox.md for the isolation model and the limits.
 package sandbox

@@ -27,7 +27,7 @@ func init() {
 // initState is the sandbox's pid 1.
 type initState struct {
 	c      *conn
-	sendMu sync.Mutex
+	sendMu sync.Mutex // serialises init's replies on c
 
 	setup *setupMsg
 	forks chan forkReq // to the forker thread

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"cwm/internal/testtime"
 )
 
 // runOnce runs cmd with Runtime.Run and fails the test if it cannot run.
@@ -101,7 +103,7 @@ func TestRun(t *testing.T) {
 	defer cancel()
 	t0 := time.Now()
 	r, err := rt.Run(cctx, Config{}, Cmd{Args: []string{"sleep", "1000"}})
-	if err != nil || r.Reason != ReasonCancelled || time.Since(t0) > 5*time.Second {
+	if err != nil || r.Reason != ReasonCancelled || time.Since(t0) > testtime.Scale(5*time.Second) {
 		t.Errorf("cancelled run: %+v, %v after %v", r, err, time.Since(t0))
 	}
 	assertNoSandboxes(t, rt)
@@ -158,8 +160,8 @@ func TestRunContainment(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t0 := time.Now()
 			r := runOnce(t, rt, Config{Limits: c.limits}, Cmd{Shell: c.cmd})
-			if d := time.Since(t0); d > c.within {
-				t.Errorf("stopped after %v, want within %v", d, c.within)
+			if d := time.Since(t0); d > testtime.Scale(c.within) {
+				t.Errorf("stopped after %v, want within %v", d, testtime.Scale(c.within))
 			}
 			if r.Reason != c.want {
 				t.Errorf("reason = %q (%s), want %q; stderr %q", r.Reason, r.Describe(), c.want, r.Stderr)
@@ -223,7 +225,7 @@ func TestRunConcurrent(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if d := time.Since(t0); d > 4*time.Second {
+	if d := time.Since(t0); d > testtime.Scale(4*time.Second) {
 		t.Errorf("%d short runs beside a long one took %v", n, d)
 	}
 	if err := <-long; err != nil {

@@ -40,7 +40,7 @@ type setupMsg struct {
 	State  *mountSrc `json:"state,omitempty"`
 	Inodes int64     `json:"inodes"` // files of each tmpfs
 	// ProcFiles, ProcDirs and ProcRO are the /proc entries to mask and to
-	// make read-only (those of the lists in layout_linux.go this host has).
+	// make read-only (those of the lists in layout_unsafe.go this host has).
 	ProcFiles []string `json:"procfiles,omitempty"`
 	ProcDirs  []string `json:"procdirs,omitempty"`
 	ProcRO    []string `json:"procro,omitempty"`

@@ -48,10 +48,10 @@ type weakening struct {
 // Runtime creates sandboxes and owns the state they leave on the host.
 type Runtime struct {
 	home     string
-	run      string // Home/run
-	dirMu    sync.Mutex
-	dir      string // Home/run/<this process>, made by runDir
-	mnt      string // Home/run/mnt: where each sandbox mounts its root tmpfs, in its own namespace
+	run      string     // Home/run
+	dirMu    sync.Mutex // guards dir and lock, made on first use
+	dir      string     // Home/run/<this process>, made by runDir
+	mnt      string     // Home/run/mnt: where each sandbox mounts its root tmpfs, in its own namespace
 	lock     *os.File
 	log      *slog.Logger
 	cg       cgroups
@@ -74,9 +74,10 @@ type Runtime struct {
 	warm     int
 	warmIdle time.Duration
 
-	warnedMu sync.Mutex
+	warnedMu sync.Mutex      // guards warned
 	warned   map[string]bool // directories logged as shown without an idmap
 
+	// mu guards idle, live and closed.
 	mu     sync.Mutex
 	idle   map[string][]*Sandbox // config key -> reset sandboxes
 	live   map[*Sandbox]bool

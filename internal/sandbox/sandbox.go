@@ -34,12 +34,15 @@ type Sandbox struct {
 	init *exec.Cmd
 	c    *conn
 
+	// sendMu serialises writes of requests (and the descriptors they
+	// carry) to init's connection c, so that messages never interleave.
 	sendMu sync.Mutex
 	nextID atomic.Uint64
 
+	// mu guards pending and gen.
 	mu      sync.Mutex
-	pending map[uint64]chan reply
-	gen     int
+	pending map[uint64]chan reply // request id -> where its reply goes
+	gen     int                   // the upper layer's generation (Reset makes a new one)
 
 	dead      chan struct{} // closed once init has exited and been waited for
 	deadErr   error

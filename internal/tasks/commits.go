@@ -13,6 +13,7 @@ import (
 	"cwm/internal/errkind"
 	"cwm/internal/jsonl"
 	"cwm/internal/sandbox"
+	"cwm/internal/shard"
 	"cwm/internal/task"
 	"cwm/internal/testrun"
 )
@@ -38,7 +39,9 @@ type CommitOptions struct {
 	Build         func(ctx context.Context, e *env.Env, rev string) (*env.Env, error)
 	TimeoutFactor float64
 	Exclude       *Exclusions
-	Progress      io.Writer
+	// Shard takes the commits whose full hash falls in it (default all).
+	Shard    shard.Shard
+	Progress io.Writer
 }
 
 // CommitDecision is what became of one commit.
@@ -81,9 +84,15 @@ func Commits(ctx context.Context, sbs *env.Sandboxes, e *env.Env, opts CommitOpt
 			return nil, err
 		}
 	}
-	commits, err := listCommits(ctx, sb, opts)
+	all, err := listCommits(ctx, sb, opts)
 	if err != nil {
 		return nil, err
+	}
+	var commits []string
+	for _, c := range all {
+		if opts.Shard.Has(c) {
+			commits = append(commits, c)
+		}
 	}
 	decided, err := jsonl.Keys(decisionsPath(opts.Out), jsonl.Field("key"))
 	if err != nil {

@@ -2,12 +2,12 @@ package tasks
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"path"
 	"sort"
 	"sync"
@@ -391,29 +391,52 @@ func (r *mutateRun) candidates(ctx context.Context, sb *sandbox.Sandbox, cov *en
 // maxSourceBytes bounds a source file read to mutate it.
 const maxSourceBytes = 64 << 20
 
-// order shuffles each family's candidates with the seed and interleaves
-// the families, so that a run stopped by --max still covers all of them.
+// order puts the candidates in the seed's order: round by round, where a
+// candidate's round is its rank among its function's candidates of its
+// family, and within a round by a hash of the seed and the mutant. Every
+// family and every function is in the first round, so a run stopped by
+// --max still covers them all; and a candidate's place relative to its
+// function's others depends only on that function's candidates, which all
+// fall in the same shard, so --per-function picks the same tasks in a
+// shard as in the whole run: a sharded run merges into the unsharded one.
 func order(cands []*candidate, seed int64) []*candidate {
-	by := map[string][]*candidate{}
-	for _, c := range cands {
-		by[c.m.Family] = append(by[c.m.Family], c)
-	}
-	var lists [][]*candidate
-	for _, fam := range mutate.AllFamilies {
-		l := by[fam]
+	rank := func(c *candidate) uint64 {
 		h := fnv.New64a()
-		h.Write([]byte(fam))
-		rng := rand.New(rand.NewPCG(uint64(seed), h.Sum64()))
-		rng.Shuffle(len(l), func(i, j int) { l[i], l[j] = l[j], l[i] })
-		lists = append(lists, l)
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(seed))
+		h.Write(b[:])
+		h.Write([]byte(c.m.Family))
+		h.Write([]byte{0})
+		h.Write([]byte(c.key))
+		return h.Sum64()
 	}
-	var out []*candidate
-	for i := 0; len(out) < len(cands); i++ {
-		for _, l := range lists {
-			if i < len(l) {
-				out = append(out, l[i])
-			}
+	type placed struct {
+		c     *candidate
+		round int
+		hash  uint64
+	}
+	ps := make([]placed, len(cands))
+	groups := map[string][]int{} // function and family -> indexes in ps
+	for i, c := range cands {
+		ps[i] = placed{c: c, hash: rank(c)}
+		g := c.fn + "\x00" + c.m.Family
+		groups[g] = append(groups[g], i)
+	}
+	for _, idx := range groups {
+		sort.Slice(idx, func(a, b int) bool { return ps[idx[a]].hash < ps[idx[b]].hash })
+		for r, i := range idx {
+			ps[i].round = r
 		}
+	}
+	sort.Slice(ps, func(a, b int) bool {
+		if ps[a].round != ps[b].round {
+			return ps[a].round < ps[b].round
+		}
+		return ps[a].hash < ps[b].hash
+	})
+	out := make([]*candidate, len(ps))
+	for i, p := range ps {
+		out[i] = p.c
 	}
 	return out
 }

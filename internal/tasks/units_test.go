@@ -3,6 +3,7 @@ package tasks
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,9 +121,49 @@ func TestOrderInterleavesFamilies(t *testing.T) {
 			t.Fatalf("order is not deterministic for a seed: %s vs %s at %d", a[i].key, b[i].key, i)
 		}
 	}
-	for i, c := range a[:len(mutate.Families)] {
-		if c.m.Family != mutate.Families[i] {
-			t.Errorf("order()[%d] is of family %s, want %s: the first round takes one of each", i, c.m.Family, mutate.Families[i])
+	first := map[string]bool{}
+	for _, c := range a[:len(mutate.Families)] {
+		first[c.m.Family] = true
+	}
+	if len(first) != len(mutate.Families) {
+		t.Errorf("the first %d candidates are of families %v: the first round takes one of each", len(mutate.Families), first)
+	}
+}
+
+// TestOrderOfAFunctionIgnoresTheShard checks what makes a sharded mutate
+// run merge into the unsharded one: a function's candidates come in the
+// same relative order whatever other functions' candidates are around
+// them (a shard has all of a function's candidates and some others), so
+// --per-function keeps the same ones.
+func TestOrderOfAFunctionIgnoresTheShard(t *testing.T) {
+	var all []*candidate
+	for fn := 0; fn < 6; fn++ {
+		for _, f := range mutate.Families {
+			for i := 0; i < 4; i++ {
+				all = append(all, &candidate{m: mutate.Mutant{Family: f}, fn: fmt.Sprintf("m.py::f%d", fn),
+					key: fmt.Sprintf("%d-%s-%d", fn, f, i)})
+			}
+		}
+	}
+	of := func(cands []*candidate, fn string) []string {
+		var keys []string
+		for _, c := range order(append([]*candidate(nil), cands...), 9) {
+			if c.fn == fn {
+				keys = append(keys, c.key)
+			}
+		}
+		return keys
+	}
+	want := of(all, "m.py::f2")
+	for n := 2; n <= 4; n++ {
+		var subset []*candidate // "shard" 0 of n by function, plus f2
+		for _, c := range all {
+			if c.fn == "m.py::f2" || shard.Of(c.fn, n) == 0 {
+				subset = append(subset, c)
+			}
+		}
+		if diff := cmp.Diff(want, of(subset, "m.py::f2")); diff != "" {
+			t.Errorf("order of f2's candidates among %d of %d (-whole run +subset):\n%s", len(subset), len(all), diff)
 		}
 	}
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 package sandbox
 
 import (
@@ -8,7 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The sandbox's mount namespace is built from plans (plan_linux.go): the
+// The sandbox's mount namespace is built from plans (plan_unsafe.go): the
 // same steps whether sandbox init runs them or the pid 1 of a one-shot
 // sandbox does. See fs_linux.go for the layout they make.
 

@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"cwm/internal/command"
+	"cwm/internal/env"
+	"cwm/internal/envoci"
+)
+
+type envPullCmd struct {
+	fs   *flag.FlagSet
+	json bool
+}
+
+func (*envPullCmd) Name() string     { return "env pull" }
+func (*envPullCmd) Synopsis() string { return "fetch an environment from an OCI registry" }
+func (*envPullCmd) Usage() string {
+	return `REF [--json]
+Puts the environment REF names (REGISTRY/REPOSITORY:TAG or
+REGISTRY/REPOSITORY@sha256:..., as cwm env push printed it) into the
+store, unless it is there, and prints its id. Only the blobs the blob
+cache ($CWM_HOME/blobs) lacks are fetched, each checked against its
+digest: pulling an environment again reads its manifest only (nothing for
+a reference by digest), and one that shares layers with an environment
+pulled before fetches only what is new. A blob that does not match its
+digest is refused, and an interrupted pull leaves nothing in the store.
+
+Every command that takes an environment also takes REF and pulls it on
+first use. Credentials and plain-HTTP registries: see cwm env push.`
+}
+
+func (c *envPullCmd) Flags(fs *flag.FlagSet) {
+	c.fs = fs
+	fs.BoolVar(&c.json, "json", false, "print the result as JSON")
+}
+
+func (c *envPullCmd) Run(ctx context.Context, e *command.Env, args []string) error {
+	args, err := interspersed(c.fs, args)
+	if err != nil {
+		return err
+	}
+	if len(args) != 1 {
+		return command.Usagef("want one registry reference")
+	}
+	res, err := envoci.Pull(ctx, env.NewStore(e.Home), args[0], envoci.Options{Home: e.Home})
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return writeJSON(e.Stdout, res)
+	}
+	fmt.Fprintln(e.Stdout, res.EnvID)
+	if res.Present {
+		fmt.Fprintf(e.Stderr, "%s is in the store (%s)\n", res.EnvID, shortDigest(res.Digest))
+	} else {
+		fmt.Fprintf(e.Stderr, "pulled %s: %d blobs, %d fetched (%s), %d from the cache, in %.1fs\n",
+			res.EnvID, res.Blobs, res.Fetched, humanBytes(res.Bytes), res.Blobs-res.Fetched, res.Seconds)
+	}
+	return nil
+}
+
+// shortDigest shows a digest as sha256: and 12 digits.
+func shortDigest(d string) string {
+	if len(d) > 19 {
+		return d[:19]
+	}
+	return d
+}

@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"cwm/internal/command"
+	"cwm/internal/env"
+	"cwm/internal/envoci"
+)
+
+type envPushCmd struct {
+	fs   *flag.FlagSet
+	json bool
+}
+
+func (*envPushCmd) Name() string     { return "env push" }
+func (*envPushCmd) Synopsis() string { return "store an environment in an OCI registry" }
+func (*envPushCmd) Usage() string {
+	return `ID REF [--json]
+Stores environment ID (id, unique id prefix or name) in an OCI registry
+as REF, REGISTRY/REPOSITORY[:TAG] (registry.example.com/team/envs; no
+tag: the environment's id). The artifact is an OCI image manifest whose
+config is the environment's env.json and whose layers are its layer's
+top-level directories (repo/, venv/), each a compressed tar, with its
+coverage map and build log. Blobs the registry already has, such as a
+layer another environment shares, are not sent again.
+
+Prints the reference with the manifest's digest, which pulls exactly
+this artifact: cwm env pull REF@sha256:..., or --env REF@sha256:... on
+any command. Credentials come from the Docker config ($DOCKER_CONFIG or
+~/.docker/config.json); registries on loopback addresses and those in
+$CWM_INSECURE_REGISTRIES (host:port,...) are spoken to over plain HTTP.
+See docs/scale.md.`
+}
+
+func (c *envPushCmd) Flags(fs *flag.FlagSet) {
+	c.fs = fs
+	fs.BoolVar(&c.json, "json", false, "print the result as JSON")
+}
+
+func (c *envPushCmd) Run(ctx context.Context, e *command.Env, args []string) error {
+	args, err := interspersed(c.fs, args)
+	if err != nil {
+		return err
+	}
+	if len(args) != 2 {
+		return command.Usagef("want an environment and a registry reference")
+	}
+	en, err := env.NewStore(e.Home).Resolve(args[0])
+	if err != nil {
+		return err
+	}
+	res, err := envoci.Push(ctx, en, args[1], envoci.Options{Home: e.Home})
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return writeJSON(e.Stdout, res)
+	}
+	fmt.Fprintln(e.Stdout, res.Ref)
+	fmt.Fprintf(e.Stderr, "pushed %s: %d blobs, %d uploaded (%s), %d already there, in %.1fs\n",
+		res.EnvID, res.Blobs, res.Uploaded, humanBytes(res.Bytes), res.Blobs-res.Uploaded, res.Seconds)
+	return nil
+}

@@ -1,0 +1,310 @@
+package envoci
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"golang.org/x/sys/unix"
+
+	"cwm/internal/env"
+	"cwm/internal/errkind"
+)
+
+// prepare packs an environment into the blob cache and returns its
+// artifact: its layers (one per top-level directory of the layer), its
+// env.json as config, its coverage map and build log.
+func prepare(e *env.Env, b blobs) (*artifact, error) {
+	if !e.Usable {
+		return nil, errkind.Errorf(errkind.Input, "environment %s is not usable (%s): it is not shipped", e.ID, e.Reason)
+	}
+	if err := os.MkdirAll(b.dir, 0o755); err != nil {
+		return nil, err
+	}
+	ents, err := os.ReadDir(e.LayerDir())
+	if err != nil {
+		return nil, fmt.Errorf("read the layer of %s: %w", e.ID, err)
+	}
+	var layers []v1.Descriptor
+	for _, d := range ents { // sorted by name
+		l, err := packInto(b, e.LayerDir(), d.Name())
+		if err != nil {
+			return nil, fmt.Errorf("environment %s: %w", e.ID, err)
+		}
+		layers = append(layers, l)
+	}
+	config, err := fileBlob(b, e.File(env.ManifestFile), ConfigMediaType, "")
+	if err != nil {
+		return nil, fmt.Errorf("environment %s: %w", e.ID, err)
+	}
+	for _, f := range []struct{ name, mt string }{{env.CoverageFile, CoverageMediaType}, {env.BuildLog, BuildLogMediaType}} {
+		d, err := fileBlob(b, e.File(f.name), f.mt, f.name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("environment %s: %w", e.ID, err)
+		}
+		layers = append(layers, d)
+	}
+	raw, err := newManifest(e.ID, e.Name, e.BuiltAt.UTC().Format(time.RFC3339), config, layers)
+	if err != nil {
+		return nil, err
+	}
+	a, err := parseArtifact(raw, "environment "+e.ID)
+	if err != nil {
+		return nil, fmt.Errorf("internal: %w", err)
+	}
+	if err := b.putBytes(a.digest, raw); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// packInto packs layer directory top into the cache.
+func packInto(b blobs, root, top string) (v1.Descriptor, error) {
+	f, err := os.CreateTemp(b.dir, ".tmp-")
+	if err != nil {
+		return v1.Descriptor{}, err
+	}
+	defer os.Remove(f.Name()) // fails once renamed
+	p, err := packLayer(f, root, top)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return v1.Descriptor{}, err
+	}
+	os.Chmod(f.Name(), 0o644)
+	if err := os.Rename(f.Name(), b.path(p.Digest)); err != nil {
+		return v1.Descriptor{}, err
+	}
+	h, _ := v1.NewHash(p.Digest)
+	return v1.Descriptor{MediaType: types.MediaType(LayerMediaType), Size: p.Size, Digest: h,
+		Annotations: map[string]string{annPath: top, annDiffID: p.DiffID, annTarSize: fmt.Sprint(p.TarSize)}}, nil
+}
+
+// fileBlob puts a file of the environment's directory into the cache.
+func fileBlob(b blobs, path, mt, title string) (v1.Descriptor, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return v1.Descriptor{}, err
+	}
+	defer f.Close()
+	h := newCountingHash()
+	if _, err := io.Copy(h, f); err != nil {
+		return v1.Descriptor{}, err
+	}
+	d := h.digest()
+	if !b.has(d, h.n) {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return v1.Descriptor{}, err
+		}
+		if err := b.put(d, h.n, f); err != nil {
+			return v1.Descriptor{}, err
+		}
+	}
+	hash, _ := v1.NewHash(d)
+	desc := v1.Descriptor{MediaType: types.MediaType(mt), Size: h.n, Digest: hash}
+	if title != "" {
+		desc.Annotations = map[string]string{annTitle: title}
+	}
+	return desc, nil
+}
+
+// Origin is where an environment in the store came from, kept beside it
+// as origin.json: the manifest's digest and the reference or file it was
+// read from.
+type Origin struct {
+	Manifest string    `json:"manifest"`
+	From     string    `json:"from"`
+	At       time.Time `json:"at"`
+}
+
+const originFile = "origin.json"
+
+// install puts the environment of a, whose blobs are all in the cache,
+// into the store: its layers are unpacked into a stage, its files and
+// manifest written, and the stage published. Until then nothing is in the
+// store but a hidden stage directory, which a failure removes (and env gc
+// removes after a crash).
+func install(st *env.Store, b blobs, a *artifact, from string) (*env.Env, error) {
+	config, err := b.readSmall(a.m.Config.Digest.String(), maxConfig)
+	if err != nil {
+		return nil, err
+	}
+	var m env.Env
+	if err := json.Unmarshal(config, &m); err != nil {
+		return nil, corrupt("%s: its env.json does not parse: %v", from, err)
+	}
+	if !validID(m.ID) || (a.id != "" && m.ID != a.id) {
+		return nil, corrupt("%s: its env.json names environment %q, its manifest %q", from, m.ID, a.id)
+	}
+	stage, err := st.NewStage()
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			stage.Discard()
+		}
+	}()
+	if err := os.Mkdir(stage.LayerDir(), 0o755); err != nil {
+		return nil, err
+	}
+	// Layers in order of their names, whatever the manifest's order.
+	layers := append([]layerDesc(nil), a.layers...)
+	sort.Slice(layers, func(i, j int) bool { return layers[i].top < layers[j].top })
+	for _, l := range layers {
+		if err := unpackCached(b, l, stage.LayerDir()); err != nil {
+			return nil, fmt.Errorf("%s: %w", from, err)
+		}
+	}
+	for _, f := range a.files {
+		if err := copyBlob(b, f.Digest.String(), filepath.Join(stage.Dir(), f.name)); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", from, f.name, err)
+		}
+	}
+	origin, _ := json.MarshalIndent(Origin{Manifest: a.digest, From: from, At: time.Now().UTC().Truncate(time.Second)}, "", "  ")
+	if err := os.WriteFile(filepath.Join(stage.Dir(), originFile), append(origin, '\n'), 0o644); err != nil {
+		return nil, err
+	}
+	if m.Version > env.ManifestVersion {
+		return nil, errkind.Errorf(errkind.Input, "%s: environment %s has manifest version %d; this cwm reads up to %d: upgrade cwm", from, m.ID, m.Version, env.ManifestVersion)
+	}
+	stage.Adopt(m)
+	if err := stage.Publish(false); err != nil {
+		return nil, err
+	}
+	ok = true
+	return st.Get(m.ID), nil
+}
+
+// validID is what the store accepts as a directory name.
+func validID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// unpackCached unpacks a cached layer blob, checking its digest as it is
+// read: a blob damaged on disk is removed and refused.
+func unpackCached(b blobs, l layerDesc, dst string) error {
+	f, err := b.open(l.Digest.String())
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := newCountingHash()
+	err = unpackLayer(io.TeeReader(f, h), dst, l.top, l.diffID, l.tarSize)
+	if err == nil {
+		_, err = io.Copy(h, f) // the rest of the blob, for its digest
+	}
+	if err == nil && (h.digest() != l.Digest.String() || h.n != l.Size) {
+		os.Remove(b.path(l.Digest.String()))
+		err = corrupt("cached layer %s (%s) does not match its digest (damaged on disk; removed, pull again)", l.top, short(l.Digest.String()))
+	}
+	return err
+}
+
+// copyBlob copies a cached blob to a file.
+func copyBlob(b blobs, d, dst string) error {
+	src, err := b.open(d)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, src); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// Prune removes from the blob cache of home the blobs no environment of
+// the store came from (by its origin.json), and what killed pulls left.
+// It returns the bytes freed.
+func Prune(home string, st *env.Store) (int64, error) {
+	b := newBlobs(home)
+	all, err := st.List()
+	if err != nil {
+		return 0, err
+	}
+	keep := map[string]bool{}
+	for _, e := range all {
+		data, err := os.ReadFile(e.File(originFile))
+		if err != nil {
+			continue
+		}
+		var o Origin
+		if json.Unmarshal(data, &o) != nil {
+			continue
+		}
+		raw, err := b.readSmall(o.Manifest, maxManifest)
+		if err != nil {
+			continue
+		}
+		a, err := parseArtifact(raw, o.From)
+		if err != nil {
+			continue
+		}
+		keep[a.digest] = true
+		for _, d := range a.blobsOf() {
+			keep[d.Digest.String()] = true
+		}
+	}
+	return b.prune(keep)
+}
+
+// oldEnough tells a temporary file a killed run left from one being
+// written.
+func oldEnough(fi fs.FileInfo) bool { return time.Since(fi.ModTime()) > time.Hour }
+
+// lockPull serialises pulls of one artifact on this machine (the tasks of
+// a job array on one node): the second waits, then finds it in the store.
+func lockPull(ctx context.Context, home, key string) (unlock func(), err error) {
+	dir := filepath.Join(home, "blobs", "locks")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, key), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			f.Close()
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
