@@ -58,6 +58,10 @@ bench: setup build
 	$(GO) test -run '^$$' -bench 'EnvPull' -benchtime 10x -timeout 30m ./deploy/slurm/
 	# The Slurm arrays' wall times against one process are logged by the tests that run them.
 	$(GO) test -run 'TraceFuncArray|TasksMutateArray' -v -count=1 -timeout 60m ./deploy/slurm/ | grep -E 'single process|^(ok|FAIL|---)'
+	$(GO) test -run '^$$' -bench 'ConcurrentWS' -benchtime 60x -timeout 30m ./internal/envserver/
+	$(GO) test -run '^$$' -bench 'Reset|Clone' -benchtime 100x -timeout 30m ./internal/envserver/
+	$(GO) test -run '^$$' -bench 'IdleEpisodes' -benchtime 1x -timeout 30m ./internal/envserver/
+	$(GO) test -run '^$$' -bench 'Soak' -benchtime 10000x -timeout 60m ./internal/envserver/
 
 demo: setup build
 	./scripts/demo.sh

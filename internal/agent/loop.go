@@ -234,7 +234,7 @@ func (r *Runner) converse(ctx context.Context, ep *episode.Episode, tr *trajecto
 			if err != nil {
 				return "", fmt.Errorf("run tool %s: %w", c.Tool, err)
 			}
-			obs.Text = truncateText(obs.Text, l.MaxObservationTokens*4)
+			obs.Text = TruncateText(obs.Text, l.MaxObservationTokens*4)
 			st := trajectory.Step{Turn: turn, Tool: c.Tool, Action: c.Input, Observation: obs.Text, OK: obs.OK,
 				FormatError: obs.Invalid, ModelSeconds: modelSecs, Seconds: time.Since(t0).Seconds()}
 			modelSecs = 0
@@ -263,9 +263,10 @@ func (r *Runner) converse(ctx context.Context, ep *episode.Episode, tr *trajecto
 	}
 }
 
-// truncateText keeps the first max bytes of s (at a character boundary)
-// and marks the cut as CWM's truncation does, with "[...]".
-func truncateText(s string, max int) string {
+// TruncateText keeps the first max bytes of s (at a character boundary)
+// and marks the cut as CWM's truncation does, with "[...]": what a tool's
+// output becomes past Limits.MaxObservationTokens.
+func TruncateText(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"os/signal"
+	"syscall"
 	"testing"
 )
 
@@ -19,7 +21,11 @@ func TestCLIChild(t *testing.T) {
 	if err := json.Unmarshal([]byte(args), &argv); err != nil {
 		t.Fatal(err)
 	}
-	os.Exit(Run(context.Background(), argv, os.Stdin, os.Stdout, os.Stderr))
+	// As command.Main runs it: SIGINT and SIGTERM cancel the context.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := Run(ctx, argv, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
 // cliChild returns a command running cwm with args in a process of its

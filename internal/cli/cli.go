@@ -44,6 +44,7 @@ var Program = &command.Program{
 		func() command.Command { return &traceShowCmd{} },
 		func() command.Command { return &forageCmd{} },
 		func() command.Command { return &mergeCmd{} },
+		func() command.Command { return &serveCmd{} },
 	}),
 }
 

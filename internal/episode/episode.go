@@ -8,7 +8,7 @@
 // and view for function calling; edit, create, submit and view run in Go
 // on the sandbox's file API, with CWM's messages. Diff is the repository's
 // change since the start, new files included; Reset returns to the start,
-// and Clone branches the episode as it is, files and all.
+// and Clone branches the episode as it is, files and session state.
 package episode
 
 import (
@@ -109,18 +109,25 @@ func (e *Episode) Reset(ctx context.Context) error {
 }
 
 // Clone branches the episode: a new episode whose sandbox starts as a copy
-// of this one's files as they are now, with a fresh bash session in the
-// repository (the session's state, its directory and variables, is not
-// copied). Either can go on without the other seeing it.
+// of this one's files as they are now, and whose bash session is in the
+// same directory with the same exported variables (Session; running
+// processes are not copied). Either can go on without the other seeing it.
 func (e *Episode) Clone(ctx context.Context) (*Episode, error) {
-	sb, err := e.sb.Clone(ctx)
+	s, err := e.Session(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("clone the sandbox of task %s: %w", e.task.InstanceID, err)
+		return nil, fmt.Errorf("clone the episode of task %s: %w", e.task.InstanceID, err)
 	}
-	tb, err := NewToolbox(ctx, sb, e.opts.RepoRoot, e.opts.CommandTimeout)
+	return e.Fork(ctx, s)
+}
+
+// Fork is Clone with the session state s (the zero Session: a fresh
+// session in the repository). It only reads e's files, so one episode
+// left at its start can be forked by many goroutines at once: a prepared
+// task that every reset copies.
+func (e *Episode) Fork(ctx context.Context, s Session) (*Episode, error) {
+	tb, err := e.Toolbox.Fork(ctx, s)
 	if err != nil {
-		sb.Close()
-		return nil, err
+		return nil, fmt.Errorf("clone the episode of task %s: %w", e.task.InstanceID, err)
 	}
 	return &Episode{Toolbox: tb, task: e.task, opts: e.opts, base: e.base}, nil
 }

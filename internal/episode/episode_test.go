@@ -2,6 +2,8 @@ package episode
 
 import (
 	"context"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -70,8 +72,8 @@ func TestStartAndDiff(t *testing.T) {
 	}
 }
 
-// A clone starts with the original's files as they are and goes on
-// without either seeing the other's changes; Reset brings an episode back
+// A clone starts with the original's files and session state as they
+// are and goes on without either seeing the other's changes; Reset brings an episode back
 // to its start, the same commit with the bug, in a fresh session.
 func TestCloneAndReset(t *testing.T) {
 	ctx := context.Background()
@@ -83,8 +85,16 @@ func TestCloneAndReset(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer clone.Close()
-	if got := bash(t, clone, "pwd; cat shared.txt; echo ${MARK:-unset}"); got != "/repo\nbefore\nunset" {
-		t.Errorf("in the clone: %q, want the original's files and a fresh session in /repo", got)
+	if got := bash(t, clone, "pwd; cat /repo/shared.txt; echo ${MARK:-unset}"); got != "/tmp\nbefore\n1" {
+		t.Errorf("in the clone: %q, want the original's files, directory and exported variables", got)
+	}
+	fresh, err := ep.Fork(ctx, Session{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if got := bash(t, fresh, "pwd; cat shared.txt; echo ${MARK:-unset}"); got != "/repo\nbefore\nunset" {
+		t.Errorf("in a fork with no session: %q, want the original's files and a fresh session in /repo", got)
 	}
 	bash(t, clone, "echo clone > /repo/mine.txt")
 	bash(t, ep, "echo original > /repo/theirs.txt")
@@ -109,5 +119,58 @@ func TestCloneAndReset(t *testing.T) {
 	}
 	if got := bash(t, clone, "cat /repo/shared.txt"); got != "before" {
 		t.Errorf("resetting the original changed the clone: %q", got)
+	}
+}
+
+// A session's state survives a fork however its directory is named and
+// whatever its variables hold; what was not exported stays behind.
+func TestSessionCarriesOver(t *testing.T) {
+	ctx := context.Background()
+	ep := startCalc(t)
+	bash(t, ep, `mkdir -p "/tmp/it's a dir"; cd "/tmp/it's a dir"; export ODD=$'a b\'c\n$d "e"'; LOCAL=1; export -n HOME`)
+	s, err := ep.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Dir != "/tmp/it's a dir" || !strings.Contains(s.Exports, "ODD=") {
+		t.Fatalf("Session = %+v, want the directory and ODD", s)
+	}
+	clone, err := ep.Fork(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer clone.Close()
+	if got, want := bash(t, clone, `pwd; printf '%s|' "$ODD" "${LOCAL:-unset}"`), "/tmp/it's a dir\na b'c\n$d \"e\"|unset|"; got != want {
+		t.Errorf("in the fork: %q, want %q", got, want)
+	}
+}
+
+// A layer copied since it was built (cp -a: new inodes and change times,
+// as on another machine) still takes the bug patch: git's index is
+// refreshed before it is applied.
+func TestStartOnCopiedLayer(t *testing.T) {
+	rt, err := sandbox.NewRuntime(sandbox.Options{Home: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	layer, tk := episodetest.CalcRepo(t)
+	copied := filepath.Join(t.TempDir(), "layer")
+	if out, err := exec.Command("cp", "-a", layer, copied).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v\n%s", err, out)
+	}
+	e := envtest.Put(t, t.TempDir(), tk.EnvID, copied)
+	sb, err := env.NewSandboxes(rt).Open(context.Background(), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := Start(context.Background(), sb, tk, Options{})
+	if err != nil {
+		sb.Close()
+		t.Fatalf("Start on a copied layer: %v", err)
+	}
+	defer ep.Close()
+	if got := bash(t, ep, "grep -c 'return a - b' calc.py"); got != "2" {
+		t.Errorf("the bug is not planted: %q", got)
 	}
 }

@@ -45,6 +45,9 @@ cd "$1"
 meta=$(git log -1 --format='%an%n%ae%n%aI%n%cn%n%ce%n%cI') || { echo "no commit at HEAD" >&2; exit 3; }
 gitdir=$(git rev-parse --git-dir)
 if [ "$2" = 1 ]; then
+	# The index's stat data is the build's: a layer copied or moved since
+	# (another machine, a registry) would make every file "not match".
+	git update-index -q --refresh >/dev/null 2>&1 || true
 	git apply --index --whitespace=nowarn - || { echo "the bug patch does not apply" >&2; exit 4; }
 	{ read -r GIT_AUTHOR_NAME; read -r GIT_AUTHOR_EMAIL; read -r GIT_AUTHOR_DATE
 	  read -r GIT_COMMITTER_NAME; read -r GIT_COMMITTER_EMAIL; read -r GIT_COMMITTER_DATE; } <<<"$meta"

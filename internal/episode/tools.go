@@ -70,6 +70,9 @@ func (t *Toolbox) start(ctx context.Context) error {
 // Close ends the bash session.
 func (t *Toolbox) Close() error { return t.sh.Close() }
 
+// Sandbox is the sandbox the tools run in.
+func (t *Toolbox) Sandbox() *sandbox.Sandbox { return t.sb }
+
 // Bash runs command in the session. A restarted session's feedback is
 // CWM's restart message alone, as in CWM (the partial output is dropped).
 // Otherwise the feedback is the merged output without its final newline.

@@ -1,0 +1,58 @@
+"""Tests of the cwmserve client against a real cwm serve, started by the Go
+test that runs this file (internal/envserver, TestPythonClient), which
+passes its URL, token and task in CWM_SERVE_URL, CWM_SERVE_TOKEN and
+CWM_SERVE_TASK."""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from cwmserve import Client, ServeError  # noqa: E402
+
+URL = os.environ.get("CWM_SERVE_URL", "")
+TOKEN = os.environ.get("CWM_SERVE_TOKEN", "")
+TASK = os.environ.get("CWM_SERVE_TASK", "")
+
+
+@unittest.skipUnless(URL, "needs a server (CWM_SERVE_URL)")
+class ClientTest(unittest.TestCase):
+    def setUp(self):
+        self.client = Client(URL, token=TOKEN)
+
+    def test_info(self):
+        self.assertEqual(self.client.health()["status"], "healthy")
+        self.assertIn("frame", self.client.schema("trace")["action"]["properties"])
+        self.assertEqual(self.client.metadata()["name"], "cwm")
+
+    def test_episode_step_clone_close(self):
+        with self.client.create(task_id=TASK) as ep:
+            self.assertEqual(len(ep.observation["messages"]), 2)
+            r = ep.step({"text": "<tool: bash>\ncd /tmp && export K=v && echo hi\n</tool>"})
+            self.assertEqual(r.observation["output"], "hi")
+            self.assertFalse(r.done)
+            self.assertEqual(ep.state()["step_count"], 1)
+            with ep.clone() as branch:
+                r = branch.step({"tool": "bash", "arguments": "pwd; echo $K"})
+                self.assertEqual(r.observation["output"], "/tmp\nv")
+                self.assertEqual(branch.state()["step_count"], 2)
+            self.assertEqual(ep.state()["step_count"], 1)
+        with self.assertRaises(ServeError) as cm:
+            ep.state()
+        self.assertEqual(cm.exception.status, 404)
+
+    def test_errors(self):
+        with self.assertRaises(ServeError) as cm:
+            self.client.create(task_id="no-such-task")
+        self.assertEqual((cm.exception.status, cm.exception.code), (404, "VALIDATION_ERROR"))
+        with self.client.create(task_id=TASK) as ep:
+            with self.assertRaises(ServeError) as cm:
+                ep.step({"text": "x", "colour": 1})
+            self.assertEqual(cm.exception.code, "VALIDATION_ERROR")
+        with self.assertRaises(ServeError) as cm:
+            Client(URL, token="wrong").create(task_id=TASK)
+        self.assertEqual(cm.exception.status, 401)
+
+
+if __name__ == "__main__":
+    unittest.main()

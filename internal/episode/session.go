@@ -1,0 +1,95 @@
+package episode
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Session is what a branch of an episode carries over of its bash
+// session: the directory the session is in and the variables it exported.
+// Running processes, unexported variables, functions and aliases stay
+// behind. The zero Session is a fresh session in the start directory.
+type Session struct {
+	// Dir is the session's current directory.
+	Dir string `json:"dir,omitempty"`
+	// Exports is `export -p` of the session: one `declare -x` line per
+	// exported variable, which bash reads back as it printed them.
+	Exports string `json:"exports,omitempty"`
+}
+
+// sessionTimeout bounds reading or restoring a session's state: builtins
+// only, so a session that takes longer is wedged.
+const sessionTimeout = 10 * time.Second
+
+// Session reads the state of the toolbox's bash session. A session that
+// had to be restarted to answer is fresh, and its state the zero Session.
+func (t *Toolbox) Session(ctx context.Context) (Session, error) {
+	r, err := t.sh.Run(ctx, `builtin printf '%s\0' "$PWD"; builtin export -p`, sessionTimeout)
+	if err != nil {
+		return Session{}, fmt.Errorf("read session state: %w", err)
+	}
+	if r.Restarted || r.ExitCode != 0 {
+		return Session{}, nil
+	}
+	dir, exports, ok := strings.Cut(r.Output, "\x00")
+	if !ok {
+		return Session{}, nil
+	}
+	return Session{Dir: dir, Exports: exports}, nil
+}
+
+// Restore brings the toolbox's session to s: its variables exported as s
+// has them, then its directory. Variables the session has that s lacks
+// are left alone; a restored variable that is read-only in the new
+// session keeps its value.
+func (t *Toolbox) Restore(ctx context.Context, s Session) error {
+	if s == (Session{}) {
+		return nil
+	}
+	var cmd strings.Builder
+	cmd.WriteString("{\n")
+	cmd.WriteString(s.Exports)
+	if s.Dir != "" {
+		cmd.WriteString("\nbuiltin cd -- " + singleQuote(s.Dir))
+	}
+	cmd.WriteString("\n} >/dev/null 2>&1; builtin true")
+	r, err := t.sh.Run(ctx, cmd.String(), sessionTimeout)
+	if err != nil {
+		return fmt.Errorf("restore session state: %w", err)
+	}
+	if r.Restarted {
+		return fmt.Errorf("restore session state: %s", r.Message)
+	}
+	return nil
+}
+
+// Fork returns a toolbox on a copy of t's sandbox as it is now, its
+// session restored to s (the zero Session: fresh in t's start directory).
+// It only reads t's files, so forks of one toolbox may be made at once.
+// The caller owns the new sandbox (Sandbox) and closes it after the
+// toolbox.
+func (t *Toolbox) Fork(ctx context.Context, s Session) (*Toolbox, error) {
+	sb, err := t.sb.Clone(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("clone sandbox: %w", err)
+	}
+	nt, err := NewToolbox(ctx, sb, t.dir, t.timeout)
+	if err != nil {
+		sb.Close()
+		return nil, err
+	}
+	if err := nt.Restore(ctx, s); err != nil {
+		nt.Close()
+		sb.Close()
+		return nil, err
+	}
+	return nt, nil
+}
+
+// singleQuote quotes s for bash: every byte but the quote itself is
+// literal between single quotes.
+func singleQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
