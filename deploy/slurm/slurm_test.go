@@ -186,9 +186,13 @@ func TestTraceFuncArray(t *testing.T) {
 }
 
 // mutateFlags are the tasks mutate run of the test: a few functions, one
-// task each, so that it is short and --per-function is exercised.
+// task each, so that it is short and --per-function is exercised. The
+// environment's baseline is timed once, and the array's tasks run beside
+// each other on this one node: a generous timeout factor keeps a loaded
+// machine from calling the unmutated suite hung in one run and not in the
+// other.
 var mutateFlags = []string{"--functions", "snake_case,kebab_case,hamming,levenshtein,mean,median,center,truncate",
-	"--families", "operators", "--per-function", "1", "--seed", "1"}
+	"--families", "operators", "--per-function", "1", "--seed", "1", "--timeout-factor", "10"}
 
 // TestTasksMutateArray builds the example's environment, pushes it to a
 // registry on loopback (the CNCF Distribution registry), and makes
