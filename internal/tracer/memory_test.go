@@ -18,7 +18,9 @@ func TestMemoryStatus(t *testing.T) {
 	if v, why := rt.Cgroups(); v == 0 {
 		t.Skipf("no memory cgroup: %s", why)
 	}
-	p, err := NewPool(context.Background(), rt, Options{Workers: 1, Timeout: 2 * time.Second, Memory: 64 << 20})
+	// The wall clock must outlast forty forks on a loaded machine: a
+	// timeout before the cgroup fills is a timeout, rightly.
+	p, err := NewPool(context.Background(), rt, Options{Workers: 1, Timeout: 10 * time.Second, Memory: 64 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
