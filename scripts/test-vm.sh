@@ -53,7 +53,7 @@ make_rootfs() {
 	if [ "$(cat "$cache/rootfs.done" 2>/dev/null)" = "$vm_pkgs" ]; then return; fi
 	need debootstrap e2fsprogs
 	# An interrupted debootstrap leaves /proc and /sys mounted inside.
-	grep -o " $root/[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m"; done
+	{ grep -o " $root/[^ ]*" /proc/mounts || true; } | sort -r | while read -r m; do umount -l "$m"; done
 	rm -rf "$root"
 	mkdir -p "$cache"
 	say "debootstrap Debian 12 into $root (once; a few minutes)"
