@@ -210,38 +210,53 @@ func (c *Client) Complete(ctx context.Context, req Request) (Reply, error) {
 		return Reply{}, err
 	}
 	var rep Reply
-	for attempt := 0; ; attempt++ {
-		res, err := c.attempt(ctx, params)
+	res, err := withRetries(ctx, c, &rep.Retries, func(ctx context.Context) (*openai.ChatCompletion, error) {
+		return c.attempt(ctx, params)
+	}, func(res *openai.ChatCompletion) bool { return len(res.Choices) == 0 })
+	if err != nil {
+		return Reply{}, err
+	}
+	c.fill(&rep, res, req.Messages)
+	rep.Duration = time.Since(start)
+	return rep, nil
+}
+
+// withRetries makes attempts until one succeeds, a failure is not worth
+// retrying, or the retries run out (then the error is a *ModelError),
+// counting the retries in rs by cause. A result empty reports as empty
+// (no choices) is a failure that retrying cannot fix.
+func withRetries[T any](ctx context.Context, c *Client, rs *Retries, attempt func(context.Context) (T, error), empty func(T) bool) (T, error) {
+	var zero T
+	for n := 0; ; n++ {
+		res, err := attempt(ctx)
 		if ctx.Err() != nil {
-			return Reply{}, ctx.Err()
+			return zero, ctx.Err()
 		}
 		if err == nil {
-			if len(res.Choices) == 0 {
-				return Reply{}, &ModelError{Attempts: attempt + 1, Retries: rep.Retries, Err: errors.New("reply has no choices")}
+			if empty(res) {
+				return zero, &ModelError{Attempts: n + 1, Retries: *rs, Err: errors.New("reply has no choices")}
 			}
-			c.fill(&rep, res, req.Messages)
-			rep.Duration = time.Since(start)
-			return rep, nil
+			return res, nil
 		}
 		cause, retry := classify(err)
-		if !retry || attempt >= c.cfg.MaxRetries {
-			return Reply{}, &ModelError{Attempts: attempt + 1, Retries: rep.Retries, Err: err}
+		if !retry || n >= c.cfg.MaxRetries {
+			return zero, &ModelError{Attempts: n + 1, Retries: *rs, Err: err}
 		}
 		switch cause {
 		case "rate_limited":
-			rep.Retries.RateLimited++
+			rs.RateLimited++
 		case "server_error":
-			rep.Retries.ServerError++
+			rs.ServerError++
 		case "timeout":
-			rep.Retries.Timeout++
+			rs.Timeout++
 		default:
-			rep.Retries.Network++
+			rs.Network++
 		}
-		t := time.NewTimer(c.backoff(attempt, err))
+		t := time.NewTimer(c.backoff(n, err))
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return Reply{}, ctx.Err()
+			return zero, ctx.Err()
 		case <-t.C:
 		}
 	}
