@@ -109,7 +109,7 @@ func answerer(mode Mode, p Problem, tr tracer.Result, right bool) string {
 	panic(mode)
 }
 
-func testClient(t *testing.T, url string) *model.Client {
+func testClient(t testing.TB, url string) *model.Client {
 	t.Helper()
 	c, err := model.NewClient(model.ClientConfig{BaseURL: url, Model: "oracle", Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond, MaxRetries: 2})
 	if err != nil {
