@@ -46,6 +46,7 @@ var Program = &command.Program{
 		func() command.Command { return &mergeCmd{} },
 		func() command.Command { return &serveCmd{} },
 		func() command.Command { return &evalCruxCmd{} },
+		func() command.Command { return &evalHaltCmd{} },
 	}),
 }
 

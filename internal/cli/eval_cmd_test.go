@@ -83,3 +83,50 @@ func TestEvalCruxEvalCommand(t *testing.T) {
 		t.Errorf("--show-prompt: %d %q", code, stdout)
 	}
 }
+
+// TestEvalHaltCommand runs cwm eval halt on a programs file against a
+// model that answers "terminates" to everything, and its usage errors.
+func TestEvalHaltCommand(t *testing.T) {
+	t.Setenv("CWM_HOME", t.TempDir())
+	in := filepath.Join(t.TempDir(), "progs.jsonl")
+	writeLines(t, in,
+		`{"id": "a", "code": "x = 3\nwhile x:\n    x -= 1\n", "label": "terminates"}`,
+		`{"id": "b", "code": "while True:\n    pass\n", "label": "diverges"}`,
+		`{"id": "c", "code": "print(1)\n", "label": "terminates"}`)
+	srv, err := modeltest.Start(func(r *modeltest.Request) modeltest.Reply { return modeltest.Text("terminates") }, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	out := filepath.Join(t.TempDir(), "halt.jsonl")
+	code, stdout, errs := runCLI(t, "", "eval", "halt", "--model", "m", "--base-url", srv.URL, "--in", in, "--out", out, "--run-workers", "1", "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"halt direct (m): 3 samples, 2 right, accuracy 66.7% (constant: terminates 66.7%, diverges 33.3%)",
+		"terminates precision 66.7% recall 100.0% (3 answered, 2 labelled)",
+		"diverges   precision 0.0% recall 0.0% (0 answered, 1 labelled)",
+		"confusion (label: answers terminates/diverges/none): terminates 2/0/0, diverges 1/0/0",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, stdout)
+		}
+	}
+	bad := filepath.Join(t.TempDir(), "bad.jsonl")
+	writeLines(t, bad, `{"id": "a", "code": "pass", "label": "maybe"}`)
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"eval", "halt", "--model", "m", "--base-url", "u", "--out", out, "--mode", "trace-full"}, 2, `--mode "trace-full": want direct or reasoning`},
+		{[]string{"eval", "halt", "--model", "m", "--base-url", "u", "--out", out, "--in", bad}, 1, `bad.jsonl:1: a: label "maybe": want terminates or diverges`},
+		{[]string{"eval", "halt", "--show-prompt", "--id", "zz"}, 2, `--id "zz": no such program`},
+	} {
+		code, _, errs := runCLI(t, "", c.args...)
+		if code != c.code || !strings.Contains(errs, c.want) {
+			t.Errorf("%q: exit %d, %s; want %d, %q", c.args, code, errs, c.code, c.want)
+		}
+	}
+}

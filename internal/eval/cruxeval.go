@@ -2,7 +2,6 @@ package eval
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -125,7 +124,7 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 			switch {
 			case ctx.Err() != nil:
 				return nil
-			case errors.As(err, &merr):
+			case asModelError(err, &merr):
 				mu.Lock()
 				modelErrors++
 				mu.Unlock()
@@ -167,17 +166,7 @@ func sampleOne(ctx context.Context, opts *Options, it item) (Line, error) {
 	if err != nil {
 		return Line{}, err
 	}
-	var seed *int64
-	if opts.Seed != nil {
-		s := *opts.Seed + int64(it.sample)
-		seed = &s
-	}
-	var rep model.Reply
-	if opts.API == Chat {
-		rep, err = opts.Client.Complete(ctx, model.Request{Messages: pr.Messages, Seed: seed})
-	} else {
-		rep, err = opts.Client.CompleteText(ctx, model.TextRequest{Prompt: pr.Text, Stop: pr.Stop, Seed: seed})
-	}
+	rep, err := ask(ctx, opts.Client, opts.API, pr, opts.Seed, it.sample)
 	if err != nil {
 		return Line{}, err
 	}
