@@ -47,6 +47,7 @@ var Program = &command.Program{
 		func() command.Command { return &serveCmd{} },
 		func() command.Command { return &evalCruxCmd{} },
 		func() command.Command { return &evalHaltCmd{} },
+		func() command.Command { return &evalFidelityCmd{} },
 	}),
 }
 

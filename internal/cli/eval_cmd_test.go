@@ -9,6 +9,7 @@ import (
 
 	"cwm/internal/eval"
 	"cwm/internal/model/modeltest"
+	"cwm/internal/trace"
 )
 
 // TestEvalCruxEvalCommand runs cwm eval cruxeval on five problems against
@@ -128,5 +129,62 @@ func TestEvalHaltCommand(t *testing.T) {
 		if code != c.code || !strings.Contains(errs, c.want) {
 			t.Errorf("%q: exit %d, %s; want %d, %q", c.args, code, errs, c.code, c.want)
 		}
+	}
+}
+
+// TestEvalFidelityCommand traces two functions with cwm trace func, then
+// runs cwm eval fidelity on them against a model that writes every trace
+// and frame exactly (read from the traces file), and wants 100%.
+func TestEvalFidelityCommand(t *testing.T) {
+	t.Setenv("CWM_HOME", t.TempDir())
+	dir := t.TempDir()
+	funcs, traces := filepath.Join(dir, "funcs.jsonl"), filepath.Join(dir, "traces.jsonl")
+	writeLines(t, funcs,
+		`{"id": "paper", "code": "def f(a,b):\n    y = a\n    for i in range(b):\n        y += y * i\n    return y\n", "call": "f(1,3)"}`,
+		`{"id": "raises", "code": "def f(s):\n    return s.index('z')\n", "input": "'abc'"}`,
+		`{"id": "slow", "code": "def f():\n    while True:\n        pass\n", "input": ""}`)
+	if code, _, errs := runCLI(t, "", "trace", "func", "--in", funcs, "--out", traces, "--workers", "1", "--timeout", "1s"); code != 0 {
+		t.Fatalf("trace func: %s", errs)
+	}
+	recs, skipped, err := eval.LoadTraces(traces)
+	if err != nil || len(recs) != 2 || skipped != 1 {
+		t.Fatalf("%d traces, %d skipped: %v", len(recs), skipped, err)
+	}
+	replies := map[string]string{}
+	for _, r := range recs {
+		var all []byte
+		for i, f := range r.Frames {
+			fr := trace.AppendFrame(nil, f)
+			replies[r.Prompt(i)] = strings.TrimSuffix(string(fr), trace.TokFrameSep)
+			all = append(all, fr...)
+		}
+		replies[r.Prompt(0)+"#full"] = string(all)
+	}
+	srv, err := modeltest.Start(func(r *modeltest.Request) modeltest.Reply {
+		if len(r.Stop) == 1 && r.Stop[0] == trace.TokEndOfText {
+			return modeltest.Text(replies[r.Prompt+"#full"])
+		}
+		return modeltest.Text(replies[r.Prompt])
+	}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	out := filepath.Join(dir, "fid.jsonl")
+	code, stdout, errs := runCLI(t, "", "eval", "fidelity", "--traces", traces, "--model", "m", "--base-url", srv.URL, "--out", out, "--next", "3", "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"fidelity (m): 2 traces predicted whole: strict format 100.0%, valid 100.0%, output correct 100.0%",
+		"per step by position: state 100.0%, action 100.0%, both 100.0%",
+		"teacher-forced next frame: 6 steps, valid 100.0%, state 100.0%, action 100.0%, both 100.0%",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, stdout)
+		}
+	}
+	if code, _, errs := runCLI(t, "", "eval", "fidelity", "--traces", traces, "--out", out); code != 2 || !strings.Contains(errs, "--model and --base-url are required") {
+		t.Errorf("no model: %d %s", code, errs)
 	}
 }
