@@ -107,7 +107,7 @@ func (c *evalFidelityCmd) Run(ctx context.Context, e *command.Env, args []string
 	}
 	sr.Param("next", strconv.Itoa(c.next))
 	opts := eval.FidelityOptions{Traces: recs, Full: !c.noFull, Next: c.next, Client: client, Out: c.out, Shard: part,
-		Concurrency: c.concurrency,
+		Concurrency:  c.concurrency,
 		OnModelError: func(key string, err error) { fmt.Fprintf(e.Stderr, "cwm eval fidelity: %s: %v\n", key, err) }}
 	if !c.quiet {
 		opts.Progress = e.Stderr
