@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -186,5 +187,27 @@ func TestEvalFidelityCommand(t *testing.T) {
 	}
 	if code, _, errs := runCLI(t, "", "eval", "fidelity", "--traces", traces, "--out", out); code != 2 || !strings.Contains(errs, "--model and --base-url are required") {
 		t.Errorf("no model: %d %s", code, errs)
+	}
+}
+
+// TestReportCommand writes a report from a cruxeval output and checks its
+// usage and input errors (the page itself is tested in a browser by
+// internal/report).
+func TestReportCommand(t *testing.T) {
+	dir := t.TempDir()
+	in, bad, out := filepath.Join(dir, "direct.jsonl"), filepath.Join(dir, "bad.jsonl"), filepath.Join(dir, "r.html")
+	writeLines(t, in, `{"id": "p0", "sample": 0, "mode": "direct", "model": "m", "answer": "1", "output": "1", "verdict": "pass", "correct": true}`)
+	writeLines(t, bad, `{"something": "else"}`)
+	if code, _, errs := runCLI(t, "", "report", "--title", "T", "--out", out, in); code != 0 {
+		t.Fatalf("report: %d %s", code, errs)
+	}
+	if b, err := os.ReadFile(out); err != nil || !strings.Contains(string(b), "100.0%") || !strings.Contains(string(b), "<title>T</title>") {
+		t.Errorf("report: %v", err)
+	}
+	if code, _, errs := runCLI(t, "", "report", "--out", out); code != 2 || !strings.Contains(errs, "--out and at least one file are required") {
+		t.Errorf("no files: %d %s", code, errs)
+	}
+	if code, _, errs := runCLI(t, "", "report", "--out", out, bad); code != 1 || !strings.Contains(errs, "bad.jsonl:1: not an output of cwm") {
+		t.Errorf("unknown file: %d %s", code, errs)
 	}
 }

@@ -149,7 +149,11 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	if runErr != nil {
 		return nil, runErr
 	}
-	sum, err := Summarize(opts.Out, opts.Mode, plan.Mine)
+	want := map[string]bool{}
+	for _, it := range plan.Mine {
+		want[key(it.p.ID, it.sample)] = true
+	}
+	sum, err := Summarize(opts.Out, opts.Mode, want)
 	if err != nil {
 		return nil, err
 	}
@@ -250,22 +254,20 @@ type Summary struct {
 	PerProblem map[string][2]int `json:"per_problem"`
 }
 
-// Summarize reads the lines of out that belong to items (of mode) and
-// computes the summary.
-func Summarize(out string, mode Mode, items []item) (*Summary, error) {
-	want := map[string]bool{}
-	for _, it := range items {
-		want[key(it.p.ID, it.sample)] = true
-	}
+// Summarize reads the lines of out of mode whose keys are in want (all
+// of them when want is nil) and computes the summary.
+func Summarize(out string, mode Mode, want map[string]bool) (*Summary, error) {
 	sum := &Summary{Mode: mode, PassAt: map[string]float64{}, Verdicts: map[string]int{}, PerProblem: map[string][2]int{}}
 	seen := map[string]bool{}
 	var promptTok, complTok int64
+	var model string
 	err := jsonl.Decode(out, func(_ int, l Line) error {
 		k := key(l.ID, l.Sample)
-		if !want[k] || seen[k] || l.Mode != mode {
+		if want != nil && !want[k] || seen[k] || l.Mode != mode {
 			return nil
 		}
 		seen[k] = true
+		model = l.Model
 		sum.Samples++
 		sum.Verdicts[string(l.Verdict)]++
 		if l.Correct {
@@ -286,7 +288,12 @@ func Summarize(out string, mode Mode, items []item) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum.Missing = len(want) - len(seen)
+	if want != nil {
+		sum.Missing = len(want) - len(seen)
+	}
+	if sum.Model == "" {
+		sum.Model = model
+	}
 	sum.Problems = len(sum.PerProblem)
 	if sum.Samples > 0 {
 		sum.MeanPromptTokens = float64(promptTok) / float64(sum.Samples)

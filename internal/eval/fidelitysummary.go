@@ -51,7 +51,7 @@ type FidelitySummary struct {
 }
 
 // SummarizeFidelity computes the summary of the lines of out whose keys
-// are in want.
+// are in want (all of them when want is nil).
 func SummarizeFidelity(out string, want map[string]bool) (*FidelitySummary, error) {
 	s := &FidelitySummary{ByRange: map[string]Counts{}, ByKind: map[string]Counts{}}
 	seen := map[string]bool{}
@@ -61,10 +61,11 @@ func SummarizeFidelity(out string, want map[string]bool) (*FidelitySummary, erro
 	var tok, ntok int64
 	err := jsonl.Decode(out, func(_ int, l FidelityLine) error {
 		k := fitem{&TraceRecord{ID: l.ID}, l.Task, l.Step}.key()
-		if !want[k] || seen[k] {
+		if want != nil && !want[k] || seen[k] {
 			return nil
 		}
 		seen[k] = true
+		s.Model = l.Model
 		if l.Task == "next" {
 			s.Steps++
 			ntok += l.CompletionTokens
@@ -113,7 +114,9 @@ func SummarizeFidelity(out string, want map[string]bool) (*FidelitySummary, erro
 	if err != nil {
 		return nil, err
 	}
-	s.Missing = len(want) - len(seen)
+	if want != nil {
+		s.Missing = len(want) - len(seen)
+	}
 	if s.Traces > 0 {
 		n := float64(s.Traces)
 		s.Strict, s.Valid, s.Output = float64(strict)/n, float64(valid)/n, float64(output)/n

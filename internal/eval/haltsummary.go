@@ -42,7 +42,7 @@ type HaltSummary struct {
 }
 
 // SummarizeHalt computes the summary of the lines of out whose keys are
-// in want.
+// in want (all of them when want is nil).
 func SummarizeHalt(out string, want map[string]bool) (*HaltSummary, error) {
 	s := &HaltSummary{Classes: map[string]ClassStats{}, Constant: map[string]float64{},
 		Confusion: map[string]map[string]int{Terminates: {}, Diverges: {}}}
@@ -51,7 +51,7 @@ func SummarizeHalt(out string, want map[string]bool) (*HaltSummary, error) {
 	var tokens int64
 	err := jsonl.Decode(out, func(_ int, l HaltLine) error {
 		k := key(l.ID, l.Sample)
-		if !want[k] || seen[k] {
+		if want != nil && !want[k] || seen[k] {
 			return nil
 		}
 		seen[k] = true
@@ -66,14 +66,16 @@ func SummarizeHalt(out string, want map[string]bool) (*HaltSummary, error) {
 			s.Unconfirmed++
 		}
 		if s.Mode == "" {
-			s.Mode = l.Mode
+			s.Mode, s.Model = l.Mode, l.Model
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.Missing = len(want) - len(seen)
+	if want != nil {
+		s.Missing = len(want) - len(seen)
+	}
 	if s.Samples == 0 {
 		return s, nil
 	}
