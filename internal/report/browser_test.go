@@ -204,4 +204,3 @@ func (b *browser) consoleErrors() []string {
 	defer b.mu.Unlock()
 	return append([]string(nil), b.errors...)
 }
-

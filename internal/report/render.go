@@ -119,4 +119,3 @@ func (r *Report) charts() map[string]template.HTML {
 	}
 	return c
 }
-

@@ -133,10 +133,10 @@ type TrajSection struct {
 
 // TrajTask is a task's row in the trajectories table.
 type TrajTask struct {
-	ID                 string
-	Samples, Resolved  int
-	MeanReward, Turns  float64
-	Rewarded           int
+	ID                string
+	Samples, Resolved int
+	MeanReward, Turns float64
+	Rewarded          int
 }
 
 // TaskSection is one tasks file.
@@ -180,8 +180,8 @@ type ViewFrame struct {
 
 // ViewTraj is a trajectory as the viewer steps through it.
 type ViewTraj struct {
-	ID       string       `json:"id"`
-	Reward   *float64     `json:"reward"`
+	ID       string      `json:"id"`
+	Reward   *float64    `json:"reward"`
 	Messages [][2]string `json:"messages"`
 }
 

@@ -133,13 +133,13 @@ func TestReportInBrowser(t *testing.T) {
 		t.Errorf("fidelity has %d value kinds, want 3 (int, str, container)", kinds)
 	}
 	for chart, want := range map[string]int{
-		`svg[data-chart="cruxeval-pass1"] rect.mark`:   2,
-		`svg[data-chart="cruxeval-pass1"] line.ci`:     2,
-		`svg[data-chart="halt-confusion-0"] rect.mark`: 6,
+		`svg[data-chart="cruxeval-pass1"] rect.mark`:    2,
+		`svg[data-chart="cruxeval-pass1"] line.ci`:      2,
+		`svg[data-chart="halt-confusion-0"] rect.mark`:  6,
 		`svg[data-chart="fidelity-decile-0"] rect.mark`: 10,
-		`svg[data-chart="fidelity-kind-0"] rect.mark`:  3,
-		`svg[data-chart="rewards-0"] rect.mark`:        2,
-		`svg[data-chart="turns-0"] rect.mark`:          2,
+		`svg[data-chart="fidelity-kind-0"] rect.mark`:   3,
+		`svg[data-chart="rewards-0"] rect.mark`:         2,
+		`svg[data-chart="turns-0"] rect.mark`:           2,
 	} {
 		var n int
 		b.eval(t, fmt.Sprintf("document.querySelectorAll(%q).length", chart), &n)
