@@ -62,6 +62,8 @@ bench: setup build
 	$(GO) test -run '^$$' -bench 'Reset|Clone' -benchtime 100x -timeout 30m ./internal/envserver/
 	$(GO) test -run '^$$' -bench 'IdleEpisodes' -benchtime 1x -timeout 30m ./internal/envserver/
 	$(GO) test -run '^$$' -bench 'Soak' -benchtime 10000x -timeout 60m ./internal/envserver/
+	$(GO) test -run '^$$' -bench 'Harness' -benchtime 3x -timeout 30m ./internal/eval/
+	$(GO) test -run '^$$' -bench 'Score' -benchtime 200x -timeout 30m ./internal/eval/
 
 demo: setup build
 	./scripts/demo.sh
