@@ -48,6 +48,7 @@ var Program = &command.Program{
 		func() command.Command { return &evalCruxCmd{} },
 		func() command.Command { return &evalHaltCmd{} },
 		func() command.Command { return &evalFidelityCmd{} },
+		func() command.Command { return &evalObserveCmd{} },
 		func() command.Command { return &reportCmd{} },
 	}),
 }

@@ -211,3 +211,26 @@ func TestReportCommand(t *testing.T) {
 		t.Errorf("unknown file: %d %s", code, errs)
 	}
 }
+
+// TestEvalObserveCommand predicts the observations of one trajectory with
+// a model that echoes "README.md", right on the first.
+func TestEvalObserveCommand(t *testing.T) {
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "traj.jsonl"), filepath.Join(dir, "obs.jsonl")
+	writeLines(t, in, `{"task_id": "t1", "sample": 0, "exit_reason": "submitted", "messages": [`+
+		`{"role": "user", "content": "Fix it."}, {"role": "assistant", "content": "<tool: bash>\nls\n</tool>"}, {"role": "tool", "content": "README.md"},`+
+		`{"role": "assistant", "content": "<tool: bash>\ncat x\n</tool>"}, {"role": "tool", "content": "cat: x: No such file or directory"}],`+
+		`"steps": [{"turn": 1, "tool": "bash"}, {"turn": 2, "tool": "bash"}]}`)
+	srv, err := modeltest.Start(func(r *modeltest.Request) modeltest.Reply { return modeltest.Text("README.md") }, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	code, stdout, errs := runCLI(t, "", "eval", "observe", "--trajectories", in, "--model", "m", "--base-url", srv.URL, "--out", out, "--quiet")
+	if code != 0 || !strings.Contains(stdout, "observe (m): 2 observations predicted") || !strings.Contains(stdout, "bash         2  exact 50.0%  normalised 50.0%") {
+		t.Errorf("exit %d: %s %s", code, stdout, errs)
+	}
+	if code, _, errs := runCLI(t, "", "eval", "observe", "--trajectories", in, "--out", out, "--model", "m", "--base-url", "u", "--api", "x"); code != 2 || !strings.Contains(errs, `--api "x"`) {
+		t.Errorf("bad api: %d %s", code, errs)
+	}
+}

@@ -109,6 +109,14 @@ func (r *Report) charts() map[string]template.HTML {
 		}
 		c[fmt.Sprintf("fidelity-kind-%d", i)] = barChart(fmt.Sprintf("fidelity-kind-%d", i), kinds, 1)
 	}
+	for i, s := range r.Obs {
+		var bars []Bar
+		for _, t := range s.Tools {
+			st := s.Summary.Tools[t]
+			bars = append(bars, Bar{Label: t, Value: st.Similarity, Text: strconv.FormatFloat(st.Similarity, 'f', 2, 64)})
+		}
+		c[fmt.Sprintf("observe-tools-%d", i)] = barChart(fmt.Sprintf("observe-tools-%d", i), bars, 1)
+	}
 	for i, s := range r.Traj {
 		if len(s.Rewards) > 0 {
 			h := histogram(s.Rewards, 10)

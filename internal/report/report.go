@@ -29,6 +29,7 @@ const (
 	KindTraces       Kind = "traces"
 	KindTrajectories Kind = "trajectories"
 	KindTasks        Kind = "tasks"
+	KindObserve      Kind = "observe"
 )
 
 // Detect tells a file's kind from the keys of its first line.
@@ -55,6 +56,8 @@ func Detect(path string) (Kind, error) {
 			kind = KindCruxEval
 		case has("label", "answer", "sample"):
 			kind = KindHalt
+		case has("truth", "normalized", "similarity"):
+			kind = KindObserve
 		case has("task", "positional", "aligned"):
 			kind = KindFidelity
 		case has("task_id", "messages", "exit_reason"):
@@ -81,6 +84,7 @@ type Report struct {
 	Crux   []CruxSection
 	Halt   []HaltSection
 	Fid    []FidSection
+	Obs    []ObsSection
 	Traj   []TrajSection
 	Tasks  []TaskSection
 	// Viewer is the embedded data of the viewers.
@@ -117,6 +121,14 @@ type HaltSection struct {
 type FidSection struct {
 	File    string
 	Summary *eval.FidelitySummary
+}
+
+// ObsSection is one observe output file.
+type ObsSection struct {
+	File    string
+	Summary *eval.ObserveSummary
+	// Tools are the tools in name order.
+	Tools []string
 }
 
 // TrajSection is one trajectories (or rewards) file.
@@ -219,6 +231,17 @@ func Build(title string, paths []string) (*Report, error) {
 			if s, err = eval.SummarizeFidelity(p, nil); err == nil {
 				in.Lines = s.Traces + s.Steps
 				r.Fid = append(r.Fid, FidSection{File: name, Summary: s})
+			}
+		case KindObserve:
+			var s *eval.ObserveSummary
+			if s, err = eval.SummarizeObserve(p, nil); err == nil {
+				in.Lines = s.All.N
+				sec := ObsSection{File: name, Summary: s}
+				for t := range s.Tools {
+					sec.Tools = append(sec.Tools, t)
+				}
+				sort.Strings(sec.Tools)
+				r.Obs = append(r.Obs, sec)
 			}
 		case KindTraces:
 			err = r.addTraces(p, &in)

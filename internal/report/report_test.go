@@ -31,7 +31,8 @@ func writeJSONL(t *testing.T, path string, lines ...any) {
 // 10 right (pass@1 70.0%, ± 29.9), trace-full 9 of 10 (90.0%), a halting
 // run 2 of 4 (50.0%), whole-trace predictions of the two testdata traces
 // written exactly (100%), and three trajectories (2 resolved, rewards
-// 1, -1, 1; turns 3, 5, 3).
+// 1, -1, 1; turns 3, 5, 3), and three observations (bash similarity
+// 0.950, all 0.717).
 func knownInputs(t *testing.T, dir string) []string {
 	t.Helper()
 	var direct, full []any
@@ -69,12 +70,18 @@ func knownInputs(t *testing.T, dir string) []string {
 			"messages": []map[string]string{{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": "Fix the bug."},
 				{"role": "assistant", "content": "<tool: bash>\nls\n</tool>"}}}
 	}
+	obs := []any{
+		eval.ObserveLine{ID: "t1#0", Message: 2, Tool: "bash", Model: "oracle", Exact: true, Normalized: true, Similarity: 1},
+		eval.ObserveLine{ID: "t1#0", Message: 4, Tool: "bash", Model: "oracle", Normalized: true, Similarity: 0.9},
+		eval.ObserveLine{ID: "t1#0", Message: 6, Tool: "edit", Model: "oracle", Similarity: 0.25},
+	}
 	files := map[string][]any{
-		"direct.jsonl": direct, "full.jsonl": full, "halt.jsonl": halt, "fidelity.jsonl": fid,
+		"observe.jsonl": obs,
+		"direct.jsonl":  direct, "full.jsonl": full, "halt.jsonl": halt, "fidelity.jsonl": fid,
 		"traj.jsonl": {traj("t1", 3, &r1, &yes), traj("t2", 5, &rm1, &no), traj("t3", 3, &r1, &yes)},
 	}
 	var paths []string
-	for _, name := range []string{"direct.jsonl", "full.jsonl", "halt.jsonl", "fidelity.jsonl", "traj.jsonl"} {
+	for _, name := range []string{"direct.jsonl", "full.jsonl", "halt.jsonl", "fidelity.jsonl", "traj.jsonl", "observe.jsonl"} {
 		p := filepath.Join(dir, name)
 		writeJSONL(t, p, files[name]...)
 		paths = append(paths, p)
@@ -85,7 +92,7 @@ func knownInputs(t *testing.T, dir string) []string {
 func TestDetect(t *testing.T) {
 	dir := t.TempDir()
 	paths := knownInputs(t, dir)
-	want := []Kind{KindCruxEval, KindCruxEval, KindHalt, KindFidelity, KindTrajectories, KindTraces}
+	want := []Kind{KindCruxEval, KindCruxEval, KindHalt, KindFidelity, KindTrajectories, KindObserve, KindTraces}
 	for i, p := range paths {
 		if k, err := Detect(p); err != nil || k != want[i] {
 			t.Errorf("%s: %s %v, want %s", p, k, err, want[i])
@@ -123,7 +130,7 @@ func TestReportInBrowser(t *testing.T) {
 	var text string
 	b.eval(t, "document.body.innerText", &text)
 	for _, want := range []string{"70.0%", "± 29.9", "90.0%", "trace-full", "Halting", "50.0%",
-		"2 of 3 resolved", "strict format", "100.0%"} {
+		"2 of 3 resolved", "strict format", "100.0%", "0.950", "0.717"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the rendered page lacks %q", want)
 		}
