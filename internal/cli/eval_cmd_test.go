@@ -80,6 +80,18 @@ func TestEvalCruxEvalCommand(t *testing.T) {
 			t.Errorf("%q: exit %d, %s; want %d, %q", c.args, code, errs, c.code, c.want)
 		}
 	}
+	// A model server that fails: exit 1, nothing written, a re-run asks again.
+	down, err := modeltest.Start(func(*modeltest.Request) modeltest.Reply { return modeltest.Reply{Status: 503} }, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer down.Close()
+	out2 := filepath.Join(t.TempDir(), "down.jsonl")
+	code, _, errs = runCLI(t, "", "eval", "cruxeval", "--model", "m", "--base-url", down.URL, "--limit", "2", "--out", out2, "--retries", "0", "--quiet")
+	if code != 1 || !strings.Contains(errs, "the model server failed 2 requests after its retries; run again to retry them") ||
+		!strings.Contains(errs, "sample_0 sample 0: model endpoint failed after 1 attempts") {
+		t.Errorf("failing server: exit %d: %s", code, errs)
+	}
 	code, stdout, _ = runCLI(t, "", "eval", "cruxeval", "--mode", "trace-full", "--show-prompt", "--id", "sample_0")
 	if want := "<|begin_of_text|><|trace_context_start|>" + ps[0].TraceContext() + "<|frame_sep|>"; code != 0 || stdout != want {
 		t.Errorf("--show-prompt: %d %q", code, stdout)

@@ -98,9 +98,9 @@ func (c *evalCruxCmd) Run(ctx context.Context, e *command.Env, args []string) er
 	if err != nil {
 		return command.UsageError("--mode: " + err.Error())
 	}
-	api := eval.API(c.api)
-	if api != eval.Completions && api != eval.Chat {
-		return command.Usagef("--api %q: want completions or chat", c.api)
+	api, err := parseAPI(c.api)
+	if err != nil {
+		return err
 	}
 	if c.samples < 1 || c.scoreWorkers < 1 || c.limit < 0 {
 		return command.Usagef("--samples and --score-workers must be at least 1, --limit not negative")
@@ -164,23 +164,9 @@ func (c *evalCruxCmd) Run(ctx context.Context, e *command.Env, args []string) er
 	}
 	sum, err := eval.Run(ctx, opts)
 	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("interrupted; run the same command again to resume: %w", ctx.Err())
-		}
-		return err
+		return finishEval(ctx, e, err, c.json, nil, 0, sr, 0)
 	}
-	if c.json {
-		err = writeJSON(e.Stdout, sum)
-	} else {
-		sum.Write(e.Stdout)
-	}
-	if err != nil {
-		return err
-	}
-	if sum.ModelErrors > 0 {
-		return fmt.Errorf("the model server failed %d samples after its retries; run again to retry them", sum.ModelErrors)
-	}
-	return sr.Finish(sum.Samples + sum.Missing)
+	return finishEval(ctx, e, nil, c.json, sum, sum.ModelErrors, sr, sum.Samples+sum.Missing)
 }
 
 func (c *evalCruxCmd) printPrompt(e *command.Env, mode eval.Mode, api eval.API, problems []eval.Problem) error {

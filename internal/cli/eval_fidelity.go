@@ -114,21 +114,7 @@ func (c *evalFidelityCmd) Run(ctx context.Context, e *command.Env, args []string
 	}
 	sum, err := eval.RunFidelity(ctx, opts)
 	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("interrupted; run the same command again to resume: %w", ctx.Err())
-		}
-		return err
+		return finishEval(ctx, e, err, c.json, nil, 0, sr, 0)
 	}
-	if c.json {
-		err = writeJSON(e.Stdout, sum)
-	} else {
-		sum.Write(e.Stdout)
-	}
-	if err != nil {
-		return err
-	}
-	if sum.ModelErrors > 0 {
-		return fmt.Errorf("the model server failed %d predictions after its retries; run again to retry them", sum.ModelErrors)
-	}
-	return sr.Finish(sum.Traces + sum.Steps + sum.Missing)
+	return finishEval(ctx, e, nil, c.json, sum, sum.ModelErrors, sr, sum.Traces+sum.Steps+sum.Missing)
 }

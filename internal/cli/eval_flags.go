@@ -1,11 +1,16 @@
 package cli
 
 import (
+	"context"
 	"flag"
+	"fmt"
+	"io"
 	"os"
 	"time"
 
+	"cwm/internal/batch"
 	"cwm/internal/command"
+	"cwm/internal/eval"
 	"cwm/internal/model"
 )
 
@@ -61,4 +66,37 @@ func (f *endpointFlags) client(maxTokens int) (*model.Client, error) {
 		return nil, command.UsageError(err.Error())
 	}
 	return c, nil
+}
+
+// parseAPI checks --api.
+func parseAPI(s string) (eval.API, error) {
+	if api := eval.API(s); api == eval.Completions || api == eval.Chat {
+		return api, nil
+	}
+	return "", command.Usagef("--api %q: want completions or chat", s)
+}
+
+// finishEval ends an eval command: an interrupted run says how to resume;
+// otherwise the summary is printed (as JSON with --json), and the command
+// fails when the model server failed items, or marks its shard done.
+func finishEval(ctx context.Context, e *command.Env, err error, asJSON bool, sum interface{ Write(io.Writer) },
+	modelErrors int, sr *batch.ShardRun, items int) error {
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted; run the same command again to resume: %w", ctx.Err())
+		}
+		return err
+	}
+	if asJSON {
+		err = writeJSON(e.Stdout, sum)
+	} else {
+		sum.Write(e.Stdout)
+	}
+	if err != nil {
+		return err
+	}
+	if modelErrors > 0 {
+		return fmt.Errorf("the model server failed %d requests after its retries; run again to retry them", modelErrors)
+	}
+	return sr.Finish(items)
 }

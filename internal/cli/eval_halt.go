@@ -74,9 +74,9 @@ func (c *evalHaltCmd) Run(ctx context.Context, e *command.Env, args []string) er
 	if err != nil || (mode != eval.Direct && mode != eval.Reasoning) {
 		return command.Usagef("--mode %q: want direct or reasoning", c.mode)
 	}
-	api := eval.API(c.api)
-	if api != eval.Completions && api != eval.Chat {
-		return command.Usagef("--api %q: want completions or chat", c.api)
+	api, err := parseAPI(c.api)
+	if err != nil {
+		return err
 	}
 	if c.samples < 1 || c.runWorkers < 1 {
 		return command.Usagef("--samples and --run-workers must be at least 1")
@@ -154,21 +154,7 @@ func (c *evalHaltCmd) Run(ctx context.Context, e *command.Env, args []string) er
 	}
 	sum, err := eval.RunHalt(ctx, opts)
 	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("interrupted; run the same command again to resume: %w", ctx.Err())
-		}
-		return err
+		return finishEval(ctx, e, err, c.json, nil, 0, sr, 0)
 	}
-	if c.json {
-		err = writeJSON(e.Stdout, sum)
-	} else {
-		sum.Write(e.Stdout)
-	}
-	if err != nil {
-		return err
-	}
-	if sum.ModelErrors > 0 {
-		return fmt.Errorf("the model server failed %d samples after its retries; run again to retry them", sum.ModelErrors)
-	}
-	return sr.Finish(sum.Samples + sum.Missing)
+	return finishEval(ctx, e, nil, c.json, sum, sum.ModelErrors, sr, sum.Samples+sum.Missing)
 }

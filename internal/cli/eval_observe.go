@@ -68,9 +68,9 @@ func (c *evalObserveCmd) Run(ctx context.Context, e *command.Env, args []string)
 	if err := c.endpointFlags.check(); err != nil {
 		return err
 	}
-	api := eval.API(c.api)
-	if api != eval.Completions && api != eval.Chat {
-		return command.Usagef("--api %q: want completions or chat", c.api)
+	api, err := parseAPI(c.api)
+	if err != nil {
+		return err
 	}
 	if c.perTraj < 0 {
 		return command.Usagef("--per-trajectory must not be negative")
@@ -102,21 +102,7 @@ func (c *evalObserveCmd) Run(ctx context.Context, e *command.Env, args []string)
 	}
 	sum, err := eval.RunObserve(ctx, opts)
 	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("interrupted; run the same command again to resume: %w", ctx.Err())
-		}
-		return err
+		return finishEval(ctx, e, err, c.json, nil, 0, sr, 0)
 	}
-	if c.json {
-		err = writeJSON(e.Stdout, sum)
-	} else {
-		sum.Write(e.Stdout)
-	}
-	if err != nil {
-		return err
-	}
-	if sum.ModelErrors > 0 {
-		return fmt.Errorf("the model server failed %d predictions after its retries; run again to retry them", sum.ModelErrors)
-	}
-	return sr.Finish(sum.All.N + sum.Missing)
+	return finishEval(ctx, e, nil, c.json, sum, sum.ModelErrors, sr, sum.All.N+sum.Missing)
 }

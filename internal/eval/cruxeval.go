@@ -7,14 +7,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"cwm/internal/batch"
 	"cwm/internal/errkind"
 	"cwm/internal/jsonl"
 	"cwm/internal/model"
-	"cwm/internal/progress"
 	"cwm/internal/shard"
 )
 
@@ -99,65 +97,24 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 			items = append(items, item{&opts.Problems[i], s})
 		}
 	}
-	plan, err := batch.Resume(batch.Spec[item]{Items: items, Key: func(it item) string { return key(it.p.ID, it.sample) },
-		Out: opts.Out, OutKey: lineKey, Shard: opts.Shard, Order: batch.UnfinishedLast})
-	if err != nil {
-		return nil, err
-	}
-	start := time.Now()
-	w, err := jsonl.Append(opts.Out)
-	if err != nil {
-		return nil, err
-	}
-	defer w.Close()
-	var bar *progress.Bar
-	if opts.Progress != nil {
-		bar = progress.New(opts.Progress, "eval cruxeval "+string(opts.Mode), len(plan.Todo))
-	}
-	tally := batch.NewTally(bar)
-	var modelErrors int
-	var mu sync.Mutex
-	runErr := batch.Run(ctx, plan.Todo, batch.Options[item]{Workers: opts.Concurrency, Progress: bar},
-		func(ctx context.Context, _ int, it item) (Line, error) { return sampleOne(ctx, &opts, it) },
-		func(it item, l Line, err error) error {
-			var merr *model.ModelError
-			switch {
-			case ctx.Err() != nil:
-				return nil
-			case asModelError(err, &merr):
-				mu.Lock()
-				modelErrors++
-				mu.Unlock()
-				tally.Count("model_error")
-				if opts.OnModelError != nil {
-					opts.OnModelError(it.p.ID, it.sample, err)
-				}
-				return nil
-			case err != nil:
-				return err
+	run, err := runStage(ctx, stage[item, Line]{label: "eval cruxeval " + string(opts.Mode), items: items,
+		key: func(it item) string { return key(it.p.ID, it.sample) }, lineKey: lineKey, out: opts.Out, shard: opts.Shard,
+		concurrency: opts.Concurrency, progress: opts.Progress,
+		do:      func(ctx context.Context, it item) (Line, error) { return sampleOne(ctx, &opts, it) },
+		outcome: func(l Line) string { return string(l.Verdict) },
+		onModelError: func(it item, err error) {
+			if opts.OnModelError != nil {
+				opts.OnModelError(it.p.ID, it.sample, err)
 			}
-			if err := w.Write(l); err != nil {
-				return fmt.Errorf("write %s: %w", opts.Out, err)
-			}
-			tally.Count(string(l.Verdict))
-			return nil
-		})
-	bar.Done()
-	if err := w.Close(); err != nil && runErr == nil {
-		runErr = err
-	}
-	if runErr != nil {
-		return nil, runErr
-	}
-	want := map[string]bool{}
-	for _, it := range plan.Mine {
-		want[key(it.p.ID, it.sample)] = true
-	}
-	sum, err := Summarize(opts.Out, opts.Mode, want)
+		}})
 	if err != nil {
 		return nil, err
 	}
-	sum.Resumed, sum.ModelErrors, sum.Seconds = plan.Resumed(), modelErrors, time.Since(start).Seconds()
+	sum, err := Summarize(opts.Out, opts.Mode, run.want)
+	if err != nil {
+		return nil, err
+	}
+	sum.Resumed, sum.ModelErrors, sum.Seconds = run.resumed, run.modelErrors, run.seconds
 	if opts.Client != nil {
 		sum.Model = opts.Client.Model()
 	}

@@ -6,13 +6,10 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"time"
 
-	"cwm/internal/batch"
 	"cwm/internal/errkind"
 	"cwm/internal/jsonl"
 	"cwm/internal/model"
-	"cwm/internal/progress"
 	"cwm/internal/shard"
 	"cwm/internal/trace"
 	"cwm/internal/tracer"
@@ -304,25 +301,9 @@ func RunFidelity(ctx context.Context, opts FidelityOptions) (*FidelitySummary, e
 		}
 		return fitem{&TraceRecord{ID: l.ID}, l.Task, l.Step}.key(), nil
 	}
-	plan, err := batch.Resume(batch.Spec[fitem]{Items: items, Key: fitem.key, Out: opts.Out, OutKey: outKey,
-		Shard: opts.Shard, Order: batch.UnfinishedLast})
-	if err != nil {
-		return nil, err
-	}
-	w, err := jsonl.Append(opts.Out)
-	if err != nil {
-		return nil, err
-	}
-	defer w.Close()
-	var bar *progress.Bar
-	if opts.Progress != nil {
-		bar = progress.New(opts.Progress, "eval fidelity", len(plan.Todo))
-	}
-	tally := batch.NewTally(bar)
-	modelErrors := 0
-	start := time.Now()
-	runErr := batch.Run(ctx, plan.Todo, batch.Options[fitem]{Workers: opts.Concurrency, Progress: bar},
-		func(ctx context.Context, _ int, it fitem) (FidelityLine, error) {
+	run, err := runStage(ctx, stage[fitem, FidelityLine]{label: "eval fidelity", items: items, key: fitem.key, lineKey: outKey,
+		out: opts.Out, shard: opts.Shard, concurrency: opts.Concurrency, progress: opts.Progress,
+		do: func(ctx context.Context, it fitem) (FidelityLine, error) {
 			pr := Prompt{Text: it.r.Prompt(it.step), Stop: []string{trace.TokEndOfText}}
 			if it.task == "next" {
 				pr.Stop = []string{trace.TokFrameSep}
@@ -341,44 +322,20 @@ func RunFidelity(ctx context.Context, opts FidelityOptions) (*FidelitySummary, e
 			l.PromptTokens, l.CompletionTokens, l.Retries = rep.Usage.PromptTokens, rep.Usage.CompletionTokens, rep.Retries.Total()
 			return l, nil
 		},
-		func(it fitem, l FidelityLine, err error) error {
-			if ctx.Err() != nil {
-				return nil
+		outcome: func(l FidelityLine) string { return l.Task },
+		onModelError: func(it fitem, err error) {
+			if opts.OnModelError != nil {
+				opts.OnModelError(it.key(), err)
 			}
-			if err != nil {
-				var merr *model.ModelError
-				if asModelError(err, &merr) {
-					modelErrors++
-					tally.Count("model_error")
-					if opts.OnModelError != nil {
-						opts.OnModelError(it.key(), err)
-					}
-					return nil
-				}
-				return err
-			}
-			if err := w.Write(l); err != nil {
-				return fmt.Errorf("write %s: %w", opts.Out, err)
-			}
-			tally.Count(it.task)
-			return nil
-		})
-	bar.Done()
-	if err := w.Close(); err != nil && runErr == nil {
-		runErr = err
-	}
-	if runErr != nil {
-		return nil, runErr
-	}
-	want := map[string]bool{}
-	for _, it := range plan.Mine {
-		want[it.key()] = true
-	}
-	sum, err := SummarizeFidelity(opts.Out, want)
+		}})
 	if err != nil {
 		return nil, err
 	}
-	sum.ModelErrors, sum.Resumed, sum.Seconds = modelErrors, plan.Resumed(), time.Since(start).Seconds()
+	sum, err := SummarizeFidelity(opts.Out, run.want)
+	if err != nil {
+		return nil, err
+	}
+	sum.ModelErrors, sum.Resumed, sum.Seconds = run.modelErrors, run.resumed, run.seconds
 	if opts.Client != nil {
 		sum.Model = opts.Client.Model()
 	}

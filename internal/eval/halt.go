@@ -11,11 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"cwm/internal/batch"
 	"cwm/internal/errkind"
 	"cwm/internal/jsonl"
 	"cwm/internal/model"
-	"cwm/internal/progress"
 	"cwm/internal/shard"
 )
 
@@ -209,29 +207,14 @@ func RunHalt(ctx context.Context, opts HaltOptions) (*HaltSummary, error) {
 			items = append(items, hitem{&opts.Programs[i], s})
 		}
 	}
-	plan, err := batch.Resume(batch.Spec[hitem]{Items: items, Key: func(it hitem) string { return key(it.p.ID, it.sample) },
-		Out: opts.Out, OutKey: lineKey, Shard: opts.Shard, Order: batch.UnfinishedLast})
-	if err != nil {
-		return nil, err
-	}
-	w, err := jsonl.Append(opts.Out)
-	if err != nil {
-		return nil, err
-	}
-	defer w.Close()
-	var bar *progress.Bar
-	if opts.Progress != nil {
-		bar = progress.New(opts.Progress, "eval halt", len(plan.Todo))
-	}
-	tally := batch.NewTally(bar)
 	runs := map[string]*runOnce{}
 	for i := range opts.Programs {
 		runs[opts.Programs[i].ID] = &runOnce{}
 	}
-	modelErrors := 0
-	start := time.Now()
-	runErr := batch.Run(ctx, plan.Todo, batch.Options[hitem]{Workers: opts.Concurrency, Progress: bar},
-		func(ctx context.Context, _ int, it hitem) (HaltLine, error) {
+	run, err := runStage(ctx, stage[hitem, HaltLine]{label: "eval halt", items: items,
+		key: func(it hitem) string { return key(it.p.ID, it.sample) }, lineKey: lineKey, out: opts.Out, shard: opts.Shard,
+		concurrency: opts.Concurrency, progress: opts.Progress,
+		do: func(ctx context.Context, it hitem) (HaltLine, error) {
 			pr, err := BuildHaltPrompt(opts.Mode, opts.API, it.p)
 			if err != nil {
 				return HaltLine{}, err
@@ -263,43 +246,20 @@ func RunHalt(ctx context.Context, opts HaltOptions) (*HaltSummary, error) {
 			}
 			return l, nil
 		},
-		func(it hitem, l HaltLine, err error) error {
-			if ctx.Err() != nil {
-				return nil
+		outcome: func(l HaltLine) string { return map[bool]string{true: "right", false: "wrong"}[l.Correct] },
+		onModelError: func(it hitem, err error) {
+			if opts.OnModelError != nil {
+				opts.OnModelError(it.p.ID, it.sample, err)
 			}
-			if err != nil {
-				if merr := (*model.ModelError)(nil); asModelError(err, &merr) {
-					modelErrors++
-					tally.Count("model_error")
-					if opts.OnModelError != nil {
-						opts.OnModelError(it.p.ID, it.sample, err)
-					}
-					return nil
-				}
-				return err
-			}
-			if err := w.Write(l); err != nil {
-				return fmt.Errorf("write %s: %w", opts.Out, err)
-			}
-			tally.Count(map[bool]string{true: "right", false: "wrong"}[l.Correct])
-			return nil
-		})
-	bar.Done()
-	if err := w.Close(); err != nil && runErr == nil {
-		runErr = err
-	}
-	if runErr != nil {
-		return nil, runErr
-	}
-	want := map[string]bool{}
-	for _, it := range plan.Mine {
-		want[key(it.p.ID, it.sample)] = true
-	}
-	sum, err := SummarizeHalt(opts.Out, want)
+		}})
 	if err != nil {
 		return nil, err
 	}
-	sum.ModelErrors, sum.Resumed, sum.Seconds = modelErrors, plan.Resumed(), time.Since(start).Seconds()
+	sum, err := SummarizeHalt(opts.Out, run.want)
+	if err != nil {
+		return nil, err
+	}
+	sum.ModelErrors, sum.Resumed, sum.Seconds = run.modelErrors, run.resumed, run.seconds
 	sum.Model, sum.Mode = opts.Client.Model(), opts.Mode
 	return sum, nil
 }

@@ -8,13 +8,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
-	"cwm/internal/batch"
 	"cwm/internal/errkind"
 	"cwm/internal/jsonl"
 	"cwm/internal/model"
-	"cwm/internal/progress"
 	"cwm/internal/reward"
 	"cwm/internal/shard"
 	"cwm/internal/trajectory"
@@ -272,25 +269,9 @@ func RunObserve(ctx context.Context, opts ObserveOptions) (*ObserveSummary, erro
 		}
 		return observeKey(l.ID, l.Message), nil
 	}
-	plan, err := batch.Resume(batch.Spec[*Observation]{Items: items, Key: key, Out: opts.Out, OutKey: outKey,
-		Shard: opts.Shard, Order: batch.UnfinishedLast})
-	if err != nil {
-		return nil, err
-	}
-	w, err := jsonl.Append(opts.Out)
-	if err != nil {
-		return nil, err
-	}
-	defer w.Close()
-	var bar *progress.Bar
-	if opts.Progress != nil {
-		bar = progress.New(opts.Progress, "eval observe", len(plan.Todo))
-	}
-	tally := batch.NewTally(bar)
-	modelErrors := 0
-	start := time.Now()
-	runErr := batch.Run(ctx, plan.Todo, batch.Options[*Observation]{Workers: opts.Concurrency, Progress: bar},
-		func(ctx context.Context, _ int, o *Observation) (ObserveLine, error) {
+	run, err := runStage(ctx, stage[*Observation, ObserveLine]{label: "eval observe", items: items, key: key, lineKey: outKey,
+		out: opts.Out, shard: opts.Shard, concurrency: opts.Concurrency, progress: opts.Progress,
+		do: func(ctx context.Context, o *Observation) (ObserveLine, error) {
 			rep, err := ask(ctx, opts.Client, opts.API, BuildObservePrompt(opts.API, o), nil, 0)
 			if err != nil {
 				return ObserveLine{}, err
@@ -301,44 +282,20 @@ func RunObserve(ctx context.Context, opts ObserveOptions) (*ObserveSummary, erro
 			l.Exact, l.Normalized, l.Similarity = ScoreObservation(l.Completion, o.Truth)
 			return l, nil
 		},
-		func(o *Observation, l ObserveLine, err error) error {
-			if ctx.Err() != nil {
-				return nil
+		outcome: func(l ObserveLine) string { return l.Tool },
+		onModelError: func(o *Observation, err error) {
+			if opts.OnModelError != nil {
+				opts.OnModelError(key(o), err)
 			}
-			if err != nil {
-				var merr *model.ModelError
-				if asModelError(err, &merr) {
-					modelErrors++
-					tally.Count("model_error")
-					if opts.OnModelError != nil {
-						opts.OnModelError(key(o), err)
-					}
-					return nil
-				}
-				return err
-			}
-			if err := w.Write(l); err != nil {
-				return fmt.Errorf("write %s: %w", opts.Out, err)
-			}
-			tally.Count(o.Tool)
-			return nil
-		})
-	bar.Done()
-	if err := w.Close(); err != nil && runErr == nil {
-		runErr = err
-	}
-	if runErr != nil {
-		return nil, runErr
-	}
-	want := map[string]bool{}
-	for _, o := range plan.Mine {
-		want[key(o)] = true
-	}
-	sum, err := SummarizeObserve(opts.Out, want)
+		}})
 	if err != nil {
 		return nil, err
 	}
-	sum.ModelErrors, sum.Resumed, sum.Seconds = modelErrors, plan.Resumed(), time.Since(start).Seconds()
+	sum, err := SummarizeObserve(opts.Out, run.want)
+	if err != nil {
+		return nil, err
+	}
+	sum.ModelErrors, sum.Resumed, sum.Seconds = run.modelErrors, run.resumed, run.seconds
 	return sum, nil
 }
 
