@@ -7,10 +7,8 @@ import (
 	"runtime"
 	"strconv"
 
-	"cwm/internal/batch"
 	"cwm/internal/command"
 	"cwm/internal/eval"
-	"cwm/internal/sandbox"
 	"cwm/internal/shard"
 )
 
@@ -134,26 +132,15 @@ func (c *evalCruxCmd) Run(ctx context.Context, e *command.Env, args []string) er
 	if err != nil {
 		return err
 	}
-	inputs := []string{}
-	if c.in != "" {
-		inputs = append(inputs, c.in)
-	}
-	sr, err := batch.StartShard(c.Name(), c.out, part, inputs...)
+	sr, err := startEvalShard(c.Name(), c.out, part, c.in, "mode", string(mode), "samples", strconv.Itoa(c.samples))
 	if err != nil {
 		return err
 	}
-	sr.Param("mode", string(mode))
-	sr.Param("samples", strconv.Itoa(c.samples))
-	rt, err := sandbox.NewRuntime(sandbox.Options{Home: e.Home, Log: e.Log, Warm: -1})
+	scorer, stop, err := startRunner(ctx, e, c.scoreWorkers, 0)
 	if err != nil {
 		return err
 	}
-	defer rt.Close()
-	scorer, err := eval.NewScorer(ctx, rt, c.scoreWorkers, 0)
-	if err != nil {
-		return err
-	}
-	defer scorer.Close()
+	defer stop()
 	opts := eval.Options{Problems: problems, Mode: mode, API: api, Samples: c.samples, Seed: c.seed.ptr(),
 		Client: client, Checker: scorer, Out: c.out, Shard: part, Concurrency: c.concurrency,
 		OnModelError: func(id string, s int, err error) {
@@ -186,14 +173,6 @@ func (c *evalCruxCmd) printPrompt(e *command.Env, mode eval.Mode, api eval.API, 
 	if err != nil {
 		return command.UsageError(err.Error())
 	}
-	fmt.Fprintf(e.Stderr, "# %s, mode %s, api %s, stop %q, answer %s\n", p.ID, mode, api, pr.Stop, p.Output)
-	if api == eval.Completions {
-		// Exactly the text sent: a trace prompt ends without a newline.
-		fmt.Fprint(e.Stdout, pr.Text)
-		return nil
-	}
-	for _, m := range pr.Messages {
-		fmt.Fprintf(e.Stdout, "--- %s\n%s\n", m.Role, m.Content)
-	}
+	showPrompt(e, fmt.Sprintf("%s, mode %s, api %s, answer %s", p.ID, mode, api, p.Output), pr)
 	return nil
 }

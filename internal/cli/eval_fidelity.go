@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"cwm/internal/batch"
 	"cwm/internal/command"
 	"cwm/internal/eval"
 	"cwm/internal/shard"
@@ -101,11 +100,10 @@ func (c *evalFidelityCmd) Run(ctx context.Context, e *command.Env, args []string
 	if err != nil {
 		return err
 	}
-	sr, err := batch.StartShard(c.Name(), c.out, part, c.traces)
+	sr, err := startEvalShard(c.Name(), c.out, part, c.traces, "next", strconv.Itoa(c.next))
 	if err != nil {
 		return err
 	}
-	sr.Param("next", strconv.Itoa(c.next))
 	opts := eval.FidelityOptions{Traces: recs, Full: !c.noFull, Next: c.next, Client: client, Out: c.out, Shard: part,
 		Concurrency:  c.concurrency,
 		OnModelError: func(key string, err error) { fmt.Fprintf(e.Stderr, "cwm eval fidelity: %s: %v\n", key, err) }}

@@ -12,6 +12,8 @@ import (
 	"cwm/internal/command"
 	"cwm/internal/eval"
 	"cwm/internal/model"
+	"cwm/internal/sandbox"
+	"cwm/internal/shard"
 )
 
 // endpointFlags are the model endpoint's flags of the eval commands.
@@ -99,4 +101,48 @@ func finishEval(ctx context.Context, e *command.Env, err error, asJSON bool, sum
 		return fmt.Errorf("the model server failed %d requests after its retries; run again to retry them", modelErrors)
 	}
 	return sr.Finish(items)
+}
+
+// startRunner starts the sandboxed Python servers that score answers (or
+// run halting programs) with the given timeout; stop closes them and
+// their runtime.
+func startRunner(ctx context.Context, e *command.Env, workers int, timeout time.Duration) (_ *eval.Scorer, stop func(), err error) {
+	rt, err := sandbox.NewRuntime(sandbox.Options{Home: e.Home, Log: e.Log, Warm: -1})
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := eval.NewScorer(ctx, rt, workers, timeout)
+	if err != nil {
+		rt.Close()
+		return nil, nil, err
+	}
+	return s, func() { s.Close(); rt.Close() }, nil
+}
+
+// startEvalShard removes the shard marker of out before the run, and
+// records the parameters that decide its items.
+func startEvalShard(name, out string, part shard.Shard, input string, params ...string) (*batch.ShardRun, error) {
+	var inputs []string
+	if input != "" {
+		inputs = append(inputs, input)
+	}
+	sr, err := batch.StartShard(name, out, part, inputs...)
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i+1 < len(params); i += 2 {
+		sr.Param(params[i], params[i+1])
+	}
+	return sr, nil
+}
+
+// showPrompt prints a prompt exactly as it is sent (stdout) under a
+// header (stderr).
+func showPrompt(e *command.Env, header string, pr eval.Prompt) {
+	fmt.Fprintf(e.Stderr, "# %s, stop %q\n", header, pr.Stop)
+	// Exactly the text sent: a trace prompt ends without a newline.
+	fmt.Fprint(e.Stdout, pr.Text)
+	for _, m := range pr.Messages {
+		fmt.Fprintf(e.Stdout, "--- %s\n%s\n", m.Role, m.Content)
+	}
 }

@@ -7,10 +7,8 @@ import (
 	"runtime"
 	"strconv"
 
-	"cwm/internal/batch"
 	"cwm/internal/command"
 	"cwm/internal/eval"
-	"cwm/internal/sandbox"
 	"cwm/internal/shard"
 )
 
@@ -101,13 +99,7 @@ func (c *evalHaltCmd) Run(ctx context.Context, e *command.Env, args []string) er
 			}
 		}
 		pr, _ := eval.BuildHaltPrompt(mode, api, p)
-		fmt.Fprintf(e.Stderr, "# %s, mode %s, api %s, stop %q, label %s\n", p.ID, mode, api, pr.Stop, p.Label)
-		if api == eval.Completions {
-			fmt.Fprint(e.Stdout, pr.Text)
-		}
-		for _, m := range pr.Messages {
-			fmt.Fprintf(e.Stdout, "--- %s\n%s\n", m.Role, m.Content)
-		}
+		showPrompt(e, fmt.Sprintf("%s, mode %s, api %s, label %s", p.ID, mode, api, p.Label), pr)
 		return nil
 	}
 	if err := c.endpointFlags.check(); err != nil {
@@ -124,26 +116,15 @@ func (c *evalHaltCmd) Run(ctx context.Context, e *command.Env, args []string) er
 	if err != nil {
 		return err
 	}
-	var inputs []string
-	if c.in != "" {
-		inputs = append(inputs, c.in)
-	}
-	sr, err := batch.StartShard(c.Name(), c.out, part, inputs...)
+	sr, err := startEvalShard(c.Name(), c.out, part, c.in, "mode", string(mode), "samples", strconv.Itoa(c.samples))
 	if err != nil {
 		return err
 	}
-	sr.Param("mode", string(mode))
-	sr.Param("samples", strconv.Itoa(c.samples))
-	rt, err := sandbox.NewRuntime(sandbox.Options{Home: e.Home, Log: e.Log, Warm: -1})
+	runner, stop, err := startRunner(ctx, e, c.runWorkers, eval.HaltTimeout)
 	if err != nil {
 		return err
 	}
-	defer rt.Close()
-	runner, err := eval.NewScorer(ctx, rt, c.runWorkers, eval.HaltTimeout)
-	if err != nil {
-		return err
-	}
-	defer runner.Close()
+	defer stop()
 	opts := eval.HaltOptions{Programs: programs, Mode: mode, API: api, Samples: c.samples, Seed: c.seed.ptr(),
 		Client: client, Runner: runner, Out: c.out, Shard: part, Concurrency: c.concurrency,
 		OnModelError: func(id string, s int, err error) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"cwm/internal/batch"
 	"cwm/internal/command"
 	"cwm/internal/eval"
 	"cwm/internal/shard"
@@ -90,11 +89,10 @@ func (c *evalObserveCmd) Run(ctx context.Context, e *command.Env, args []string)
 	if err != nil {
 		return err
 	}
-	sr, err := batch.StartShard(c.Name(), c.out, part, c.trajectories)
+	sr, err := startEvalShard(c.Name(), c.out, part, c.trajectories, "per-trajectory", strconv.Itoa(c.perTraj))
 	if err != nil {
 		return err
 	}
-	sr.Param("per-trajectory", strconv.Itoa(c.perTraj))
 	opts := eval.ObserveOptions{Observations: obs, API: api, Client: client, Out: c.out, Shard: part, Concurrency: c.concurrency,
 		OnModelError: func(key string, err error) { fmt.Fprintf(e.Stderr, "cwm eval observe: %s: %v\n", key, err) }}
 	if !c.quiet {
