@@ -14,6 +14,7 @@ import (
 
 type evalCruxCmd struct {
 	endpointFlags
+	thinkFlags
 	in, out, mode, api string
 	samples            int
 	scoreWorkers       int
@@ -85,6 +86,7 @@ func (c *evalCruxCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.id, "id", "", "the problem --show-prompt shows (default: the first)")
 	fs.BoolVar(&c.json, "json", false, "print the summary as JSON")
 	fs.BoolVar(&c.quiet, "quiet", false, "print no progress")
+	c.thinkFlags.register(fs)
 	c.endpointFlags.register(fs, "512 direct and trace-final, 2048 direct-cot, 16384 trace-full and reasoning")
 }
 
@@ -141,7 +143,7 @@ func (c *evalCruxCmd) Run(ctx context.Context, e *command.Env, args []string) er
 		return err
 	}
 	defer stop()
-	opts := eval.Options{Problems: problems, Mode: mode, API: api, Samples: c.samples, Seed: c.seed.ptr(),
+	opts := eval.Options{Problems: problems, Mode: mode, API: api, Samples: c.samples, Seed: c.seed.ptr(), Think: c.think(),
 		Client: client, Checker: scorer, Out: c.out, Shard: part, Concurrency: c.concurrency,
 		OnModelError: func(id string, s int, err error) {
 			fmt.Fprintf(e.Stderr, "cwm eval cruxeval: %s sample %d: %v\n", id, s, err)
@@ -169,7 +171,7 @@ func (c *evalCruxCmd) printPrompt(e *command.Env, mode eval.Mode, api eval.API, 
 			return command.Usagef("--id %q: no such problem", c.id)
 		}
 	}
-	pr, err := eval.BuildPrompt(mode, api, p)
+	pr, err := eval.BuildPromptThink(mode, api, p, c.think())
 	if err != nil {
 		return command.UsageError(err.Error())
 	}

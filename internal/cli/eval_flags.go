@@ -70,6 +70,16 @@ func (f *endpointFlags) client(maxTokens int) (*model.Client, error) {
 	return c, nil
 }
 
+// thinkFlags are the thinking tokens of the reasoning mode.
+type thinkFlags struct{ open, close string }
+
+func (t *thinkFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&t.open, "think-open", eval.DefaultThink.Open, "reasoning on --api completions: the `text` that opens the thinking, injected after the assistant header (e.g. <|reasoning_thinking_start|> for a model that thinks in such tokens)")
+	fs.StringVar(&t.close, "think-close", eval.DefaultThink.Close, "reasoning: the `text` that closes the thinking; the answer is read after its last occurrence")
+}
+
+func (t *thinkFlags) think() eval.Think { return eval.Think{Open: t.open, Close: t.close} }
+
 // parseAPI checks --api.
 func parseAPI(s string) (eval.API, error) {
 	if api := eval.API(s); api == eval.Completions || api == eval.Chat {

@@ -14,6 +14,7 @@ import (
 
 type evalHaltCmd struct {
 	endpointFlags
+	thinkFlags
 	in, out, mode, api string
 	samples            int
 	runWorkers         int
@@ -61,6 +62,7 @@ func (c *evalHaltCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.id, "id", "", "the program --show-prompt shows (default: the first)")
 	fs.BoolVar(&c.json, "json", false, "print the summary as JSON")
 	fs.BoolVar(&c.quiet, "quiet", false, "print no progress")
+	c.thinkFlags.register(fs)
 	c.endpointFlags.register(fs, "64 direct, 16384 reasoning")
 }
 
@@ -98,7 +100,7 @@ func (c *evalHaltCmd) Run(ctx context.Context, e *command.Env, args []string) er
 				return command.Usagef("--id %q: no such program", c.id)
 			}
 		}
-		pr, _ := eval.BuildHaltPrompt(mode, api, p)
+		pr, _ := eval.BuildHaltPrompt(mode, api, p, c.think())
 		showPrompt(e, fmt.Sprintf("%s, mode %s, api %s, label %s", p.ID, mode, api, p.Label), pr)
 		return nil
 	}
@@ -125,7 +127,7 @@ func (c *evalHaltCmd) Run(ctx context.Context, e *command.Env, args []string) er
 		return err
 	}
 	defer stop()
-	opts := eval.HaltOptions{Programs: programs, Mode: mode, API: api, Samples: c.samples, Seed: c.seed.ptr(),
+	opts := eval.HaltOptions{Programs: programs, Mode: mode, API: api, Samples: c.samples, Seed: c.seed.ptr(), Think: c.think(),
 		Client: client, Runner: runner, Out: c.out, Shard: part, Concurrency: c.concurrency,
 		OnModelError: func(id string, s int, err error) {
 			fmt.Fprintf(e.Stderr, "cwm eval halt: %s sample %d: %v\n", id, s, err)

@@ -25,6 +25,9 @@ type Options struct {
 	// k <= Samples); sample s is sent with seed Seed+s when Seed is set.
 	Samples int
 	Seed    *int64
+	// Think are the reasoning mode's thinking tokens (DefaultThink when
+	// zero).
+	Think   Think
 	Client  *model.Client
 	Checker Checker
 	// Out is the JSONL output, one line per (problem, sample); appended
@@ -123,7 +126,7 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 
 // sampleOne asks the model for one sample and scores its answer.
 func sampleOne(ctx context.Context, opts *Options, it item) (Line, error) {
-	pr, err := BuildPrompt(opts.Mode, opts.API, it.p)
+	pr, err := BuildPromptThink(opts.Mode, opts.API, it.p, opts.Think)
 	if err != nil {
 		return Line{}, err
 	}
@@ -135,7 +138,7 @@ func sampleOne(ctx context.Context, opts *Options, it item) (Line, error) {
 		Completion: rep.Message.Content, Reasoning: rep.Reasoning, Output: it.p.Output, FinishReason: rep.FinishReason,
 		PromptTokens: rep.Usage.PromptTokens, CompletionTokens: rep.Usage.CompletionTokens, TokensEstimated: rep.Usage.Estimated,
 		Retries: rep.Retries.Total(), ModelSeconds: rep.Duration.Seconds()}
-	ex := ExtractAnswer(opts.Mode, l.Completion)
+	ex := ExtractAnswerThink(opts.Mode, l.Completion, opts.Think)
 	l.Answer, l.Frames = ex.Answer, ex.Frames
 	if ex.FormatError != "" {
 		l.Verdict, l.Detail = FormatError, ex.FormatError

@@ -111,7 +111,7 @@ func LoadHaltPrograms(file string) ([]HaltProgram, error) {
 // BuildHaltPrompt renders the halting prompt (prompts/halt-user.txt) for
 // mode Direct (answer at once) or Reasoning (CWM's reasoning system
 // prompt first).
-func BuildHaltPrompt(mode Mode, api API, p *HaltProgram) (Prompt, error) {
+func BuildHaltPrompt(mode Mode, api API, p *HaltProgram, think Think) (Prompt, error) {
 	user := fill(promptFile("halt-user.txt"), "{code}", strings.TrimRight(p.Code, "\n"))
 	switch mode {
 	case Direct:
@@ -121,7 +121,7 @@ func BuildHaltPrompt(mode Mode, api API, p *HaltProgram) (Prompt, error) {
 		if api == Chat {
 			return chatOrText(api, sys, user, nil), nil
 		}
-		return Prompt{Text: fill(promptFile("cwm-chat.txt"), "{system}", sys, "{user}", user), Stop: []string{"<|eot_id|>"}}, nil
+		return cwmChat(sys, user, think), nil
 	}
 	return Prompt{}, fmt.Errorf("mode %s: cwm eval halt takes direct or reasoning", mode)
 }
@@ -129,11 +129,8 @@ func BuildHaltPrompt(mode Mode, api API, p *HaltProgram) (Prompt, error) {
 // ExtractHalt reads the verdict in [ANSWER] tags (after the thinking):
 // "terminates" or "diverges" (also yes/no, halts/loops); "" when there is
 // none.
-func ExtractHalt(completion string) string {
-	g := completion
-	if i := strings.LastIndex(g, "</think>"); i >= 0 {
-		g = g[i+len("</think>"):]
-	}
+func ExtractHalt(completion string, think Think) string {
+	g := afterThinking(completion, think)
 	if _, after, ok := strings.Cut(g, "[ANSWER]"); ok {
 		g = after
 	}
@@ -154,7 +151,10 @@ type HaltOptions struct {
 	API      API
 	Samples  int
 	Seed     *int64
-	Client   *model.Client
+	// Think are the reasoning mode's thinking tokens (DefaultThink when
+	// zero).
+	Think  Think
+	Client *model.Client
 	// Runner runs a program with HaltTimeout (a Scorer made with it).
 	Runner      *Scorer
 	Out         string
@@ -194,7 +194,7 @@ func RunHalt(ctx context.Context, opts HaltOptions) (*HaltSummary, error) {
 	if opts.Samples < 1 {
 		opts.Samples = 1
 	}
-	if _, err := BuildHaltPrompt(opts.Mode, opts.API, &HaltProgram{Code: "pass"}); err != nil {
+	if _, err := BuildHaltPrompt(opts.Mode, opts.API, &HaltProgram{Code: "pass"}, opts.Think); err != nil {
 		return nil, errkind.Wrap(errkind.Usage, err)
 	}
 	type hitem struct {
@@ -215,7 +215,7 @@ func RunHalt(ctx context.Context, opts HaltOptions) (*HaltSummary, error) {
 		key: func(it hitem) string { return key(it.p.ID, it.sample) }, lineKey: lineKey, out: opts.Out, shard: opts.Shard,
 		concurrency: opts.Concurrency, progress: opts.Progress,
 		do: func(ctx context.Context, it hitem) (HaltLine, error) {
-			pr, err := BuildHaltPrompt(opts.Mode, opts.API, it.p)
+			pr, err := BuildHaltPrompt(opts.Mode, opts.API, it.p, opts.Think)
 			if err != nil {
 				return HaltLine{}, err
 			}
@@ -226,7 +226,7 @@ func RunHalt(ctx context.Context, opts HaltOptions) (*HaltSummary, error) {
 			l := HaltLine{ID: it.p.ID, Sample: it.sample, Mode: opts.Mode, API: opts.API, Model: opts.Client.Model(),
 				Label: it.p.Label, Completion: rep.Message.Content, Reasoning: rep.Reasoning,
 				PromptTokens: rep.Usage.PromptTokens, CompletionTokens: rep.Usage.CompletionTokens, Retries: rep.Retries.Total()}
-			l.Answer = ExtractHalt(l.Completion)
+			l.Answer = ExtractHalt(l.Completion, opts.Think)
 			switch l.Answer {
 			case Terminates:
 				l.Correct = it.p.Label == Terminates

@@ -95,7 +95,7 @@ func TestHaltOracle(t *testing.T) {
 	}
 	replies := map[string]string{}
 	for _, p := range ps {
-		pr, err := BuildHaltPrompt(Direct, Completions, &p)
+		pr, err := BuildHaltPrompt(Direct, Completions, &p, Think{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -96,8 +96,50 @@ func fill(tmpl string, kv ...string) string { return strings.NewReplacer(kv...).
 // TraceContext is the context of p's trace, as cwm's tracer writes it.
 func (p *Problem) TraceContext() string { return tracer.Context(p.Code, p.Call()) }
 
-// BuildPrompt renders p's prompt for mode on api.
+// Think is how a reasoning model's thinking opens (injected at the end of
+// a completions prompt) and closes (the answer is read after it).
+type Think struct {
+	Open  string `json:"open"`
+	Close string `json:"close"`
+}
+
+// DefaultThink is CWM's, from its prompting guide: "<think>\n" ...
+// "</think>".
+var DefaultThink = Think{Open: "<think>\n", Close: "</think>"}
+
+func (t Think) orDefault() Think {
+	if t.Open == "" && t.Close == "" {
+		return DefaultThink
+	}
+	return t
+}
+
+// cwmChat renders CWM's chat template for a system and a user message,
+// the assistant's turn opened with think.Open.
+func cwmChat(system, user string, think Think) Prompt {
+	return Prompt{Text: fill(promptFile("cwm-chat.txt"), "{system}", system, "{user}", user, "{think}", think.orDefault().Open),
+		Stop: []string{"<|eot_id|>"}}
+}
+
+// afterThinking is what follows the last closing of the thinking, or all
+// of text when it has none.
+func afterThinking(text string, think Think) string {
+	c := think.orDefault().Close
+	if i := strings.LastIndex(text, c); c != "" && i >= 0 {
+		return text[i+len(c):]
+	}
+	return text
+}
+
+// BuildPrompt renders p's prompt for mode on api, with CWM's thinking
+// tokens.
 func BuildPrompt(mode Mode, api API, p *Problem) (Prompt, error) {
+	return BuildPromptThink(mode, api, p, DefaultThink)
+}
+
+// BuildPromptThink is BuildPrompt with the thinking tokens of a reasoning
+// prompt given.
+func BuildPromptThink(mode Mode, api API, p *Problem, think Think) (Prompt, error) {
 	user := ""
 	switch mode {
 	case Direct:
@@ -112,7 +154,7 @@ func BuildPrompt(mode Mode, api API, p *Problem) (Prompt, error) {
 		if api == Chat {
 			return chatOrText(api, sys, user, nil), nil
 		}
-		return Prompt{Text: fill(promptFile("cwm-chat.txt"), "{system}", sys, "{user}", user), Stop: []string{"<|eot_id|>"}}, nil
+		return cwmChat(sys, user, think), nil
 	case TraceFinal, TraceFull:
 		if api == Chat {
 			return Prompt{}, fmt.Errorf("mode %s writes CWM's special tokens and needs --api completions", mode)
@@ -158,13 +200,16 @@ type Extracted struct {
 // between the first and the second "=="; stripped. The trace modes read
 // main's returned value: a JSON string, the value's repr.
 func ExtractAnswer(mode Mode, completion string) Extracted {
+	return ExtractAnswerThink(mode, completion, DefaultThink)
+}
+
+// ExtractAnswerThink is ExtractAnswer with the thinking tokens given.
+func ExtractAnswerThink(mode Mode, completion string, think Think) Extracted {
 	switch mode {
 	case Direct, DirectCoT, Reasoning:
 		g := completion
 		if mode == Reasoning {
-			if i := strings.LastIndex(g, "</think>"); i >= 0 {
-				g = g[i+len("</think>"):]
-			}
+			g = afterThinking(g, think)
 		}
 		if mode != Direct {
 			if _, after, ok := strings.Cut(g, "[ANSWER]"); ok {

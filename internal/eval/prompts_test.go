@@ -118,3 +118,21 @@ func TestExtractAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestThinkTokens: another model's thinking tokens open the reasoning
+// prompt and close the thinking the answer is read after.
+func TestThinkTokens(t *testing.T) {
+	p := Problem{ID: "x", Code: "def f(n):\n    return n", Input: "1", Output: "1"}
+	th := Think{Open: "<|reasoning_thinking_start|>", Close: "<|reasoning_thinking_end|>"}
+	pr, err := BuildPromptThink(Reasoning, Completions, &p, th)
+	if err != nil || !strings.HasSuffix(pr.Text, "<|start_header_id|>assistant<|end_header_id|>\n\n<|reasoning_thinking_start|>") {
+		t.Fatalf("prompt %q: %v", pr.Text, err)
+	}
+	c := "[ANSWER]assert f(1) == 2[/ANSWER] no, wait<|reasoning_thinking_end|>[ANSWER]assert f(1) == 1[/ANSWER]"
+	if got := ExtractAnswerThink(Reasoning, c, th).Answer; got != "1" {
+		t.Errorf("answer %q, want 1", got)
+	}
+	if got := ExtractHalt("[ANSWER]diverges[/ANSWER]</think>[ANSWER]terminates[/ANSWER]", Think{}); got != Terminates {
+		t.Errorf("halt answer %q", got)
+	}
+}
