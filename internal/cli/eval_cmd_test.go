@@ -246,3 +246,34 @@ func TestEvalObserveCommand(t *testing.T) {
 		t.Errorf("bad api: %d %s", code, errs)
 	}
 }
+
+// TestEvalShardsMerge runs cwm eval cruxeval as two shards and joins them
+// with cwm merge, which checks each line is in its shard's file.
+func TestEvalShardsMerge(t *testing.T) {
+	t.Setenv("CWM_HOME", t.TempDir())
+	srv, err := modeltest.Start(func(r *modeltest.Request) modeltest.Reply { return modeltest.Text("assert f(1) == 'x'\n") }, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	dir := t.TempDir()
+	var shards []string
+	for i := range 2 {
+		out := filepath.Join(dir, fmt.Sprintf("s%d.jsonl", i))
+		code, _, errs := runCLI(t, "", "eval", "cruxeval", "--model", "m", "--base-url", srv.URL, "--limit", "6", "--samples", "2",
+			"--out", out, "--shard", fmt.Sprintf("%d/2", i), "--score-workers", "1", "--quiet")
+		if code != 0 {
+			t.Fatalf("shard %d: %s", i, errs)
+		}
+		shards = append(shards, out)
+	}
+	all := filepath.Join(dir, "all.jsonl")
+	code, _, errs := runCLI(t, "", append([]string{"merge", "--out", all}, shards...)...)
+	if code != 0 {
+		t.Fatalf("merge: %d %s", code, errs)
+	}
+	sum, err := eval.Summarize(all, eval.Direct, nil)
+	if err != nil || sum.Samples != 12 || sum.Problems != 6 {
+		t.Errorf("merged: %+v %v", sum, err)
+	}
+}

@@ -154,6 +154,10 @@ func sampleOne(ctx context.Context, opts *Options, it item) (Line, error) {
 	return l, nil
 }
 
+// SampleLineKey is the resume (and shard) key of a line of cwm eval
+// cruxeval or halt: "ID#SAMPLE".
+func SampleLineKey(line []byte) (string, error) { return lineKey(line) }
+
 func lineKey(line []byte) (string, error) {
 	var l struct {
 		ID     string `json:"id"`

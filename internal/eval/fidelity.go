@@ -282,6 +282,16 @@ func (it fitem) key() string {
 	return it.r.ID + "#next" + strconv.Itoa(it.step)
 }
 
+// FidelityLineKey is the resume (and shard) key of a line of cwm eval
+// fidelity: "ID#full" or "ID#nextSTEP".
+func FidelityLineKey(line []byte) (string, error) {
+	var l FidelityLine
+	if err := jsonl.Unmarshal(line, &l); err != nil {
+		return "", err
+	}
+	return fitem{&TraceRecord{ID: l.ID}, l.Task, l.Step}.key(), nil
+}
+
 // RunFidelity asks the model for the traces and scores them.
 func RunFidelity(ctx context.Context, opts FidelityOptions) (*FidelitySummary, error) {
 	var items []fitem
@@ -294,14 +304,7 @@ func RunFidelity(ctx context.Context, opts FidelityOptions) (*FidelitySummary, e
 			items = append(items, fitem{r, "next", s})
 		}
 	}
-	outKey := func(line []byte) (string, error) {
-		var l FidelityLine
-		if err := jsonl.Unmarshal(line, &l); err != nil {
-			return "", err
-		}
-		return fitem{&TraceRecord{ID: l.ID}, l.Task, l.Step}.key(), nil
-	}
-	run, err := runStage(ctx, stage[fitem, FidelityLine]{label: "eval fidelity", items: items, key: fitem.key, lineKey: outKey,
+	run, err := runStage(ctx, stage[fitem, FidelityLine]{label: "eval fidelity", items: items, key: fitem.key, lineKey: FidelityLineKey,
 		out: opts.Out, shard: opts.Shard, concurrency: opts.Concurrency, progress: opts.Progress,
 		do: func(ctx context.Context, it fitem) (FidelityLine, error) {
 			pr := Prompt{Text: it.r.Prompt(it.step), Stop: []string{trace.TokEndOfText}}

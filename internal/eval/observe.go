@@ -255,6 +255,16 @@ type ObserveOptions struct {
 
 func observeKey(id string, msg int) string { return id + "@" + strconv.Itoa(msg) }
 
+// ObserveLineKey is the resume (and shard) key of a line of cwm eval
+// observe: "TASK#SAMPLE@MESSAGE".
+func ObserveLineKey(line []byte) (string, error) {
+	var l ObserveLine
+	if err := jsonl.Unmarshal(line, &l); err != nil {
+		return "", err
+	}
+	return observeKey(l.ID, l.Message), nil
+}
+
 // RunObserve asks the model for each observation and scores it.
 func RunObserve(ctx context.Context, opts ObserveOptions) (*ObserveSummary, error) {
 	key := func(o *Observation) string { return observeKey(o.ID, o.Message) }
@@ -262,14 +272,7 @@ func RunObserve(ctx context.Context, opts ObserveOptions) (*ObserveSummary, erro
 	for i := range opts.Observations {
 		items[i] = &opts.Observations[i]
 	}
-	outKey := func(line []byte) (string, error) {
-		var l ObserveLine
-		if err := jsonl.Unmarshal(line, &l); err != nil {
-			return "", err
-		}
-		return observeKey(l.ID, l.Message), nil
-	}
-	run, err := runStage(ctx, stage[*Observation, ObserveLine]{label: "eval observe", items: items, key: key, lineKey: outKey,
+	run, err := runStage(ctx, stage[*Observation, ObserveLine]{label: "eval observe", items: items, key: key, lineKey: ObserveLineKey,
 		out: opts.Out, shard: opts.Shard, concurrency: opts.Concurrency, progress: opts.Progress,
 		do: func(ctx context.Context, o *Observation) (ObserveLine, error) {
 			rep, err := ask(ctx, opts.Client, opts.API, BuildObservePrompt(opts.API, o), nil, 0)
