@@ -63,6 +63,8 @@ func TestEvalCruxEvalCommand(t *testing.T) {
 
 	bad := filepath.Join(t.TempDir(), "bad.jsonl")
 	writeLines(t, bad, `{"id": "a", "code": "def f(): pass", "input": "", "output": "None"}`, `{"id": "b", "code": "x"}`)
+	mainDef := filepath.Join(t.TempDir(), "main.jsonl")
+	writeLines(t, mainDef, `{"id": "m", "code": "def main():\n    return 1\ndef f():\n    return main()", "input": "", "output": "1"}`)
 	for _, c := range []struct {
 		args []string
 		code int
@@ -74,6 +76,7 @@ func TestEvalCruxEvalCommand(t *testing.T) {
 		{[]string{"eval", "cruxeval", "--model", "m", "--base-url", "u", "--out", out, "--in", bad}, 1, "bad.jsonl:2: problem b: want the fields code, input and output"},
 		{[]string{"eval", "cruxeval", "--model", "m", "--base-url", srv.URL, "--limit", "5", "--out", out, "--mode", "direct-cot"}, 1, "one output file holds one mode"},
 		{[]string{"eval", "cruxeval", "--show-prompt", "--id", "nope"}, 2, `--id "nope": no such problem`},
+		{[]string{"eval", "cruxeval", "--show-prompt", "--in", mainDef}, 1, "main.jsonl:1: problem m cannot be scored in cwm's sandbox: the code defines main"},
 	} {
 		code, _, errs := runCLI(t, "", c.args...)
 		if code != c.code || !strings.Contains(errs, c.want) {

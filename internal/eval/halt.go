@@ -15,6 +15,7 @@ import (
 	"cwm/internal/jsonl"
 	"cwm/internal/model"
 	"cwm/internal/shard"
+	"cwm/internal/tracer"
 )
 
 //go:embed data/halt/*.py
@@ -97,6 +98,8 @@ func LoadHaltPrograms(file string) ([]HaltProgram, error) {
 			return errkind.New(errkind.Input, fmt.Sprintf("%s: label %q: want terminates or diverges", p.ID, p.Label))
 		case seen[p.ID]:
 			return errkind.New(errkind.Input, fmt.Sprintf("duplicate id %q", p.ID))
+		case tracer.Unrepresentable(p.Code) != "":
+			return errkind.New(errkind.Input, fmt.Sprintf("%s cannot be run in cwm's sandbox: %s", p.ID, tracer.Unrepresentable(p.Code)))
 		}
 		seen[p.ID] = true
 		ps = append(ps, p)

@@ -7,6 +7,7 @@ import (
 
 	"cwm/internal/errkind"
 	"cwm/internal/jsonl"
+	"cwm/internal/tracer"
 )
 
 // Problem is one CruxEval problem: a function f, the argument text of the
@@ -100,6 +101,9 @@ func parseProblem(line []byte, seen map[string]int) (Problem, error) {
 	}
 	if n, ok := seen[*raw.ID]; ok {
 		return p, fmt.Errorf("duplicate id %q (first on line %d)", *raw.ID, n)
+	}
+	if why := tracer.Unrepresentable(*raw.Code); why != "" {
+		return p, fmt.Errorf("problem %s cannot be scored in cwm's sandbox: %s", *raw.ID, why)
 	}
 	return Problem{ID: *raw.ID, Code: *raw.Code, Input: *raw.Input, Output: *raw.Output}, nil
 }
