@@ -323,25 +323,10 @@ func (c *Client) params(req Request) (openai.ChatCompletionNewParams, error) {
 		}
 		p.Messages[i] = param.Override[openai.ChatCompletionMessageParamUnion](json.RawMessage(b))
 	}
-	s := c.cfg.Sampling
-	if s.Temperature != nil {
-		p.Temperature = param.NewOpt(*s.Temperature)
-	}
-	if s.TopP != nil {
-		p.TopP = param.NewOpt(*s.TopP)
-	}
-	if s.MaxTokens > 0 {
-		p.MaxTokens = param.NewOpt(int64(s.MaxTokens))
-	}
-	seed := s.Seed
-	if req.Seed != nil {
-		seed = req.Seed
-	}
-	if seed != nil {
-		p.Seed = param.NewOpt(*seed)
-	}
-	if len(s.Stop) > 0 {
-		p.Stop = openai.ChatCompletionNewParamsStopUnion{OfStringArray: s.Stop}
+	o := c.sampling(req.Seed, nil)
+	p.Temperature, p.TopP, p.MaxTokens, p.Seed = o.temperature, o.topP, o.maxTokens, o.seed
+	if len(o.stop) > 0 {
+		p.Stop = openai.ChatCompletionNewParamsStopUnion{OfStringArray: o.stop}
 	}
 	for _, t := range req.Tools {
 		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
@@ -404,4 +389,39 @@ func reasoning(raw string) string {
 		return *m.Reasoning
 	}
 	return ""
+}
+
+// samplingParams are the sampling parameters of one request in the
+// library's optional form (unset: left to the server).
+type samplingParams struct {
+	temperature, topP param.Opt[float64]
+	maxTokens, seed   param.Opt[int64]
+	stop              []string
+}
+
+// sampling is the client's sampling parameters with a request's seed and
+// stop sequences, when set, in place of the client's.
+func (c *Client) sampling(seed *int64, stop []string) samplingParams {
+	s := c.cfg.Sampling
+	var o samplingParams
+	if s.Temperature != nil {
+		o.temperature = param.NewOpt(*s.Temperature)
+	}
+	if s.TopP != nil {
+		o.topP = param.NewOpt(*s.TopP)
+	}
+	if s.MaxTokens > 0 {
+		o.maxTokens = param.NewOpt(int64(s.MaxTokens))
+	}
+	if seed == nil {
+		seed = s.Seed
+	}
+	if seed != nil {
+		o.seed = param.NewOpt(*seed)
+	}
+	o.stop = s.Stop
+	if stop != nil {
+		o.stop = stop
+	}
+	return o
 }

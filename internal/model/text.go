@@ -29,29 +29,10 @@ func (c *Client) CompleteText(ctx context.Context, req TextRequest) (Reply, erro
 		Model:  openai.CompletionNewParamsModel(c.cfg.Model),
 		Prompt: openai.CompletionNewParamsPromptUnion{OfString: param.NewOpt(req.Prompt)},
 	}
-	s := c.cfg.Sampling
-	if s.Temperature != nil {
-		p.Temperature = param.NewOpt(*s.Temperature)
-	}
-	if s.TopP != nil {
-		p.TopP = param.NewOpt(*s.TopP)
-	}
-	if s.MaxTokens > 0 {
-		p.MaxTokens = param.NewOpt(int64(s.MaxTokens))
-	}
-	seed := s.Seed
-	if req.Seed != nil {
-		seed = req.Seed
-	}
-	if seed != nil {
-		p.Seed = param.NewOpt(*seed)
-	}
-	stop := s.Stop
-	if req.Stop != nil {
-		stop = req.Stop
-	}
-	if len(stop) > 0 {
-		p.Stop = openai.CompletionNewParamsStopUnion{OfStringArray: stop}
+	o := c.sampling(req.Seed, req.Stop)
+	p.Temperature, p.TopP, p.MaxTokens, p.Seed = o.temperature, o.topP, o.maxTokens, o.seed
+	if len(o.stop) > 0 {
+		p.Stop = openai.CompletionNewParamsStopUnion{OfStringArray: o.stop}
 	}
 	var rep Reply
 	res, err := withRetries(ctx, c, &rep.Retries, func(ctx context.Context) (*openai.Completion, error) {
