@@ -21,7 +21,7 @@ type Bar struct {
 // barChart draws bars as an inline SVG: one <rect class="mark"> per bar
 // and one <line class="ci"> per interval, scaled to top (1 for rates).
 func barChart(name string, bars []Bar, top float64) template.HTML {
-	const w, h, left, bottom, pad = 640.0, 240.0, 40.0, 40.0, 10.0
+	const w, h, left, bottom, pad = 640.0, 250.0, 40.0, 40.0, 20.0
 	if top <= 0 {
 		top = 1
 	}
@@ -44,7 +44,7 @@ func barChart(name string, bars []Bar, top float64) template.HTML {
 			cx := x + bw/2
 			fmt.Fprintf(&b, `<line class="ci" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, cx, y(bar.Value+bar.CI), cx, y(bar.Value-bar.CI))
 		}
-		fmt.Fprintf(&b, `<text class="value" x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, x+bw/2, y(bar.Value+bar.CI)-4, html.EscapeString(bar.Text))
+		fmt.Fprintf(&b, `<text class="value" x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, x+bw/2, max(y(bar.Value+bar.CI)-4, 12), html.EscapeString(bar.Text))
 		fmt.Fprintf(&b, `<text class="label" x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, x+bw/2, h-bottom+16, html.EscapeString(bar.Label))
 	}
 	b.WriteString(`</svg>`)
