@@ -171,10 +171,10 @@ func TestEvalFidelityCommand(t *testing.T) {
 		var all []byte
 		for i, f := range r.Frames {
 			fr := trace.AppendFrame(nil, f)
-			replies[r.Prompt(i)] = strings.TrimSuffix(string(fr), trace.TokFrameSep)
+			replies[eval.TracePrompt(&r, i)] = strings.TrimSuffix(string(fr), trace.TokFrameSep)
 			all = append(all, fr...)
 		}
-		replies[r.Prompt(0)+"#full"] = string(all)
+		replies[eval.TracePrompt(&r, 0)+"#full"] = string(all)
 	}
 	srv, err := modeltest.Start(func(r *modeltest.Request) modeltest.Reply {
 		if len(r.Stop) == 1 && r.Stop[0] == trace.TokEndOfText {

@@ -15,42 +15,30 @@ import (
 	"cwm/internal/tracer"
 )
 
-// TraceRecord is a trace to predict: a line of cwm trace func
-// (tracer.Record) or cwm trace repo (tracer.Episode), of which only these
-// fields are read.
-type TraceRecord struct {
-	ID      string        `json:"id"`
-	Status  string        `json:"status"`
-	Context string        `json:"context"`
-	Frames  []trace.Frame `json:"frames"`
-}
+// TraceRecord is a trace to predict (tracer.TraceLine).
+type TraceRecord = tracer.TraceLine
 
-// LoadTraces reads traces files; incomplete traces (status other than ok
-// and exception) are skipped and counted.
+// LoadTraces reads a traces file; incomplete traces are skipped and
+// counted. Ids must be unique: a prediction's line is keyed by its trace.
 func LoadTraces(path string) (recs []TraceRecord, skipped int, err error) {
+	recs, skipped, err = tracer.LoadTraceLines(path)
+	if err != nil {
+		return nil, 0, err
+	}
 	seen := map[string]bool{}
-	err = jsonl.DecodeInput(path, func(_ int, r TraceRecord) error {
-		switch {
-		case r.ID == "":
-			return errkind.New(errkind.Input, "trace without id")
-		case seen[r.ID]:
-			return errkind.New(errkind.Input, fmt.Sprintf("duplicate id %q", r.ID))
+	for _, r := range recs {
+		if seen[r.ID] {
+			return nil, 0, errkind.New(errkind.Input, fmt.Sprintf("%s: duplicate id %q", path, r.ID))
 		}
 		seen[r.ID] = true
-		if !tracer.Status(r.Status).Complete() || len(r.Frames) == 0 {
-			skipped++
-			return nil
-		}
-		recs = append(recs, r)
-		return nil
-	})
-	return recs, skipped, err
+	}
+	return recs, skipped, nil
 }
 
-// Prompt is the trace prompt of r: CWM's opening, the context, the
+// TracePrompt is the trace prompt of r: CWM's opening, the context, the
 // start-of-trace sentinel, then the first step frames, as the trace's
 // text has them.
-func (r *TraceRecord) Prompt(step int) string {
+func TracePrompt(r *TraceRecord, step int) string {
 	b := []byte(trace.TokBeginOfText + trace.TokTraceContextStart + r.Context + trace.TokFrameSep)
 	for _, f := range r.Frames[:step] {
 		b = trace.AppendFrame(b, f)
@@ -148,7 +136,7 @@ type FidelityLine struct {
 // Prompt(0)) against r.
 func ScoreFull(r *TraceRecord, completion string) FidelityLine {
 	l := FidelityLine{ID: r.ID, Task: "full", Completion: completion, TrueFrames: len(r.Frames), ByKind: map[string]Counts{}}
-	text := r.Prompt(0) + completion
+	text := TracePrompt(r, 0) + completion
 	if !strings.Contains(completion, trace.TokEndOfText) {
 		text += trace.TokEndOfText // servers strip the stop sequence
 	}
@@ -307,7 +295,7 @@ func RunFidelity(ctx context.Context, opts FidelityOptions) (*FidelitySummary, e
 	run, err := runStage(ctx, stage[fitem, FidelityLine]{label: "eval fidelity", items: items, key: fitem.key, lineKey: FidelityLineKey,
 		out: opts.Out, shard: opts.Shard, concurrency: opts.Concurrency, progress: opts.Progress,
 		do: func(ctx context.Context, it fitem) (FidelityLine, error) {
-			pr := Prompt{Text: it.r.Prompt(it.step), Stop: []string{trace.TokEndOfText}}
+			pr := Prompt{Text: TracePrompt(it.r, it.step), Stop: []string{trace.TokEndOfText}}
 			if it.task == "next" {
 				pr.Stop = []string{trace.TokFrameSep}
 			}

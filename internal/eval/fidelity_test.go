@@ -144,9 +144,9 @@ func TestRunFidelity(t *testing.T) {
 	if fmt.Sprint(steps) != "[1 4 7 10]" {
 		t.Fatalf("steps %v", steps)
 	}
-	replies := map[string]string{r.Prompt(0): frames(r.Frames)}
+	replies := map[string]string{TracePrompt(&r, 0): frames(r.Frames)}
 	for _, s := range steps {
-		replies[r.Prompt(s)] = string(trace.AppendFrame(nil, r.Frames[s]))
+		replies[TracePrompt(&r, s)] = string(trace.AppendFrame(nil, r.Frames[s]))
 	}
 	wrong := r.Frames[10]
 	wrong.Locals = append([]trace.Local{}, wrong.Locals...)
@@ -155,7 +155,7 @@ func TestRunFidelity(t *testing.T) {
 			wrong.Locals[i].Value = "7"
 		}
 	}
-	replies[r.Prompt(10)] = strings.TrimSuffix(string(trace.AppendFrame(nil, wrong)), trace.TokFrameSep)
+	replies[TracePrompt(&r, 10)] = strings.TrimSuffix(string(trace.AppendFrame(nil, wrong)), trace.TokFrameSep)
 	srv, err := modeltest.Start(func(q *modeltest.Request) modeltest.Reply {
 		rep, ok := replies[q.Prompt]
 		if !ok {

@@ -75,7 +75,7 @@ func knownInputs(t *testing.T, dir string) []string {
 		for _, f := range r.Frames {
 			b.WriteString(string(appendFrame(f)))
 		}
-		replies[r.Prompt(0)] = b.String()
+		replies[eval.TracePrompt(&r, 0)] = b.String()
 	}
 	tr := &trajectory.Trajectory{TaskID: "t1", Messages: []model.Message{{Role: "user", Content: "Fix it."},
 		{Role: "assistant", Content: "<tool: bash>\nls\n</tool>"}, {Role: "tool", Content: "README.md"},
