@@ -17,6 +17,7 @@ import (
 	"cwm/internal/eval"
 	"cwm/internal/jsonl"
 	"cwm/internal/trace"
+	"cwm/internal/tracer"
 )
 
 // Kind is what a file holds, told from its first line.
@@ -302,13 +303,7 @@ func (r *Report) addCrux(name, path string, in *Input) error {
 }
 
 func (r *Report) addTraces(path string, in *Input) error {
-	type rec struct {
-		ID      string        `json:"id"`
-		Status  string        `json:"status"`
-		Context string        `json:"context"`
-		Frames  []trace.Frame `json:"frames"`
-	}
-	return jsonl.Decode(path, func(_ int, t rec) error {
+	return jsonl.Decode(path, func(_ int, t tracer.TraceLine) error {
 		in.Lines++
 		if len(r.Viewer.Traces) >= MaxViewTraces || len(t.Frames) == 0 {
 			return nil
