@@ -7,7 +7,7 @@ BIN     := bin/cwm
 # sandbox init and worker that re-executes cwm.
 export CGO_ENABLED := 0
 PYTHON  := /usr/bin/python3
-DEB_PKGS := python3 python3-pytest python3-venv python3-setuptools git patch bubblewrap hyperfine apparmor slurm-wlm munge docker-registry apache2-utils
+DEB_PKGS := python3 python3-pytest python3-venv python3-setuptools git patch bubblewrap hyperfine apparmor slurm-wlm munge docker-registry apache2-utils chromium
 
 .PHONY: all setup build test test-vm bench demo clean
 
@@ -62,6 +62,8 @@ bench: setup build
 	$(GO) test -run '^$$' -bench 'Reset|Clone' -benchtime 100x -timeout 30m ./internal/envserver/
 	$(GO) test -run '^$$' -bench 'IdleEpisodes' -benchtime 1x -timeout 30m ./internal/envserver/
 	$(GO) test -run '^$$' -bench 'Soak' -benchtime 10000x -timeout 60m ./internal/envserver/
+	$(GO) test -run '^$$' -bench 'Harness' -benchtime 3x -timeout 30m ./internal/eval/
+	$(GO) test -run '^$$' -bench 'Score' -benchtime 200x -timeout 30m ./internal/eval/
 
 demo: setup build
 	./scripts/demo.sh

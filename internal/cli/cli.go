@@ -45,6 +45,11 @@ var Program = &command.Program{
 		func() command.Command { return &forageCmd{} },
 		func() command.Command { return &mergeCmd{} },
 		func() command.Command { return &serveCmd{} },
+		func() command.Command { return &evalCruxCmd{} },
+		func() command.Command { return &evalHaltCmd{} },
+		func() command.Command { return &evalFidelityCmd{} },
+		func() command.Command { return &evalObserveCmd{} },
+		func() command.Command { return &reportCmd{} },
 	}),
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"cwm/internal/batch"
+	"cwm/internal/eval"
 	"cwm/internal/jsonl"
 	"cwm/internal/reward"
 	"cwm/internal/task"
@@ -44,6 +45,10 @@ var mergeStages = map[string]mergeStage{
 	"tasks validate": {lineKey: jsonl.Field("instance_id"), expected: tasksInputs},
 	"reward":         {lineKey: rewardLine, itemKey: rewardGroup},
 	"forage":         {lineKey: trajectory.LineKey, expected: forageInputs},
+	"eval cruxeval":  {lineKey: eval.SampleLineKey},
+	"eval halt":      {lineKey: eval.SampleLineKey},
+	"eval fidelity":  {lineKey: eval.FidelityLineKey},
+	"eval observe":   {lineKey: eval.ObserveLineKey},
 }
 
 func mergeStageNames() string {

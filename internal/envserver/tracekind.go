@@ -8,42 +8,17 @@ import (
 	"strings"
 
 	"cwm/internal/errkind"
-	"cwm/internal/jsonl"
 	"cwm/internal/trace"
 	"cwm/internal/tracer"
 )
 
-// TraceRecord is a trace a trace episode runs on: a line of cwm trace
-// func (tracer.Record) or cwm trace repo (tracer.Episode), of which only
-// these fields are read.
-type TraceRecord struct {
-	ID      string        `json:"id"`
-	Status  string        `json:"status"`
-	Context string        `json:"context"`
-	Frames  []trace.Frame `json:"frames"`
-}
+// TraceRecord is a trace a trace episode runs on (tracer.TraceLine).
+type TraceRecord = tracer.TraceLine
 
-// LoadTraces reads traces files for Options.Traces. Traces that are not
-// complete (status other than ok and exception) cannot be predicted to
-// their end and are skipped; skipped says how many.
+// LoadTraces reads traces files for Options.Traces; incomplete traces are
+// skipped and counted (tracer.LoadTraceLines).
 func LoadTraces(paths []string) (recs []TraceRecord, skipped int, err error) {
-	for _, p := range paths {
-		err := jsonl.DecodeInput(p, func(_ int, r TraceRecord) error {
-			if r.ID == "" {
-				return errkind.New(errkind.Input, "trace without id")
-			}
-			if !tracer.Status(r.Status).Complete() || len(r.Frames) == 0 {
-				skipped++
-				return nil
-			}
-			recs = append(recs, r)
-			return nil
-		})
-		if err != nil {
-			return nil, 0, err
-		}
-	}
-	return recs, skipped, nil
+	return tracer.LoadTraceLines(paths...)
 }
 
 // traceAction is a step of a trace episode: the model's prediction of the

@@ -210,38 +210,53 @@ func (c *Client) Complete(ctx context.Context, req Request) (Reply, error) {
 		return Reply{}, err
 	}
 	var rep Reply
-	for attempt := 0; ; attempt++ {
-		res, err := c.attempt(ctx, params)
+	res, err := withRetries(ctx, c, &rep.Retries, func(ctx context.Context) (*openai.ChatCompletion, error) {
+		return c.attempt(ctx, params)
+	}, func(res *openai.ChatCompletion) bool { return len(res.Choices) == 0 })
+	if err != nil {
+		return Reply{}, err
+	}
+	c.fill(&rep, res, req.Messages)
+	rep.Duration = time.Since(start)
+	return rep, nil
+}
+
+// withRetries makes attempts until one succeeds, a failure is not worth
+// retrying, or the retries run out (then the error is a *ModelError),
+// counting the retries in rs by cause. A result empty reports as empty
+// (no choices) is a failure that retrying cannot fix.
+func withRetries[T any](ctx context.Context, c *Client, rs *Retries, attempt func(context.Context) (T, error), empty func(T) bool) (T, error) {
+	var zero T
+	for n := 0; ; n++ {
+		res, err := attempt(ctx)
 		if ctx.Err() != nil {
-			return Reply{}, ctx.Err()
+			return zero, ctx.Err()
 		}
 		if err == nil {
-			if len(res.Choices) == 0 {
-				return Reply{}, &ModelError{Attempts: attempt + 1, Retries: rep.Retries, Err: errors.New("reply has no choices")}
+			if empty(res) {
+				return zero, &ModelError{Attempts: n + 1, Retries: *rs, Err: errors.New("reply has no choices")}
 			}
-			c.fill(&rep, res, req.Messages)
-			rep.Duration = time.Since(start)
-			return rep, nil
+			return res, nil
 		}
 		cause, retry := classify(err)
-		if !retry || attempt >= c.cfg.MaxRetries {
-			return Reply{}, &ModelError{Attempts: attempt + 1, Retries: rep.Retries, Err: err}
+		if !retry || n >= c.cfg.MaxRetries {
+			return zero, &ModelError{Attempts: n + 1, Retries: *rs, Err: err}
 		}
 		switch cause {
 		case "rate_limited":
-			rep.Retries.RateLimited++
+			rs.RateLimited++
 		case "server_error":
-			rep.Retries.ServerError++
+			rs.ServerError++
 		case "timeout":
-			rep.Retries.Timeout++
+			rs.Timeout++
 		default:
-			rep.Retries.Network++
+			rs.Network++
 		}
-		t := time.NewTimer(c.backoff(attempt, err))
+		t := time.NewTimer(c.backoff(n, err))
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return Reply{}, ctx.Err()
+			return zero, ctx.Err()
 		case <-t.C:
 		}
 	}
@@ -308,25 +323,10 @@ func (c *Client) params(req Request) (openai.ChatCompletionNewParams, error) {
 		}
 		p.Messages[i] = param.Override[openai.ChatCompletionMessageParamUnion](json.RawMessage(b))
 	}
-	s := c.cfg.Sampling
-	if s.Temperature != nil {
-		p.Temperature = param.NewOpt(*s.Temperature)
-	}
-	if s.TopP != nil {
-		p.TopP = param.NewOpt(*s.TopP)
-	}
-	if s.MaxTokens > 0 {
-		p.MaxTokens = param.NewOpt(int64(s.MaxTokens))
-	}
-	seed := s.Seed
-	if req.Seed != nil {
-		seed = req.Seed
-	}
-	if seed != nil {
-		p.Seed = param.NewOpt(*seed)
-	}
-	if len(s.Stop) > 0 {
-		p.Stop = openai.ChatCompletionNewParamsStopUnion{OfStringArray: s.Stop}
+	o := c.sampling(req.Seed, nil)
+	p.Temperature, p.TopP, p.MaxTokens, p.Seed = o.temperature, o.topP, o.maxTokens, o.seed
+	if len(o.stop) > 0 {
+		p.Stop = openai.ChatCompletionNewParamsStopUnion{OfStringArray: o.stop}
 	}
 	for _, t := range req.Tools {
 		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
@@ -389,4 +389,39 @@ func reasoning(raw string) string {
 		return *m.Reasoning
 	}
 	return ""
+}
+
+// samplingParams are the sampling parameters of one request in the
+// library's optional form (unset: left to the server).
+type samplingParams struct {
+	temperature, topP param.Opt[float64]
+	maxTokens, seed   param.Opt[int64]
+	stop              []string
+}
+
+// sampling is the client's sampling parameters with a request's seed and
+// stop sequences, when set, in place of the client's.
+func (c *Client) sampling(seed *int64, stop []string) samplingParams {
+	s := c.cfg.Sampling
+	var o samplingParams
+	if s.Temperature != nil {
+		o.temperature = param.NewOpt(*s.Temperature)
+	}
+	if s.TopP != nil {
+		o.topP = param.NewOpt(*s.TopP)
+	}
+	if s.MaxTokens > 0 {
+		o.maxTokens = param.NewOpt(int64(s.MaxTokens))
+	}
+	if seed == nil {
+		seed = s.Seed
+	}
+	if seed != nil {
+		o.seed = param.NewOpt(*seed)
+	}
+	o.stop = s.Stop
+	if stop != nil {
+		o.stop = stop
+	}
+	return o
 }

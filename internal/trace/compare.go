@@ -1,6 +1,9 @@
 package trace
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Fidelity is how well a predicted trace follows the true one: the
 // trace-prediction metrics of CWM-SPEC 1.6.
@@ -151,4 +154,15 @@ func entryOutput(frames []Frame) (string, bool) {
 		return "return " + frames[i].Arg, true
 	}
 	return "", false
+}
+
+// EntryOutput is how the entry scope of frames exits: the value text of
+// its return frame, or (raised) of the exception that precedes that
+// return; ok is false when the entry scope never returns.
+func EntryOutput(frames []Frame) (value string, raised, ok bool) {
+	s, ok := entryOutput(frames)
+	if v, r := strings.CutPrefix(s, "raise "); r {
+		return v, true, ok
+	}
+	return strings.TrimPrefix(s, "return "), false, ok
 }

@@ -123,3 +123,20 @@ func TestCompareEmpty(t *testing.T) {
 		t.Errorf("Compare(empty, empty) = %+v, want exact 1, no divergence, no output", got)
 	}
 }
+
+func TestEntryOutputAndSpecialToken(t *testing.T) {
+	ret := []Frame{{Event: Call, Source: "def main():"}, {Event: Return, Source: "    return 1", Arg: "1"}}
+	if v, raised, ok := EntryOutput(ret); v != "1" || raised || !ok {
+		t.Errorf("return: %q %v %v", v, raised, ok)
+	}
+	exc := []Frame{{Event: Call, Source: "def main():"}, {Event: Exception, Source: "    1/0", Arg: "(ZeroDivisionError)"}, {Event: Return, Source: "    1/0", Arg: "None"}}
+	if v, raised, ok := EntryOutput(exc); v != "(ZeroDivisionError)" || !raised || !ok {
+		t.Errorf("exception: %q %v %v", v, raised, ok)
+	}
+	if _, _, ok := EntryOutput(ret[:1]); ok {
+		t.Error("a trace that never returns has an output")
+	}
+	if SpecialToken("a <|arg_sep|> b") != TokArgSep || SpecialToken("<|x|>") != "" {
+		t.Error("SpecialToken")
+	}
+}

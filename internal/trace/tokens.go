@@ -98,3 +98,14 @@ func indexToken(s string) (int, string) {
 		i += 2
 	}
 }
+
+// SpecialToken returns the first of the grammar's tokens that s contains,
+// or "": text holding one cannot be a trace's context.
+func SpecialToken(s string) string {
+	for _, tok := range specialTokens {
+		if strings.Contains(s, tok) {
+			return tok
+		}
+	}
+	return ""
+}

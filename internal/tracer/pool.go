@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"regexp"
 	"runtime"
-	"strings"
 	"sync"
 	"time"
 
@@ -167,14 +166,14 @@ func (p *Pool) trace(ctx context.Context, f Func, stopAtCap bool) Result {
 
 var definesMain = regexp.MustCompile(`(?m)^(async\s+)?def\s+main\s*\(|^main\s*=`)
 
-// unrepresentable says why code cannot be traced in CWM's format, or "".
+// Unrepresentable says why code cannot be traced (nor run by a Pool) in
+// CWM's frame, or "": it holds one of the format's special tokens, or
+// defines main, the entry point's name.
+func Unrepresentable(code string) string { return unrepresentable(code) }
+
 func unrepresentable(code string) string {
-	for _, tok := range []string{trace.TokBeginOfText, trace.TokEndOfText, trace.TokFrameSep,
-		trace.TokActionSep, trace.TokReturnSep, trace.TokCallSep, trace.TokLineSep,
-		trace.TokExceptionSep, trace.TokArgSep, trace.TokTraceContextStart} {
-		if strings.Contains(code, tok) {
-			return fmt.Sprintf("the code contains the special token %s, which the trace text cannot carry in its context", tok)
-		}
+	if tok := trace.SpecialToken(code); tok != "" {
+		return fmt.Sprintf("the code contains the special token %s, which the trace text cannot carry in its context", tok)
 	}
 	if definesMain.MatchString(code) {
 		return "the code defines main, the name of the trace's entry point; rename it"

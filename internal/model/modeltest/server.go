@@ -59,6 +59,9 @@ type Request struct {
 	MaxTokens   *int      `json:"max_tokens"`
 	Seed        *int64    `json:"seed"`
 	Stop        []string  `json:"stop"`
+	// Prompt is the prompt of a text completion (/v1/completions); empty
+	// for a chat completion.
+	Prompt string `json:"prompt"`
 	// Header is the request's HTTP header.
 	Header http.Header `json:"-"`
 	// Body is the request's body as received.
@@ -77,15 +80,19 @@ func (r *Request) Turn() int {
 	return n
 }
 
-// Issue is the first user message (where the task's issue is), or "".
+// Issue is the first user message (where the task's issue is), the prompt
+// of a text completion, or "".
 func (r *Request) Issue() string {
 	for _, m := range r.Messages {
 		if m.Role == "user" {
 			return m.Content
 		}
 	}
-	return ""
+	return r.Prompt
 }
+
+// Text reports whether the request is a text completion (/v1/completions).
+func (r *Request) Text() bool { return r.Messages == nil && r.Prompt != "" }
 
 // Reply is what the server answers to one request.
 type Reply struct {
@@ -140,6 +147,7 @@ func Start(script Script, record bool) (*Server, error) {
 	s := &Server{URL: "http://" + ln.Addr().String() + "/v1", script: script, ln: ln, record: record, done: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.complete)
+	mux.HandleFunc("POST /v1/completions", s.complete)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(s.done)
@@ -205,6 +213,7 @@ func (s *Server) complete(w http.ResponseWriter, hr *http.Request) {
 		writeError(w, rep.Status, msg)
 		return
 	}
+	text := hr.URL.Path == "/v1/completions"
 	msg := map[string]any{"role": "assistant", "content": rep.Content}
 	if rep.Reasoning != "" {
 		msg["reasoning_content"] = rep.Reasoning
@@ -218,10 +227,16 @@ func (s *Server) complete(w http.ResponseWriter, hr *http.Request) {
 		"id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": req.Model,
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
 	}
+	if text {
+		body = map[string]any{
+			"id": "cmpl-fake", "object": "text_completion", "created": 0, "model": req.Model,
+			"choices": []any{map[string]any{"index": 0, "text": rep.Content, "logprobs": nil, "finish_reason": finish}},
+		}
+	}
 	if !rep.NoUsage {
 		u := rep.Usage
 		if u == nil {
-			n := 0
+			n := len(req.Prompt)
 			for _, m := range req.Messages {
 				n += len(m.Content)
 			}

@@ -1,0 +1,180 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"runtime"
+	"strconv"
+
+	"cwm/internal/command"
+	"cwm/internal/eval"
+	"cwm/internal/shard"
+)
+
+type evalCruxCmd struct {
+	endpointFlags
+	thinkFlags
+	in, out, mode, api string
+	samples            int
+	scoreWorkers       int
+	limit              int
+	shard              string
+	showPrompt         bool
+	id                 string
+	json, quiet        bool
+}
+
+func (*evalCruxCmd) Name() string { return "eval cruxeval" }
+func (*evalCruxCmd) Synopsis() string {
+	return "score a model on CruxEval's output prediction in CWM's four ways of answering"
+}
+func (*evalCruxCmd) Usage() string {
+	return `--model NAME --base-url URL --out OUT.jsonl [--mode MODE] [flags]
+Asks the model for the output of each CruxEval problem (the 800 of CRUXEval,
+embedded; or --in, a file in its form: {"id", "code", "input", "output"})
+and scores each answer as CruxEval's evaluate_score does: an answer that
+contains the call f(INPUT) is wrong; otherwise the code followed by
+"assert OUTPUT == ANSWER" runs in a sandbox, and the answer is right if it
+ends within 3 s without raising.
+
+--mode is how the model answers:
+  direct       CruxEval's prompt: two few-shot [PYTHON]/[ANSWER] examples,
+               stop at [/ANSWER]
+  direct-cot   CruxEval's chain-of-thought prompt ([THOUGHT] first)
+  trace-final  CWM's trace prompt, main's first frames given and its return
+               frame opened: the model writes the returned value only
+  trace-full   CWM's trace prompt: the model writes the whole trace; the
+               answer is the value main returns in it
+  reasoning    CWM's reasoning system prompt and <think>, then [ANSWER] tags
+--api completions (default) sends raw text to /v1/completions (the trace
+modes need it; reasoning renders CWM's chat template); --api chat sends the
+prompt as messages to /v1/chat/completions. --show-prompt prints the
+prompt of one problem (--id, default the first) and exits.
+
+Each sample is one line of --out (the completion, the answer, the verdict,
+tokens); the file is appended to, resumed (a re-run asks only for samples
+not in it) and holds one mode. --samples N asks N completions per problem
+(sample k with --seed+k) for pass@k by the unbiased estimator. --shard i/n
+runs shard i of n. Prints pass@1 (with its standard error), pass@k, tokens
+per answer and the verdicts (--json: as JSON). Exits 1 when the model
+server failed samples after its retries; a re-run retries them. See
+docs/eval.md.
+
+Examples:
+  cwm eval cruxeval --model cwm --base-url http://localhost:8000/v1 --mode trace-full --out full.jsonl
+  cwm eval cruxeval --mode direct --show-prompt --id sample_3
+  cwm eval cruxeval --model qwen3:32b --base-url http://localhost:11434/v1 --api chat \
+      --mode reasoning --samples 5 --temperature 0.6 --out reasoning.jsonl`
+}
+
+// maxTokensByMode are the default completion lengths: an answer, a
+// chain of thought, a value, a whole trace, a reasoning.
+var maxTokensByMode = map[eval.Mode]int{eval.Direct: 512, eval.DirectCoT: 2048, eval.TraceFinal: 512,
+	eval.TraceFull: 16384, eval.Reasoning: 16384}
+
+func (c *evalCruxCmd) Flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.in, "in", "", "problems `file` in CruxEval's form (default: CruxEval's 800, embedded)")
+	fs.StringVar(&c.out, "out", "", "output `file` (JSONL, one line per sample; appended to, resumed)")
+	fs.StringVar(&c.mode, "mode", "direct", "how the model answers: direct, direct-cot, trace-final, trace-full or reasoning")
+	fs.StringVar(&c.api, "api", "completions", "endpoint: completions (raw text) or chat (messages)")
+	fs.IntVar(&c.samples, "samples", 1, "completions per problem (pass@k for k up to N)")
+	fs.IntVar(&c.scoreWorkers, "score-workers", runtime.NumCPU(), "sandboxed Python servers scoring answers")
+	fs.IntVar(&c.limit, "limit", 0, "only the first `N` problems (0: all)")
+	shardFlag(fs, &c.shard, "run the (problem, sample) pairs")
+	fs.BoolVar(&c.showPrompt, "show-prompt", false, "print the prompt of one problem and exit")
+	fs.StringVar(&c.id, "id", "", "the problem --show-prompt shows (default: the first)")
+	fs.BoolVar(&c.json, "json", false, "print the summary as JSON")
+	fs.BoolVar(&c.quiet, "quiet", false, "print no progress")
+	c.thinkFlags.register(fs)
+	c.endpointFlags.register(fs, "512 direct and trace-final, 2048 direct-cot, 16384 trace-full and reasoning")
+}
+
+func (c *evalCruxCmd) Run(ctx context.Context, e *command.Env, args []string) error {
+	if len(args) > 0 {
+		return command.Usagef("unexpected arguments %q", args)
+	}
+	mode, err := eval.ParseMode(c.mode)
+	if err != nil {
+		return command.UsageError("--mode: " + err.Error())
+	}
+	api, err := parseAPI(c.api)
+	if err != nil {
+		return err
+	}
+	if c.samples < 1 || c.scoreWorkers < 1 || c.limit < 0 {
+		return command.Usagef("--samples and --score-workers must be at least 1, --limit not negative")
+	}
+	problems := eval.CruxEval()
+	if c.in != "" {
+		if problems, err = eval.LoadProblems(c.in); err != nil {
+			return err
+		}
+	}
+	if c.limit > 0 && c.limit < len(problems) {
+		problems = problems[:c.limit]
+	}
+	if c.showPrompt {
+		return c.printPrompt(e, mode, api, problems)
+	}
+	if err := c.endpointFlags.check(); err != nil {
+		return err
+	}
+	if c.out == "" {
+		return command.Usagef("--out is required")
+	}
+	if _, err := eval.BuildPrompt(mode, api, &problems[0]); err != nil {
+		return command.UsageError(err.Error())
+	}
+	part, err := shard.Parse(c.shard)
+	if err != nil {
+		return command.Usagef("--shard: %v", err)
+	}
+	client, err := c.client(maxTokensByMode[mode])
+	if err != nil {
+		return err
+	}
+	sr, err := startEvalShard(c.Name(), c.out, part, c.in, "mode", string(mode), "samples", strconv.Itoa(c.samples))
+	if err != nil {
+		return err
+	}
+	scorer, stop, err := startRunner(ctx, e, c.scoreWorkers, 0)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	opts := eval.Options{Problems: problems, Mode: mode, API: api, Samples: c.samples, Seed: c.seed.ptr(), Think: c.think(),
+		Client: client, Checker: scorer, Out: c.out, Shard: part, Concurrency: c.concurrency,
+		OnModelError: func(id string, s int, err error) {
+			fmt.Fprintf(e.Stderr, "cwm eval cruxeval: %s sample %d: %v\n", id, s, err)
+		}}
+	if !c.quiet {
+		opts.Progress = e.Stderr
+	}
+	sum, err := eval.Run(ctx, opts)
+	if err != nil {
+		return finishEval(ctx, e, err, c.json, nil, 0, sr, 0)
+	}
+	return finishEval(ctx, e, nil, c.json, sum, sum.ModelErrors, sr, sum.Samples+sum.Missing)
+}
+
+func (c *evalCruxCmd) printPrompt(e *command.Env, mode eval.Mode, api eval.API, problems []eval.Problem) error {
+	p := &problems[0]
+	if c.id != "" {
+		p = nil
+		for i := range problems {
+			if problems[i].ID == c.id {
+				p = &problems[i]
+			}
+		}
+		if p == nil {
+			return command.Usagef("--id %q: no such problem", c.id)
+		}
+	}
+	pr, err := eval.BuildPromptThink(mode, api, p, c.think())
+	if err != nil {
+		return command.UsageError(err.Error())
+	}
+	showPrompt(e, fmt.Sprintf("%s, mode %s, api %s, answer %s", p.ID, mode, api, p.Output), pr)
+	return nil
+}

@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"cwm/internal/batch"
+	"cwm/internal/command"
+	"cwm/internal/eval"
+	"cwm/internal/model"
+	"cwm/internal/sandbox"
+	"cwm/internal/shard"
+)
+
+// endpointFlags are the model endpoint's flags of the eval commands.
+type endpointFlags struct {
+	model, baseURL, apiKeyEnv string
+	temperature, topP         optFloat
+	maxTokens                 int
+	seed                      optInt
+	retries                   int
+	requestTimeout            time.Duration
+	concurrency               int
+}
+
+func (f *endpointFlags) register(fs *flag.FlagSet, maxTokens string) {
+	fs.StringVar(&f.model, "model", "", "model `name` as the server knows it")
+	fs.StringVar(&f.baseURL, "base-url", "", "OpenAI-compatible endpoint `URL`, e.g. http://localhost:8000/v1")
+	fs.StringVar(&f.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment `variable` holding the API key")
+	fs.Var(&f.temperature, "temperature", "sampling temperature (default: the server's)")
+	fs.Var(&f.topP, "top-p", "nucleus sampling top_p (default: the server's)")
+	fs.IntVar(&f.maxTokens, "max-tokens", 0, "completion `tokens` per answer (0: "+maxTokens+")")
+	fs.Var(&f.seed, "seed", "sampling seed; sample k of a problem uses seed+k")
+	fs.IntVar(&f.retries, "retries", 6, "retries of a failed model request (429, 5xx, network, timeout)")
+	fs.DurationVar(&f.requestTimeout, "request-timeout", 10*time.Minute, "limit of one model request")
+	fs.IntVar(&f.concurrency, "concurrency", 8, "model requests at once")
+}
+
+func (f *endpointFlags) check() error {
+	switch {
+	case f.model == "" || f.baseURL == "":
+		return command.Usagef("--model and --base-url are required")
+	case f.concurrency < 1 || f.maxTokens < 0:
+		return command.Usagef("--concurrency must be at least 1, --max-tokens not negative")
+	}
+	return nil
+}
+
+// client makes the model client; maxTokens is used when --max-tokens is 0.
+func (f *endpointFlags) client(maxTokens int) (*model.Client, error) {
+	retries := f.retries
+	if retries == 0 {
+		retries = -1 // the client's 0 means its default
+	}
+	if f.maxTokens > 0 {
+		maxTokens = f.maxTokens
+	}
+	c, err := model.NewClient(model.ClientConfig{
+		BaseURL: f.baseURL, APIKey: os.Getenv(f.apiKeyEnv), Model: f.model,
+		Sampling:   model.Sampling{Temperature: f.temperature.ptr(), TopP: f.topP.ptr(), MaxTokens: maxTokens},
+		MaxRetries: retries, RequestTimeout: f.requestTimeout,
+	})
+	if err != nil {
+		return nil, command.UsageError(err.Error())
+	}
+	return c, nil
+}
+
+// thinkFlags are the thinking tokens of the reasoning mode.
+type thinkFlags struct{ open, close string }
+
+func (t *thinkFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&t.open, "think-open", eval.DefaultThink.Open, "reasoning on --api completions: the `text` that opens the thinking, injected after the assistant header (e.g. <|reasoning_thinking_start|> for a model that thinks in such tokens)")
+	fs.StringVar(&t.close, "think-close", eval.DefaultThink.Close, "reasoning: the `text` that closes the thinking; the answer is read after its last occurrence")
+}
+
+func (t *thinkFlags) think() eval.Think { return eval.Think{Open: t.open, Close: t.close} }
+
+// parseAPI checks --api.
+func parseAPI(s string) (eval.API, error) {
+	if api := eval.API(s); api == eval.Completions || api == eval.Chat {
+		return api, nil
+	}
+	return "", command.Usagef("--api %q: want completions or chat", s)
+}
+
+// finishEval ends an eval command: an interrupted run says how to resume;
+// otherwise the summary is printed (as JSON with --json), and the command
+// fails when the model server failed items, or marks its shard done.
+func finishEval(ctx context.Context, e *command.Env, err error, asJSON bool, sum interface{ Write(io.Writer) },
+	modelErrors int, sr *batch.ShardRun, items int) error {
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted; run the same command again to resume: %w", ctx.Err())
+		}
+		return err
+	}
+	if asJSON {
+		err = writeJSON(e.Stdout, sum)
+	} else {
+		sum.Write(e.Stdout)
+	}
+	if err != nil {
+		return err
+	}
+	if modelErrors > 0 {
+		return fmt.Errorf("the model server failed %d requests after its retries; run again to retry them", modelErrors)
+	}
+	return sr.Finish(items)
+}
+
+// startRunner starts the sandboxed Python servers that score answers (or
+// run halting programs) with the given timeout; stop closes them and
+// their runtime.
+func startRunner(ctx context.Context, e *command.Env, workers int, timeout time.Duration) (_ *eval.Scorer, stop func(), err error) {
+	rt, err := sandbox.NewRuntime(sandbox.Options{Home: e.Home, Log: e.Log, Warm: -1})
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := eval.NewScorer(ctx, rt, workers, timeout)
+	if err != nil {
+		rt.Close()
+		return nil, nil, err
+	}
+	return s, func() { s.Close(); rt.Close() }, nil
+}
+
+// startEvalShard removes the shard marker of out before the run, and
+// records the parameters that decide its items.
+func startEvalShard(name, out string, part shard.Shard, input string, params ...string) (*batch.ShardRun, error) {
+	var inputs []string
+	if input != "" {
+		inputs = append(inputs, input)
+	}
+	sr, err := batch.StartShard(name, out, part, inputs...)
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i+1 < len(params); i += 2 {
+		sr.Param(params[i], params[i+1])
+	}
+	return sr, nil
+}
+
+// showPrompt prints a prompt exactly as it is sent (stdout) under a
+// header (stderr).
+func showPrompt(e *command.Env, header string, pr eval.Prompt) {
+	fmt.Fprintf(e.Stderr, "# %s, stop %q\n", header, pr.Stop)
+	// Exactly the text sent: a trace prompt ends without a newline.
+	fmt.Fprint(e.Stdout, pr.Text)
+	for _, m := range pr.Messages {
+		fmt.Fprintf(e.Stdout, "--- %s\n%s\n", m.Role, m.Content)
+	}
+}

@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strconv"
+
+	"cwm/internal/command"
+	"cwm/internal/eval"
+	"cwm/internal/shard"
+)
+
+type evalObserveCmd struct {
+	endpointFlags
+	trajectories, out, api string
+	perTraj                int
+	shard                  string
+	json, quiet            bool
+}
+
+func (*evalObserveCmd) Name() string { return "eval observe" }
+func (*evalObserveCmd) Synopsis() string {
+	return "score a model on predicting what the environment returned to an agent's actions"
+}
+func (*evalObserveCmd) Usage() string {
+	return `--trajectories TRAJ.jsonl --model NAME --base-url URL --out OUT.jsonl [flags]
+For each action of each trajectory (forage's output, or reward's), gives the
+model the conversation up to and including the action and asks for the
+observation the environment returned (the tool's output as the agent saw
+it). --api completions (default) renders CWM's chat template and opens the
+tool's reply (<|start_header_id|>tool: NAME<|end_header_id|>); --api chat
+sends the conversation as text messages and asks for the output.
+
+Scores: exact match; match after normalising what cannot be predicted
+(durations, clock times and dates, /tmp paths, memory addresses, process
+ids, commit hashes); difflib's similarity ratio of the normalised texts;
+overall and per tool. Format errors are not observations of the
+environment and are left out. --per-trajectory N keeps N actions of each
+trajectory, spread over it.
+
+Each prediction is one line of --out (appended to, resumed). See
+docs/eval.md.
+
+Example:
+  cwm eval observe --trajectories traj.jsonl --model cwm --base-url http://localhost:8000/v1 --out observe.jsonl`
+}
+
+func (c *evalObserveCmd) Flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.trajectories, "trajectories", "", "trajectories `file` (forage or reward output)")
+	fs.StringVar(&c.out, "out", "", "output `file` (JSONL, one line per prediction; appended to, resumed)")
+	fs.StringVar(&c.api, "api", "completions", "endpoint: completions (raw text) or chat (messages)")
+	fs.IntVar(&c.perTraj, "per-trajectory", 0, "at most `N` actions per trajectory (0: all)")
+	shardFlag(fs, &c.shard, "run the predictions")
+	fs.BoolVar(&c.json, "json", false, "print the summary as JSON")
+	fs.BoolVar(&c.quiet, "quiet", false, "print no progress")
+	c.endpointFlags.register(fs, "4096")
+}
+
+func (c *evalObserveCmd) Run(ctx context.Context, e *command.Env, args []string) error {
+	if len(args) > 0 {
+		return command.Usagef("unexpected arguments %q", args)
+	}
+	if c.trajectories == "" || c.out == "" {
+		return command.Usagef("--trajectories and --out are required")
+	}
+	if err := c.endpointFlags.check(); err != nil {
+		return err
+	}
+	api, err := parseAPI(c.api)
+	if err != nil {
+		return err
+	}
+	if c.perTraj < 0 {
+		return command.Usagef("--per-trajectory must not be negative")
+	}
+	part, err := shard.Parse(c.shard)
+	if err != nil {
+		return command.Usagef("--shard: %v", err)
+	}
+	obs, err := eval.LoadObservations(c.trajectories, c.perTraj)
+	if err != nil {
+		return err
+	}
+	if len(obs) == 0 {
+		return fmt.Errorf("%s: no actions with an observation", c.trajectories)
+	}
+	client, err := c.client(4096)
+	if err != nil {
+		return err
+	}
+	sr, err := startEvalShard(c.Name(), c.out, part, c.trajectories, "per-trajectory", strconv.Itoa(c.perTraj))
+	if err != nil {
+		return err
+	}
+	opts := eval.ObserveOptions{Observations: obs, API: api, Client: client, Out: c.out, Shard: part, Concurrency: c.concurrency,
+		OnModelError: func(key string, err error) { fmt.Fprintf(e.Stderr, "cwm eval observe: %s: %v\n", key, err) }}
+	if !c.quiet {
+		opts.Progress = e.Stderr
+	}
+	sum, err := eval.RunObserve(ctx, opts)
+	if err != nil {
+		return finishEval(ctx, e, err, c.json, nil, 0, sr, 0)
+	}
+	return finishEval(ctx, e, nil, c.json, sum, sum.ModelErrors, sr, sum.All.N+sum.Missing)
+}

@@ -1,0 +1,56 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"cwm/internal/command"
+	"cwm/internal/report"
+)
+
+type reportCmd struct {
+	out, title string
+}
+
+func (*reportCmd) Name() string { return "report" }
+func (*reportCmd) Synopsis() string {
+	return "make one static HTML page from eval, trace, tasks, trajectory and reward files"
+}
+func (*reportCmd) Usage() string {
+	return `--out REPORT.html FILE...
+Reads each FILE, tells its kind from its first line (the output of cwm eval
+cruxeval, eval halt, eval fidelity, trace func or trace repo, tasks, forage
+trajectories or reward's scored trajectories) and writes one HTML page that
+needs no network: CruxEval pass@1 per mode with 95% confidence intervals
+and per-problem tables, the halting confusion matrix with precision and
+recall, trace fidelity by tenth of the trace and by value kind, reward and
+turn distributions with per-task tables, and viewers that step through a
+trace (its locals at each frame) or a trajectory (message by message).
+Plots are inline SVG; the viewers' data is embedded (at most 50 traces of
+2000 frames and 50 trajectories). See docs/eval.md.
+
+Examples:
+  cwm report --out report.html direct.jsonl trace-full.jsonl halt.jsonl fidelity.jsonl traces.jsonl
+  cwm report --title "forage, week 3" --out forage.html scored.jsonl tasks.jsonl`
+}
+
+func (c *reportCmd) Flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.out, "out", "", "the HTML `file` to write")
+	fs.StringVar(&c.title, "title", "cwm report", "the page's title")
+}
+
+func (c *reportCmd) Run(ctx context.Context, e *command.Env, args []string) error {
+	if c.out == "" || len(args) == 0 {
+		return command.Usagef("--out and at least one file are required")
+	}
+	r, err := report.Build(c.title, args)
+	if err != nil {
+		return err
+	}
+	if err := report.WriteFile(c.out, r); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.Stderr, "cwm report: wrote %s from %d files\n", c.out, len(args))
+	return nil
+}
