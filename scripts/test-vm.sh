@@ -123,6 +123,12 @@ boot() {
 	accel=${CWM_VM_ACCEL:-$accel}
 	# Software emulation runs the tests 10-30 times slower: the wall-clock
 	# bounds they assert are scaled (internal/testtime), not the limits.
+	# A shorter run: CWM_VM_SUITES (the ordinary user's suites),
+	# CWM_VM_ROOT_SUITES (root's), CWM_VM_SKIP (tests to skip, a -test.skip
+	# pattern).
+	printf '%s' "${CWM_VM_SUITES:-}" >"$out/suites"
+	printf '%s' "${CWM_VM_ROOT_SUITES:-}" >"$out/root-suites"
+	printf '%s' "${CWM_VM_SKIP:-}" >"$out/skip"
 	if [ "$accel" = tcg ]; then echo "${CWM_VM_TIME_SCALE:-30}" >"$out/time-scale"; else echo "${CWM_VM_TIME_SCALE:-2}" >"$out/time-scale"; fi
 	say "booting $(basename "$kernel") ($accel, cgroup v2 only); results in $out"
 	timeout --foreground "$timeout" qemu-system-x86_64 -machine q35,accel=$accel -cpu $cpu -smp "$(nproc)" -m "$mem" \
@@ -140,9 +146,10 @@ boot() {
 
 report() {
 	[ -f "$out/results.tsv" ] || { say "no results (see $out/console.log)"; tail -30 "$out/console.log" >&2; exit 1; }
+	[ -f "$out/done" ] || say "the VM stopped before its last test: the table is partial"
 	printf '%-28s %-26s %-14s %6s %6s %6s\n' HOST PRIVILEGE SUITE PASS SKIP FAIL
 	awk -F'\t' '{printf "%-28s %-26s %-14s %6s %6s %6s\n", $1, $2, $3, $4, $5, $6}' "$out/results.tsv"
-	if awk -F'\t' '$6 != 0 {bad=1} END {exit !bad}' "$out/results.tsv"; then
+	if [ ! -f "$out/done" ] || awk -F'\t' '$6 != 0 {bad=1} END {exit !bad}' "$out/results.tsv"; then
 		say "failures: see $out/*.log"
 		exit 1
 	fi
