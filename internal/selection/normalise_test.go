@@ -91,11 +91,11 @@ func TestNormaliseNothing(t *testing.T) {
 func TestNormPython(t *testing.T) {
 	for in, want := range map[string]string{
 		`    return "_" .join( parts )  # fix`: `    return "_".join(parts)`,
-		`if not  x :`:                        `if not x:`,
-		`s = r"a # b"  # c`:                   `s=r"a # b"`,
-		`x = '''a  b'''`:                      `x='''a  b'''`,
-		`y = a+b`:                             `y=a+b`,
-		`y = a + b`:                           `y=a+b`,
+		`if not  x :`:                          `if not x:`,
+		`s = r"a # b"  # c`:                    `s=r"a # b"`,
+		`x = '''a  b'''`:                       `x='''a  b'''`,
+		`y = a+b`:                              `y=a+b`,
+		`y = a + b`:                            `y=a+b`,
 	} {
 		if got := normPython(in); got != want {
 			t.Errorf("normPython(%q) = %q, want %q", in, got, want)
