@@ -88,7 +88,7 @@ type Result struct {
 	Tests []GeneratedTest `json:"-"`
 	// Prompt is the test-generation prompt the model was given.
 	Prompt string `json:"-"`
-	Kept  []int           `json:"kept"`
+	Kept   []int  `json:"kept"`
 	// Reproducing, Irrelevant and Broken count the generated tests by
 	// their verdict on the unpatched tree (reproduced; resolved; other or
 	// no code).
@@ -133,8 +133,8 @@ type selection struct {
 	cands []Candidate
 	// rep is each class's representative patch (its first candidate's).
 	rep      map[string]string
-	applied  map[string]string   // class -> apply method ("failed" when it did not apply)
-	passes   map[string][]bool   // class -> pass by generated test index
+	applied  map[string]string    // class -> apply method ("failed" when it did not apply)
+	passes   map[string][]bool    // class -> pass by generated test index
 	verdicts map[string][]Verdict // class -> verdict by generated test index
 	regIDs   []string
 	reg      *regCache
