@@ -45,6 +45,7 @@ var Program = &command.Program{
 		func() command.Command { return &forageCmd{} },
 		func() command.Command { return &mergeCmd{} },
 		func() command.Command { return &serveCmd{} },
+		func() command.Command { return &selectCmd{} },
 	}),
 }
 

@@ -44,6 +44,7 @@ var mergeStages = map[string]mergeStage{
 	"tasks validate": {lineKey: jsonl.Field("instance_id"), expected: tasksInputs},
 	"reward":         {lineKey: rewardLine, itemKey: rewardGroup},
 	"forage":         {lineKey: trajectory.LineKey, expected: forageInputs},
+	"select":         {lineKey: jsonl.Field("instance_id")},
 }
 
 func mergeStageNames() string {
