@@ -19,6 +19,7 @@ import (
 type selectCmd struct {
 	tasks, candidates, out, model, baseURL string
 	name, method, apiKeyEnv, shard         string
+	verifierModel                          string
 	k, tests, keep, regression             int
 	concurrency, retries                   int
 	temperature                            optFloat
@@ -53,7 +54,10 @@ votes among equivalent patches, then fewest tokens; empty patches never
 win. A patch's regression run stops once it cannot win.
 
 --method best (default), majority (the most common normalised patch, no
-execution) or hybrid (not built yet). Unless --no-curves, every candidate
+execution) or hybrid (R2E-Gym's: among the patches tied at the most tests
+passed, the one --verifier-model gives the highest P("YES"), read from
+the logprobs of its <judgement>; the endpoint must return logprobs).
+Unless --no-curves, every candidate
 is then graded with the hidden tests and the summary shows pass@k,
 majority@k and best@k for k = 1, 2, 4 ... K (subsets: see docs/select.md).
 The generated tests are kept in PRED.jsonl.tests/INSTANCE.json.
@@ -76,6 +80,7 @@ func (c *selectCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment `variable` holding the API key")
 	fs.StringVar(&c.name, "name", "", "model_name_or_path of the predictions (default cwm-select-METHOD)")
 	fs.StringVar(&c.method, "method", "best", "how to pick: best, majority or hybrid")
+	fs.StringVar(&c.verifierModel, "verifier-model", "", "hybrid's verifier `name` on the same endpoint (default: --model); asked at temperature 0")
 	fs.IntVar(&c.k, "k", 0, "candidates per task, the first K (0: all)")
 	fs.IntVar(&c.tests, "tests", 40, "tests the model writes per task")
 	fs.IntVar(&c.keep, "keep", 5, "reproducing tests kept: those the most candidates pass")
@@ -101,8 +106,8 @@ func (c *selectCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		return command.Usagef("--tasks, --candidates, --out, --model and --base-url are required")
 	case method != selection.MethodBest && method != selection.MethodMajority && method != selection.MethodHybrid:
 		return command.Usagef("--method %q: want best, majority or hybrid", c.method)
-	case method == selection.MethodHybrid:
-		return command.Usagef("--method hybrid: the execution-free verifier is not built yet (see docs/select.md)")
+	case c.verifierModel != "" && method != selection.MethodHybrid:
+		return command.Usagef("--verifier-model is for --method hybrid")
 	case c.k < 0 || c.tests < 1 || c.keep < 1 || c.regression < 0 || c.concurrency < 1:
 		return command.Usagef("--tests, --keep and --concurrency must be at least 1, --k and --regression not negative")
 	}
@@ -120,6 +125,18 @@ func (c *selectCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	if err != nil {
 		return command.UsageError(err.Error())
 	}
+	var verifier *model.Client
+	if method == selection.MethodHybrid {
+		name := c.verifierModel
+		if name == "" {
+			name = c.model
+		}
+		zero := 0.0
+		if verifier, err = model.NewClient(model.ClientConfig{BaseURL: c.baseURL, APIKey: os.Getenv(c.apiKeyEnv), Model: name,
+			Sampling: model.Sampling{Temperature: &zero}, MaxRetries: retries, RequestTimeout: c.requestTimeout}); err != nil {
+			return command.UsageError(err.Error())
+		}
+	}
 	tasks, err := task.Load(c.tasks)
 	if err != nil {
 		return fmt.Errorf("load tasks: %w", err)
@@ -129,7 +146,7 @@ func (c *selectCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		name = "cwm-select-" + c.method
 	}
 	opts := selection.Options{
-		Config: selection.Config{Client: client, Tests: c.tests, Keep: c.keep, Regression: c.regression,
+		Config: selection.Config{Client: client, Verifier: verifier, Tests: c.tests, Keep: c.keep, Regression: c.regression,
 			Method: method, Curves: !c.noCurves},
 		Tasks: tasks, Candidates: c.candidates, K: c.k, Out: c.out, Name: name,
 		Store: env.NewStore(e.Home), Workers: c.concurrency, Shard: part}

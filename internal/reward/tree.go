@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"cwm/internal/env"
+	"cwm/internal/model"
 	"cwm/internal/sandbox"
 	"cwm/internal/task"
 )
@@ -50,6 +51,8 @@ type CandidateLine struct {
 	// Completion is the trajectory's completion tokens (0 for a
 	// prediction).
 	Completion int64
+	// Messages are the trajectory's messages (none for a prediction).
+	Messages []model.Message
 }
 
 // ParseCandidate reads one line of predictions or trajectories.
@@ -65,7 +68,7 @@ func ParseCandidate(line []byte) (CandidateLine, error) {
 	patch, from := c.graded()
 	cl := CandidateLine{ID: id, Model: model, Sample: sample, Patch: patch, From: from}
 	if c.isTrajectory {
-		cl.Completion = c.Tokens.Completion
+		cl.Completion, cl.Messages = c.Tokens.Completion, c.Messages
 	}
 	return cl, nil
 }

@@ -30,6 +30,9 @@ func (s *selection) describe(res *Result, p picked) {
 				}
 			}
 			cr.Scored = p.best.Classes[c.Class]
+			if py, ok := s.pyes[c.Class]; ok {
+				cr.PYes = &py
+			}
 		}
 		res.Candidates = append(res.Candidates, cr)
 	}
@@ -87,10 +90,21 @@ func (s *selection) curves(ctx context.Context, res *Result) error {
 			if p.best.Winner >= 0 && resolved[p.best.Winner] {
 				pt.Best++
 			}
+			if s.cfg.Method == MethodHybrid {
+				if pt.Hybrid == nil {
+					pt.Hybrid = new(float64)
+				}
+				if p.hybrid >= 0 && resolved[p.hybrid] {
+					*pt.Hybrid++
+				}
+			}
 		}
 		pt.Subsets = len(subsets)
 		pt.Majority /= float64(len(subsets))
 		pt.Best /= float64(len(subsets))
+		if pt.Hybrid != nil {
+			*pt.Hybrid /= float64(len(subsets))
+		}
 		res.Curve = append(res.Curve, pt)
 	}
 	return nil

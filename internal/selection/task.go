@@ -32,8 +32,11 @@ const (
 
 // Config is how a task's candidates are selected.
 type Config struct {
-	// Client writes the tests (and, for hybrid, judges the patches).
+	// Client writes the tests.
 	Client *model.Client
+	// Verifier judges the patches for hybrid (R2E-Gym's execution-free
+	// verifier: P("YES") from logprobs).
+	Verifier *model.Client
 	// Tests is how many tests the model writes (CWM: 40); Keep how many
 	// of the reproducing ones are kept (CWM: 5).
 	Tests, Keep int
@@ -68,6 +71,9 @@ type CandidateResult struct {
 	// Result.Kept.
 	Generated []Verdict `json:"generated,omitempty"`
 	Scored    *Scored   `json:"scored,omitempty"`
+	// PYes is the verifier's P(YES) for the candidate's class, when it
+	// was asked (hybrid, among the classes tied at the best score).
+	PYes *float64 `json:"p_yes,omitempty"`
 	// Resolved is the hidden tests' verdict (with curves only).
 	Resolved *bool `json:"resolved,omitempty"`
 }
@@ -80,6 +86,8 @@ type Result struct {
 	Winner   int    `json:"winner"`
 	Best     int    `json:"best"`
 	Majority int    `json:"majority"`
+	// Hybrid is the hybrid pick (method hybrid only).
+	Hybrid *int   `json:"hybrid,omitempty"`
 	Why      string `json:"why"`
 	// Classes counts the distinct non-empty normalised patches.
 	Classes    int               `json:"classes"`
@@ -138,6 +146,10 @@ type selection struct {
 	verdicts map[string][]Verdict // class -> verdict by generated test index
 	regIDs   []string
 	reg      *regCache
+	// repIndex is each class's representative candidate.
+	repIndex map[string]int
+	mu       sync.Mutex         // guards pyes
+	pyes     map[string]float64 // the verifier's P(YES) by class
 	// reproIdx are the indexes of the reproducing generated tests.
 	reproIdx []int
 }
@@ -146,7 +158,7 @@ type selection struct {
 func Select(ctx context.Context, sbs *env.Sandboxes, cfg Config, in Input) (*Result, error) {
 	start := time.Now()
 	s := &selection{cfg: cfg, in: in, tr: &trees{sbs: sbs, e: in.Env, t: in.Task, ran: cfg.AuditRun},
-		rep: map[string]string{}, applied: map[string]string{}, passes: map[string][]bool{}, verdicts: map[string][]Verdict{}}
+		rep: map[string]string{}, repIndex: map[string]int{}, pyes: map[string]float64{}, applied: map[string]string{}, passes: map[string][]bool{}, verdicts: map[string][]Verdict{}}
 	res := &Result{Method: cfg.Method, Winner: -1, Best: -1, Majority: -1}
 	var patches []string
 	for _, c := range in.Cands {
@@ -158,7 +170,7 @@ func Select(ctx context.Context, sbs *env.Sandboxes, cfg Config, in Input) (*Res
 		s.cands = append(s.cands, Candidate{Class: cl, Tokens: tok})
 		if cl != "" {
 			if _, ok := s.rep[cl]; !ok {
-				s.rep[cl] = c.Patch
+				s.rep[cl], s.repIndex[cl] = c.Patch, len(s.cands)-1
 			}
 			patches = append(patches, c.Patch)
 		}
@@ -180,6 +192,12 @@ func Select(ctx context.Context, sbs *env.Sandboxes, cfg Config, in Input) (*Res
 	}
 	res.Kept, res.Best, res.Majority, res.Why = pick.kept, pick.best.Winner, pick.majority, pick.best.Why
 	res.Winner = res.Best
+	if cfg.Method == MethodHybrid {
+		res.Hybrid, res.Winner = &pick.hybrid, pick.hybrid
+		if pick.hybrid >= 0 {
+			res.Why = pick.hybridWhy
+		}
+	}
 	if cfg.Method == MethodMajority {
 		res.Winner = res.Majority
 		if res.Winner >= 0 {
@@ -336,9 +354,11 @@ func (s *selection) candidatePhase(ctx context.Context, res *Result) error {
 
 // picked is the outcome of the picks on a subset of the candidates.
 type picked struct {
-	kept     []int
-	best     BestResult
-	majority int
+	kept      []int
+	best      BestResult
+	majority  int
+	hybrid    int // -1 unless the method is hybrid
+	hybridWhy string
 }
 
 // pick runs majority@k and best@k on the candidates idx (indexes into
@@ -357,7 +377,15 @@ func (s *selection) pick(ctx context.Context, idx []int) (picked, error) {
 	if err != nil {
 		return picked{}, err
 	}
-	p := picked{kept: kept, best: best, majority: Majority(cands)}
+	p := picked{kept: kept, best: best, majority: Majority(cands), hybrid: -1}
+	if s.cfg.Method == MethodHybrid {
+		if p.hybrid, p.hybridWhy, err = s.hybrid(ctx, cands, eligible, best); err != nil {
+			return picked{}, err
+		}
+		if p.hybrid >= 0 {
+			p.hybrid = idx[p.hybrid]
+		}
+	}
 	if best.Winner >= 0 {
 		p.best.Winner = idx[best.Winner]
 	}

@@ -6,6 +6,7 @@ package selectiontest
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,6 +97,11 @@ func SnakeTask(t testing.TB, e *env.Env, id string) (*task.Task, map[string]stri
 	return tk, map[string]string{"textkit/case.py": buggy, "textkit/distance.py": dist}
 }
 
+// WeakTests is a model that writes only the weak test, which a patch
+// dropping the separator passes too: the tests cannot tell it from the
+// gold patch.
+func WeakTests() []string { return []string{"```python\n" + weakTest + "```\n"} }
+
 // Scripted tests in Agentless's format, as the fake model writes them.
 func goodTest(in, want string) string {
 	return fmt.Sprintf("from textkit.case import snake_case\n\n\ndef test():\n    try:\n        got = snake_case(%q)\n"+
@@ -137,8 +143,18 @@ func ScriptedTests() []string {
 // Server serves replies by the request's seed (the test index) on
 // 127.0.0.1 until the test ends.
 func Server(t testing.TB, replies []string) *modeltest.Server {
+	return VerifierServer(t, replies, nil)
+}
+
+// VerifierServer is Server that also answers verifier requests (those
+// with a system message asking for a <judgement>): P(YES) is yes(the
+// request's user message), sent as the logprobs of the judgement token.
+func VerifierServer(t testing.TB, replies []string, yes func(user string) float64) *modeltest.Server {
 	t.Helper()
 	srv, err := modeltest.Start(func(r *modeltest.Request) modeltest.Reply {
+		if yes != nil && len(r.Messages) > 1 && r.Messages[0].Role == "system" && strings.Contains(r.Messages[0].Content, "<judgement>") {
+			return Judgement(yes(r.Messages[1].Content))
+		}
 		if r.Seed == nil || *r.Seed < 0 || int(*r.Seed) >= len(replies) {
 			return modeltest.Text("no seed")
 		}
@@ -149,6 +165,24 @@ func Server(t testing.TB, replies []string) *modeltest.Server {
 	}
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// Judgement is a verifier's reply "<judgement>YES</judgement>" (or NO
+// when p < 0.5) whose judgement token has P(YES) = p among its top
+// logprobs, tokenised as a Qwen tokenizer would.
+func Judgement(p float64) modeltest.Reply {
+	word := "YES"
+	if p < 0.5 {
+		word = "NO"
+	}
+	lp := func(x float64) float64 { return math.Log(max(x, 1e-9)) }
+	var toks []modeltest.TokenLogprob
+	for _, tok := range []string{"<", "jud", "gement", ">", word, "</", "jud", "gement", ">"} {
+		toks = append(toks, modeltest.TokenLogprob{Token: tok, Top: []modeltest.TopLogprob{{Token: tok}}})
+	}
+	toks[4].Logprob = lp(max(p, 1-p))
+	toks[4].Top = []modeltest.TopLogprob{{Token: "YES", Logprob: lp(p)}, {Token: "NO", Logprob: lp(1 - p)}}
+	return modeltest.Reply{Content: "<judgement>" + word + "</judgement>", Logprobs: toks}
 }
 
 // Model is a client of a Server of replies.
