@@ -11,10 +11,9 @@ import (
 
 	"cwm/internal/env"
 	"cwm/internal/envbuild"
-	"cwm/internal/selection/selectiontest"
 	"cwm/internal/sandbox"
+	"cwm/internal/selection/selectiontest"
 )
-
 
 var (
 	envOnce  sync.Once

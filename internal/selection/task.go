@@ -83,12 +83,12 @@ type Result struct {
 	Method Method `json:"method"`
 	// Winner is the chosen candidate (-1: none, every patch is empty or
 	// does not apply); Best and Majority are best@k's and majority@k's.
-	Winner   int    `json:"winner"`
-	Best     int    `json:"best"`
-	Majority int    `json:"majority"`
+	Winner   int `json:"winner"`
+	Best     int `json:"best"`
+	Majority int `json:"majority"`
 	// Hybrid is the hybrid pick (method hybrid only).
 	Hybrid *int   `json:"hybrid,omitempty"`
-	Why      string `json:"why"`
+	Why    string `json:"why"`
 	// Classes counts the distinct non-empty normalised patches.
 	Classes    int               `json:"classes"`
 	Candidates []CandidateResult `json:"candidates"`

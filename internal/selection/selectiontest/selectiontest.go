@@ -227,7 +227,6 @@ func EightCandidates(t testing.TB, tk *task.Task, base map[string]string) []rewa
 	return cands
 }
 
-
 // WrongCandidates are candidates none of which is correct: the shared
 // wrong patch twice, a patch that only breaks a regression test, and an
 // empty one.
