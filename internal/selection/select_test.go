@@ -11,6 +11,8 @@ import (
 
 	"cwm/internal/env"
 	"cwm/internal/envbuild"
+	"cwm/internal/model"
+	"cwm/internal/model/modeltest"
 	"cwm/internal/sandbox"
 	"cwm/internal/selection/selectiontest"
 )
@@ -191,3 +193,46 @@ func TestSelectEightCandidates(t *testing.T) {
 }
 
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+var readFile = os.ReadFile
+
+// TestNaiveSamePick: the naive procedure (every candidate, every test, no
+// early stopping) picks the same patch with more work, on one of the
+// benchmark's tasks.
+func TestNaiveSamePick(t *testing.T) {
+	sbs, e, _ := textkitEnv(t)
+	tk, cands := benchTask(t, e, 0)
+	srv, err := modeltest.Start(benchScript, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	client, err := model.NewClient(model.ClientConfig{BaseURL: srv.URL, Model: "fake", MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Client: client, Tests: 16, Keep: 5, Method: MethodBest}
+	sel, err := Select(context.Background(), sbs, cfg, Input{Task: tk, Env: e, Cands: cands})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Naive = true
+	nai, err := Select(context.Background(), sbs, cfg, Input{Task: tk, Env: e, Cands: cands})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Candidate 1 is the gold patch with one line of context: the fewest
+	// tokens of the gold class.
+	if sel.Winner != 1 || nai.Winner != 1 || fmt.Sprint(sel.Kept) != fmt.Sprint(nai.Kept) {
+		t.Errorf("winners %d and %d, kept %v and %v; want 1 both, the same tests", sel.Winner, nai.Winner, sel.Kept, nai.Kept)
+	}
+	// Selection: the unpatched tree, 4 classes, the gold regression run
+	// and the breaker's stopped one. Naive: the unpatched tree and 13
+	// non-empty candidates.
+	if sel.Counts.Sandboxes != 7 || nai.Counts.Sandboxes != 14 {
+		t.Errorf("sandboxes %d (selection) and %d (naive), want 7 and 14", sel.Counts.Sandboxes, nai.Counts.Sandboxes)
+	}
+	if sel.Counts.RegressionRuns >= nai.Counts.RegressionRuns/4 || sel.Counts.GeneratedRuns >= nai.Counts.GeneratedRuns/2 {
+		t.Errorf("selection work %+v against naive %+v: want far less", sel.Counts, nai.Counts)
+	}
+}

@@ -46,6 +46,11 @@ type Config struct {
 	// Curves grades every candidate with the hidden tests (after the
 	// selection) and computes the curves over k.
 	Curves bool
+	// Naive runs the naive procedure instead, the baseline of the
+	// benchmark: every non-empty candidate (not once per class) in a
+	// fresh sandbox runs every generated test and the whole regression
+	// set, with no early stopping. It picks the same patch.
+	Naive bool
 	// AuditRun, when set, is called with the ids of every regression run
 	// during selection (tests check that no hidden test ever runs).
 	AuditRun func(ids []string)
@@ -178,10 +183,14 @@ func Select(ctx context.Context, sbs *env.Sandboxes, cfg Config, in Input) (*Res
 	if err := s.unpatchedPhase(ctx, res, patches); err != nil {
 		return nil, err
 	}
-	if err := s.candidatePhase(ctx, res); err != nil {
+	s.reg = &regCache{s: s, runs: map[string]RegressionRun{}, limits: map[string]int{}}
+	phase := s.candidatePhase
+	if cfg.Naive {
+		phase = s.naivePhase
+	}
+	if err := phase(ctx, res); err != nil {
 		return nil, err
 	}
-	s.reg = &regCache{s: s, runs: map[string]RegressionRun{}, limits: map[string]int{}}
 	all := make([]int, len(s.cands))
 	for i := range all {
 		all[i] = i
@@ -373,7 +382,7 @@ func (s *selection) pick(ctx context.Context, idx []int) (picked, error) {
 	}
 	kept := KeepTests(cands, eligible, s.passes, s.reproIdx, s.cfg.Keep)
 	best, err := Best(ctx, BestInput{Cands: cands, Eligible: eligible, Generated: GeneratedScores(s.passes, kept),
-		RegressionSize: len(s.regIDs), Run: s.reg.run})
+		RegressionSize: len(s.regIDs), Run: s.reg.run, Exhaustive: s.cfg.Naive})
 	if err != nil {
 		return picked{}, err
 	}
