@@ -62,6 +62,7 @@ bench: setup build
 	$(GO) test -run '^$$' -bench 'Reset|Clone' -benchtime 100x -timeout 30m ./internal/envserver/
 	$(GO) test -run '^$$' -bench 'IdleEpisodes' -benchtime 1x -timeout 30m ./internal/envserver/
 	$(GO) test -run '^$$' -bench 'Soak' -benchtime 10000x -timeout 60m ./internal/envserver/
+	$(GO) test -run '^$$' -bench 'Select' -benchtime 1x -timeout 60m ./internal/selection/
 
 demo: setup build
 	./scripts/demo.sh
