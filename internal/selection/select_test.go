@@ -236,3 +236,21 @@ func TestNaiveSamePick(t *testing.T) {
 		t.Errorf("selection work %+v against naive %+v: want far less", sel.Counts, nai.Counts)
 	}
 }
+
+// TestMajorityNeedsNoExecution: majority@k without curves starts no
+// sandbox and asks no model (both are nil here).
+func TestMajorityNeedsNoExecution(t *testing.T) {
+	e := &env.Env{ID: "e", Baseline: []env.TestResult{{ID: "tests/test_case.py::test_snake_and_kebab[x]", Status: "pass"}, {ID: "tests/test_case.py::test_title", Status: "pass"}}}
+	tk, base := selectiontest.SnakeTask(t, e, "textkit__snake-majority")
+	cands := selectiontest.EightCandidates(t, tk, base)
+	res, err := Select(context.Background(), nil, Config{Method: MethodMajority, Tests: 40, Keep: 5}, Input{Task: tk, Env: e, Cands: cands})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Winner != 3 || res.Majority != 3 || res.Best != -1 || res.Classes != 3 || res.Counts != (Counts{}) {
+		t.Errorf("winner %d majority %d best %d classes %d counts %+v; want 3, 3, -1, 3 and no work", res.Winner, res.Majority, res.Best, res.Classes, res.Counts)
+	}
+	if !strings.Contains(res.Why, "3 of 8") {
+		t.Errorf("why %q", res.Why)
+	}
+}

@@ -180,6 +180,16 @@ func Select(ctx context.Context, sbs *env.Sandboxes, cfg Config, in Input) (*Res
 			patches = append(patches, c.Patch)
 		}
 	}
+	if cfg.Method == MethodMajority && !cfg.Curves {
+		// majority@k alone needs no execution.
+		res.Winner, res.Majority = Majority(s.cands), Majority(s.cands)
+		if res.Winner >= 0 {
+			res.Why = majorityWhy(s.cands, res.Winner)
+		}
+		s.describe(res, picked{best: BestResult{Winner: -1}, majority: res.Majority})
+		res.Seconds = time.Since(start).Seconds()
+		return res, nil
+	}
 	if err := s.unpatchedPhase(ctx, res, patches); err != nil {
 		return nil, err
 	}
@@ -210,7 +220,7 @@ func Select(ctx context.Context, sbs *env.Sandboxes, cfg Config, in Input) (*Res
 	if cfg.Method == MethodMajority {
 		res.Winner = res.Majority
 		if res.Winner >= 0 {
-			res.Why = fmt.Sprintf("majority vote: %d of %d candidates", Votes(s.cands)[s.cands[res.Winner].Class], len(s.cands))
+			res.Why = majorityWhy(s.cands, res.Winner)
 		}
 	}
 	s.describe(res, pick)
@@ -437,4 +447,9 @@ func (c *regCache) run(ctx context.Context, class string, maxFail int) (Regressi
 	r := RegressionRun{Passed: len(passed), Complete: !stopped}
 	c.runs[class], c.limits[class] = r, maxFail
 	return r, nil
+}
+
+// majorityWhy says how many candidates voted for the majority's pick.
+func majorityWhy(cands []Candidate, win int) string {
+	return fmt.Sprintf("majority vote: %d of %d candidates share its normalised patch", Votes(cands)[cands[win].Class], len(cands))
 }
