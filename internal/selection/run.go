@@ -201,11 +201,12 @@ func (tr *trees) runTests(ctx context.Context, s *sandbox.Sandbox, ids []string,
 		want[id] = true
 	}
 	passed := map[string]bool{}
-	failed := 0
+	failed, reported := 0, 0
 	for _, x := range rep.Tests {
 		if !want[x.ID] {
 			continue
 		}
+		reported++
 		tr.regression.Add(1)
 		if x.Outcome == testrun.Pass {
 			passed[x.ID] = true
@@ -213,6 +214,6 @@ func (tr *trees) runTests(ctx context.Context, s *sandbox.Sandbox, ids []string,
 			failed++
 		}
 	}
-	stopped := limited && failed >= maxFail && len(rep.Tests) < len(ids)
+	stopped := limited && failed >= maxFail && reported < len(ids)
 	return passed, stopped, nil
 }
