@@ -64,6 +64,7 @@ bench: setup build
 	$(GO) test -run '^$$' -bench 'Soak' -benchtime 10000x -timeout 60m ./internal/envserver/
 	$(GO) test -run '^$$' -bench 'Harness' -benchtime 3x -timeout 30m ./internal/eval/
 	$(GO) test -run '^$$' -bench 'Score' -benchtime 200x -timeout 30m ./internal/eval/
+	$(GO) test -run '^$$' -bench 'Select' -benchtime 1x -timeout 60m ./internal/selection/
 
 demo: setup build
 	./scripts/demo.sh

@@ -49,6 +49,7 @@ var mergeStages = map[string]mergeStage{
 	"eval halt":      {lineKey: eval.SampleLineKey},
 	"eval fidelity":  {lineKey: eval.FidelityLineKey},
 	"eval observe":   {lineKey: eval.ObserveLineKey},
+	"select":         {lineKey: jsonl.Field("instance_id")},
 }
 
 func mergeStageNames() string {

@@ -124,6 +124,25 @@ type Request struct {
 	Tools []Tool
 	// Seed, when set, overrides the sampling seed (per-sample seeds).
 	Seed *int64
+	// TopLogprobs, when positive, asks for the log probability of each
+	// generated token and of that many alternatives at each position
+	// (OpenAI's logprobs and top_logprobs; vLLM and SGLang serve them).
+	TopLogprobs int
+}
+
+// TokenLogprob is one generated token's log probability, with the most
+// likely alternatives at its position.
+type TokenLogprob struct {
+	Token   string  `json:"token"`
+	Logprob float64 `json:"logprob"`
+	// Top holds the alternatives, the token itself usually among them.
+	Top []TopLogprob `json:"top_logprobs"`
+}
+
+// TopLogprob is an alternative token at a position.
+type TopLogprob struct {
+	Token   string  `json:"token"`
+	Logprob float64 `json:"logprob"`
 }
 
 // Usage is the token usage of one call.
@@ -162,7 +181,10 @@ type Reply struct {
 	// out of Message: it is not sent back to the model.
 	Reasoning    string
 	FinishReason string
-	Usage        Usage
+	// Logprobs are the generated tokens' log probabilities, when the
+	// request asked for them and the server sent them.
+	Logprobs []TokenLogprob
+	Usage    Usage
 	// Cost is in USD (0 when prices are not configured).
 	Cost    float64
 	Retries Retries
@@ -335,6 +357,10 @@ func (c *Client) params(req Request) (openai.ChatCompletionNewParams, error) {
 			Parameters:  shared.FunctionParameters(t.Parameters),
 		}))
 	}
+	if req.TopLogprobs > 0 {
+		p.Logprobs = param.NewOpt(true)
+		p.TopLogprobs = param.NewOpt(int64(req.TopLogprobs))
+	}
 	if len(req.Tools) > 0 {
 		// One call per turn keeps the native protocol's turns comparable
 		// with CWM's, which allows exactly one.
@@ -348,6 +374,13 @@ func (c *Client) fill(rep *Reply, res *openai.ChatCompletion, sent []Message) {
 	rep.FinishReason = ch.FinishReason
 	rep.Message = Message{Role: RoleAssistant, Content: ch.Message.Content}
 	rep.Reasoning = reasoning(ch.Message.RawJSON())
+	for _, lp := range ch.Logprobs.Content {
+		t := TokenLogprob{Token: lp.Token, Logprob: lp.Logprob}
+		for _, alt := range lp.TopLogprobs {
+			t.Top = append(t.Top, TopLogprob{Token: alt.Token, Logprob: alt.Logprob})
+		}
+		rep.Logprobs = append(rep.Logprobs, t)
+	}
 	for _, tc := range ch.Message.ToolCalls {
 		typ := tc.Type
 		if typ == "" {

@@ -212,3 +212,34 @@ func TestReasoningField(t *testing.T) {
 		}
 	}
 }
+
+// TestLogprobs asks for top logprobs and reads them back, as a verifier
+// reading P("YES") does; without asking, none are requested or returned.
+func TestLogprobs(t *testing.T) {
+	lps := []modeltest.TokenLogprob{
+		{Token: "YES", Logprob: -0.1, Top: []modeltest.TopLogprob{{Token: "YES", Logprob: -0.1}, {Token: "NO", Logprob: -2.4}, {Token: "MAYBE", Logprob: -5}}},
+	}
+	srv, err := modeltest.Start(func(r *modeltest.Request) modeltest.Reply {
+		return modeltest.Reply{Content: "YES", Logprobs: lps}
+	}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	cl := testClient(t, srv.URL, ClientConfig{})
+	rep, err := cl.Complete(context.Background(), Request{Messages: []Message{{Role: RoleUser, Content: "ok?"}}, TopLogprobs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []TokenLogprob{{Token: "YES", Logprob: -0.1, Top: []TopLogprob{{"YES", -0.1}, {"NO", -2.4}}}}
+	if !cmp.Equal(rep.Logprobs, want) {
+		t.Errorf("Logprobs = %+v, want %+v", rep.Logprobs, want)
+	}
+	if r := srv.Requests()[0]; !r.Logprobs || r.TopLogprobs != 2 {
+		t.Errorf("request logprobs %v top_logprobs %d, want true and 2", r.Logprobs, r.TopLogprobs)
+	}
+	rep, err = cl.Complete(context.Background(), Request{Messages: []Message{{Role: RoleUser, Content: "ok?"}}})
+	if err != nil || rep.Logprobs != nil || srv.Requests()[1].Logprobs {
+		t.Errorf("without TopLogprobs: logprobs %v requested %v (%v); want none", rep.Logprobs, srv.Requests()[1].Logprobs, err)
+	}
+}

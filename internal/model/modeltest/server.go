@@ -61,7 +61,9 @@ type Request struct {
 	Stop        []string  `json:"stop"`
 	// Prompt is the prompt of a text completion (/v1/completions); empty
 	// for a chat completion.
-	Prompt string `json:"prompt"`
+	Prompt      string `json:"prompt"`
+	Logprobs    bool   `json:"logprobs"`
+	TopLogprobs int    `json:"top_logprobs"`
 	// Header is the request's HTTP header.
 	Header http.Header `json:"-"`
 	// Body is the request's body as received.
@@ -108,6 +110,10 @@ type Reply struct {
 	// Reasoning, when set, is sent as the message's reasoning_content, as
 	// vLLM and SGLang send a reasoning model's thinking.
 	Reasoning string
+	// Logprobs, when set and the request asks for logprobs, are sent as
+	// the choice's logprobs.content: one per generated token, each with
+	// its alternatives (cut to the request's top_logprobs).
+	Logprobs []TokenLogprob
 	// Usage overrides the reported usage; by default it is bytes/4 of the
 	// request and reply. NoUsage omits it.
 	Usage   *Usage
@@ -116,6 +122,20 @@ type Reply struct {
 	Delay time.Duration
 	// Hangup closes the connection without an answer.
 	Hangup bool
+}
+
+// TokenLogprob is a generated token's log probability and its
+// alternatives, as OpenAI's logprobs.content holds them.
+type TokenLogprob struct {
+	Token   string       `json:"token"`
+	Logprob float64      `json:"logprob"`
+	Top     []TopLogprob `json:"top_logprobs"`
+}
+
+// TopLogprob is one alternative at a position.
+type TopLogprob struct {
+	Token   string  `json:"token"`
+	Logprob float64 `json:"logprob"`
 }
 
 // Script decides the reply to a request.
@@ -223,9 +243,20 @@ func (s *Server) complete(w http.ResponseWriter, hr *http.Request) {
 		msg["tool_calls"] = rep.ToolCalls
 		finish = "tool_calls"
 	}
+	choice := map[string]any{"index": 0, "message": msg, "finish_reason": finish}
+	if req.Logprobs && rep.Logprobs != nil {
+		content := make([]TokenLogprob, len(rep.Logprobs))
+		for i, t := range rep.Logprobs {
+			content[i] = t
+			if len(t.Top) > req.TopLogprobs {
+				content[i].Top = t.Top[:req.TopLogprobs]
+			}
+		}
+		choice["logprobs"] = map[string]any{"content": content}
+	}
 	body := map[string]any{
 		"id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": req.Model,
-		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
+		"choices": []any{choice},
 	}
 	if text {
 		body = map[string]any{
