@@ -183,6 +183,11 @@ func runnerOf(words []string) (Framework, []string) {
 
 func moduleRunner(mod string, args []string) (Framework, []string) {
 	switch mod {
+	case "coverage":
+		// python -m coverage run [opts] -m pytest|unittest ARGS
+		if len(args) > 0 && args[0] == "run" {
+			return runnerOf(append([]string{"coverage"}, args...))
+		}
 	case "pytest", "py.test":
 		return Pytest, args
 	case "unittest":

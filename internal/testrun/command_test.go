@@ -19,6 +19,7 @@ func TestParse(t *testing.T) {
 		{"python3.12 -W error -m pytest -k 'not slow'", Command{Framework: Pytest, Args: []string{"-k", "not slow"}}},
 		{"py.test -n4", Command{Framework: Pytest, Dropped: []string{"-n4"}}},
 		{"coverage run --branch -m pytest tests", Command{Framework: Pytest, Args: []string{"tests"}}},
+		{"python -We -m coverage run -m unittest test_x.py", Command{Framework: Unittest, Args: []string{"test_x.py"}}},
 		{"cd src && PYTHONHASHSEED=0 pytest", Command{Framework: Pytest, Dir: "src", Env: []string{"PYTHONHASHSEED=0"}}},
 		{"python -m unittest discover -s tests -v", Command{Framework: Unittest, Args: []string{"discover", "-s", "tests", "-v"}}},
 		{"python -munittest", Command{Framework: Unittest}},

@@ -2,8 +2,10 @@
 // returns the outcome of every test: pass, fail, error or skip, with its
 // duration.
 //
-// pytest reports through a JUnit XML file written inside the sandbox and
-// read back whole (never through its console output, which tests share);
+// pytest reports through cwm's reporter plugin, a stream of per-test
+// records with pytest's own node ids written to a file inside the sandbox,
+// and a JUnit XML file as the fallback (never through its console output,
+// which tests share);
 // unittest through its verbose lines on stderr and the FAIL/ERROR sections
 // of its summary. Test ids are pytest node ids
 // ("tests/test_a.py::TestX::test_y[param]") and unittest ids
@@ -191,6 +193,15 @@ func Run(ctx context.Context, s *sandbox.Sandbox, c Command, opts Options) (*Rep
 		case err != nil:
 			return nil, fmt.Errorf("read test report %s: %w", junit, err)
 		default:
+			// The session ended normally. Ids come from the stream, which
+			// has pytest's own node ids; the JUnit report is the fallback
+			// for a pytest that did not load the reporter (a command that
+			// replaced PYTEST_ADDOPTS), whose ids are rebuilt from class
+			// names and files.
+			if sdata, err := s.ReadFile(ctx, stream, 0); err == nil && len(sdata) > 0 {
+				rep.Tests = parseStream(sdata, "")
+				break
+			}
 			tests, err := ParseJUnit(data)
 			if err != nil {
 				return nil, fmt.Errorf("parse test report: %w", err)
