@@ -157,7 +157,7 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 	if err != nil {
 		return nil, err
 	}
-	recipe, err := detectRecipe(repo, opts.Install, opts.Test, majorMinor(python))
+	recipe, err := detectRecipe(repo, opts.Install, opts.Test, majorMinor(python), programFinder(ctx, isb))
 	if err != nil {
 		return nil, err
 	}
@@ -333,6 +333,22 @@ func envID(commit, tree, base, python string, online bool, r Recipe) string {
 	}
 	fmt.Fprintf(h, "test %s\n", r.Test.Command)
 	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// programFinder reports whether the sandbox has a program on its PATH
+// (the environment's venv first, then the base system's), asking once per
+// name.
+func programFinder(ctx context.Context, s *sandbox.Sandbox) func(string) bool {
+	seen := map[string]bool{}
+	return func(prog string) bool {
+		if ok, done := seen[prog]; done {
+			return ok
+		}
+		res, err := s.Exec(ctx, sandbox.Cmd{Shell: "command -v " + testrun.Join([]string{prog}) + " >/dev/null", Timeout: time.Minute})
+		ok := err != nil || res.Success() // a sandbox that cannot answer finds everything
+		seen[prog] = ok
+		return ok
+	}
 }
 
 func pythonVersion(ctx context.Context, s *sandbox.Sandbox, python string) (string, error) {

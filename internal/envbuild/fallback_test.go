@@ -1,0 +1,40 @@
+package envbuild
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestImportRootFallback builds a src-layout project whose build backend
+// cannot run here (flit_core>=4 with a PEP 639 license string, where
+// Debian has flit_core 3.8): the editable install fails in its build step,
+// and the environment still works with src/ on the venv's path, as its
+// provenance says.
+func TestImportRootFallback(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"pyproject.toml": `[build-system]
+requires = ["flit_core>=4,<5"]
+build-backend = "flit_core.buildapi"
+
+[project]
+name = "shout"
+version = "1.0"
+license = "MIT"
+dependencies = ["packaging"]
+`,
+		"src/shout/__init__.py": "def shout(s):\n    return s.upper() + '!'\n",
+		"tests/test_shout.py":   "from shout import shout\n\n\ndef test_shout():\n    assert shout('a') == 'A!'\n",
+	})
+	e := mustBuild(t, buildOpts(dir))
+	if !e.Usable || e.Counts.Pass != 1 {
+		t.Fatalf("Build = usable %v, %v (reason %q)", e.Usable, e.Counts, e.Reason)
+	}
+	st := e.Install[len(e.Install)-1]
+	if st.Status != "ok" || !strings.Contains(st.Provenance, "fallback: import root on the path") ||
+		!strings.Contains(st.Note, "/repo/src put on the path") || !strings.Contains(st.Note, "the build step failed (") {
+		t.Errorf("install step = %s %q, provenance %q; want ok with the fallback said", st.Status, st.Note, st.Provenance)
+	}
+	if strings.Contains(st.Note, "See above for details") {
+		t.Errorf("install note quotes pip's last line, not the cause: %q", st.Note)
+	}
+}
