@@ -122,7 +122,10 @@ func (c *envBuildCmd) Run(ctx context.Context, e *command.Env, args []string) er
 	if !built.Usable {
 		var debs []string
 		for _, m := range built.Missing {
-			if m.Debian != "" {
+			// A package already installed in a version that does not
+			// satisfy the requirement (flit_core>=4 against Debian's
+			// 3.8) is not helped by installing it.
+			if m.Debian != "" && m.Installed == "" {
 				debs = append(debs, m.Debian)
 			}
 		}
