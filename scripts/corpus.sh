@@ -67,18 +67,20 @@ export CWM_HOME=$OUT/home
 
 # plain_command prints the test command of manifest $1 as the runner alone
 # runs it, reporting each passing test: pytest with -rA, unittest with -v,
-# anything else as written with PYTEST_ADDOPTS=-rA.
+# anything else as written with PYTEST_ADDOPTS=-rA. pytest gets the two
+# options of cwm's that change outcomes: --continue-on-collection-errors and
+# the filter that keeps unknown configuration options from failing a run.
 plain_command() {
 	jq -r '.test_command as $c
 	  | ("cd /repo" + (if ($c.dir // "") != "" then "/" + $c.dir else "" end) + " && ")
 	  + ((($c.env // []) | map(@sh) | join(" ")) + " ")
 	  + (if $c.framework == "pytest" then
-	       "python -m pytest -p no:cacheprovider --continue-on-collection-errors " + (($c.args // []) | map(@sh) | join(" ")) + " -rA --color=no"
+	       "python -m pytest -p no:cacheprovider --continue-on-collection-errors -W ignore::pytest.PytestConfigWarning " + (($c.args // []) | map(@sh) | join(" ")) + " -rA --color=no"
 	     elif $c.framework == "unittest" then
 	       (if (($c.args // [])[0] // "") == "discover" then
 	          "python -m unittest discover -v " + (($c.args[1:]) | map(@sh) | join(" "))
 	        else "python -m unittest -v " + (($c.args // []) | map(@sh) | join(" ")) end)
-	     else "PYTEST_ADDOPTS=\"-rA -p no:cacheprovider\" bash -c " + ($c.line | @sh) end)' "$1"
+	     else "PYTEST_ADDOPTS=\"-rA -p no:cacheprovider -W ignore::pytest.PytestConfigWarning\" bash -c " + ($c.line | @sh) end)' "$1"
 }
 
 # passing_ids reads a plain run's output and prints the ids of the tests

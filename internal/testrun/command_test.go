@@ -64,12 +64,12 @@ func TestInvocation(t *testing.T) {
 	}{
 		{
 			line: "pytest -q tests", opts: Options{Python: "py"},
-			argv: []string{"py", "-m", "pytest", "-p", "no:cacheprovider", "-p", "cwmreport", "--junitxml=" + junit, "-o", "junit_family=xunit1", "--continue-on-collection-errors", "-q", "tests"},
+			argv: []string{"py", "-m", "pytest", "-p", "no:cacheprovider", "-p", "cwmreport", "--junitxml=" + junit, "-o", "junit_family=xunit1", "--continue-on-collection-errors", "-W", configWarnings, "-q", "tests"},
 			dir:  "/repo",
 		},
 		{
 			line: "pytest -q -k slow -p myplugin tests", opts: Options{Python: "py", IDs: []string{"tests/test_a.py::test_x"}},
-			argv: []string{"py", "-m", "pytest", "-p", "no:cacheprovider", "-p", "cwmreport", "--junitxml=" + junit, "-o", "junit_family=xunit1", "--continue-on-collection-errors", "-q", "-p", "myplugin", "tests/test_a.py::test_x"},
+			argv: []string{"py", "-m", "pytest", "-p", "no:cacheprovider", "-p", "cwmreport", "--junitxml=" + junit, "-o", "junit_family=xunit1", "--continue-on-collection-errors", "-W", configWarnings, "-q", "-p", "myplugin", "tests/test_a.py::test_x"},
 			dir:  "/repo",
 		},
 		{
@@ -84,8 +84,8 @@ func TestInvocation(t *testing.T) {
 		},
 		{
 			line: "cd sub && python -m unittest discover -s tests", opts: Options{Python: "py", IDs: []string{"test_m.C.test_x"}},
-			argv: []string{"py", "-m", "unittest", "-v", "test_m.C.test_x"},
-			dir:  "/repo/sub/tests", env: []string{"PYTHONPATH=/repo/sub"},
+			argv: []string{"py", "-m", PertestModule, "-v", "test_m.C.test_x"},
+			dir:  "/repo/sub/tests", env: []string{"PYTHONPATH=/repo/sub", "CWM_UNITTEST_DISCOVER=/repo/sub/tests\ntest*.py\n/repo/sub/tests"},
 		},
 		{
 			line: "python -m unittest -f tests.test_m", opts: Options{Python: "py"},
@@ -95,7 +95,7 @@ func TestInvocation(t *testing.T) {
 		{
 			line: "make test", opts: Options{},
 			argv: []string{"/bin/bash", "-c", "make test"},
-			dir:  "/repo", env: []string{"PYTEST_ADDOPTS=--junitxml=" + junit + " -o junit_family=xunit1 -p no:cacheprovider -p cwmreport --continue-on-collection-errors"},
+			dir:  "/repo", env: []string{"PYTEST_ADDOPTS=--junitxml=" + junit + " -o junit_family=xunit1 -p no:cacheprovider -p cwmreport --continue-on-collection-errors -W " + configWarnings},
 		},
 		{line: "make test", opts: Options{IDs: []string{"x"}}, wantErr: true},
 	}

@@ -88,7 +88,10 @@ class LRUCacheTest(CacheTest):
     def test_lru(self):
         pass
 `,
-	"tests/test_load.py": `import unittest
+	"tests/test_load.py": `import doctest
+import unittest
+
+import pkg.calc
 
 
 class Generated(unittest.TestCase):
@@ -99,6 +102,7 @@ class Generated(unittest.TestCase):
 def load_tests(loader, tests, pattern):
     suite = unittest.TestSuite()
     suite.addTest(Generated("check"))
+    suite.addTest(doctest.DocTestSuite(pkg.calc))
     return suite
 `,
 }
@@ -164,7 +168,8 @@ func TestPytestIDsRoundTrip(t *testing.T) {
 }
 
 // TestUnittestIDsRoundTrip checks the same for unittest: inherited test
-// methods, a base class in __init__.py and tests a load_tests hook makes.
+// methods, a base class in __init__.py and tests a load_tests hook makes,
+// a doctest among them.
 func TestUnittestIDsRoundTrip(t *testing.T) {
 	s := filesSandbox(t, idsRepo)
 	ctx := context.Background()
@@ -181,6 +186,9 @@ func TestUnittestIDsRoundTrip(t *testing.T) {
 		"tests.test_cache.LRUCacheTest.test_clear": Pass,
 		"tests.test_cache.LRUCacheTest.test_lru":   Pass,
 		"tests.test_load.Generated.check":          Pass,
+		// A doctest load_tests adds: unittest cannot load pkg.calc.double
+		// by name, cwm's loader finds it in its module's suite.
+		"pkg.calc.double": Pass,
 	}
 	got := outcomes(rep.Tests)
 	if diff := cmp.Diff(want, got); diff != "" {

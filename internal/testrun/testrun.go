@@ -118,7 +118,7 @@ func Run(ctx context.Context, s *sandbox.Sandbox, c Command, opts Options) (*Rep
 	rand.Read(rnd[:])
 	junit := "/tmp/cwm-junit-" + hex.EncodeToString(rnd[:]) + ".xml"
 	stream := pluginDir + "/report-" + hex.EncodeToString(rnd[:]) + ".jsonl"
-	if c.Framework != Unittest {
+	if c.Framework != Unittest || len(opts.IDs) > 0 && opts.UnittestModule == "" {
 		if err := installPlugin(ctx, s); err != nil {
 			return nil, err
 		}
@@ -133,7 +133,11 @@ func Run(ctx context.Context, s *sandbox.Sandbox, c Command, opts Options) (*Rep
 		rep = &Report{Argv: inv.argv, Dir: inv.dir}
 		env := append(append([]string{}, opts.Env...), inv.env...)
 		if c.Framework == Unittest {
-			env = withPythonPath(env, "")
+			dir := ""
+			if len(opts.IDs) > 0 && opts.UnittestModule == "" {
+				dir = pluginDir // the id-aware unittest command line
+			}
+			env = withPythonPath(env, dir)
 		} else {
 			env = append(withPythonPath(env, pluginDir), "CWM_REPORT="+stream)
 		}
@@ -215,7 +219,8 @@ func Run(ctx context.Context, s *sandbox.Sandbox, c Command, opts Options) (*Rep
 	return rep, nil
 }
 
-// installPlugin writes cwm's pytest reporter into the sandbox.
+// installPlugin writes cwm's pytest reporter and its id-aware unittest
+// command line into the sandbox.
 func installPlugin(ctx context.Context, s *sandbox.Sandbox) error {
 	if _, err := s.Stat(ctx, pluginDir+"/cwmreport.py"); err == nil {
 		return nil
@@ -226,6 +231,9 @@ func installPlugin(ctx context.Context, s *sandbox.Sandbox) error {
 	}
 	if err == nil {
 		err = s.WriteFile(ctx, pluginDir+"/cwmreport.py", cwmreportPy, 0o644)
+	}
+	if err == nil {
+		err = s.WriteFile(ctx, pluginDir+"/"+PertestModule+".py", PertestPy, 0o644)
 	}
 	if err != nil {
 		return fmt.Errorf("install the test reporter: %w", err)
@@ -278,6 +286,13 @@ func LastLine(streams ...[]byte) string {
 	return ""
 }
 
+// configWarnings is the warning filter cwm adds to pytest: a configuration
+// option that the installed pytest or plugin does not know (a Debian
+// pytest-asyncio without asyncio_default_fixture_loop_scope) is the
+// environment's age, not the suite's failure, yet a suite with
+// filterwarnings = error stops on it before running anything.
+const configWarnings = "ignore::pytest.PytestConfigWarning"
+
 type invocation struct {
 	argv []string
 	dir  string
@@ -292,7 +307,7 @@ func (c Command) invocation(opts Options, junit, workdir string) (invocation, er
 	switch c.Framework {
 	case Pytest:
 		argv := []string{py, "-m", "pytest", "-p", "no:cacheprovider", "-p", "cwmreport", "--junitxml=" + junit,
-			"-o", "junit_family=xunit1", "--continue-on-collection-errors"}
+			"-o", "junit_family=xunit1", "--continue-on-collection-errors", "-W", configWarnings}
 		argv = append(argv, opts.PytestArgs...)
 		if len(opts.IDs) == 0 {
 			argv = append(argv, c.Args...)
@@ -304,6 +319,12 @@ func (c Command) invocation(opts Options, junit, workdir string) (invocation, er
 		mod := opts.UnittestModule
 		if mod == "" {
 			mod = "unittest"
+			if len(opts.IDs) > 0 {
+				// Chosen tests by id: unittest's command line with a
+				// loader that also finds the tests a load_tests hook
+				// adds (doctests) by the ids unittest gave them.
+				mod = PertestModule
+			}
 		}
 		l := parseUnittestArgs(c.Args)
 		argv := []string{py, "-m", mod}
@@ -322,6 +343,15 @@ func (c Command) invocation(opts Options, junit, workdir string) (invocation, er
 			// would have arranged.
 			argv = append(append(argv, l.options...), opts.IDs...)
 			env = append(env, "PYTHONPATH="+dir)
+			if l.discover {
+				// Where the id-aware loader looks for a test no module
+				// names (a doctest a load_tests hook added elsewhere).
+				pattern := l.pattern
+				if pattern == "" {
+					pattern = "test*.py"
+				}
+				env = append(env, "CWM_UNITTEST_DISCOVER="+path.Join(dir, l.start)+"\n"+pattern+"\n"+path.Join(dir, l.top))
+			}
 			dir = path.Join(dir, l.top)
 		case l.discover:
 			argv = append(argv, "-s", l.start, "-t", l.top)
@@ -337,7 +367,7 @@ func (c Command) invocation(opts Options, junit, workdir string) (invocation, er
 		if len(opts.IDs) > 0 {
 			return invocation{}, fmt.Errorf("cannot run chosen tests with %q: cwm does not know its runner", c.Line)
 		}
-		env = append(env, "PYTEST_ADDOPTS=--junitxml="+junit+" -o junit_family=xunit1 -p no:cacheprovider -p cwmreport --continue-on-collection-errors")
+		env = append(env, "PYTEST_ADDOPTS=--junitxml="+junit+" -o junit_family=xunit1 -p no:cacheprovider -p cwmreport --continue-on-collection-errors -W "+configWarnings)
 		return invocation{argv: []string{"/bin/bash", "-c", c.Line}, dir: dir, env: env}, nil
 	}
 }
