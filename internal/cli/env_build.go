@@ -29,6 +29,7 @@ type envBuildCmd struct {
 	installTimeout time.Duration
 	memory         command.ByteSize
 	disk           command.ByteSize
+	agent          setupAgentFlags
 }
 
 func (*envBuildCmd) Name() string { return "env build" }
@@ -50,6 +51,14 @@ setup.py and requirements*.txt; a Makefile test target; then python -m
 pytest, then python -m unittest discover. pip installs run with --no-index
 and --no-build-isolation; a dependency that is not installed on the host is
 reported with the Debian package that provides it.
+
+With --model and --base-url, a setup agent (CWM's RepoAgent, on the
+forage machinery) sets the repository up when the detected recipe gives no
+usable environment (with --agent: always): in a sandbox on the repository
+it reads files and runs commands, then submits the install steps and test
+command it proposes; cwm builds with them (provenance "agent") and keeps
+that environment only when its baseline has passing tests. Its trajectory
+is appended to --trajectories (forage's schema, task id setup/NAME).
 
 Prints the environment's id (the whole manifest with --json). An
 environment where no test passes in every run is kept, marked unusable,
@@ -80,6 +89,7 @@ func (c *envBuildCmd) Flags(fs *flag.FlagSet) {
 	fs.Var(&c.memory, "memory", "memory limit of each sandbox in `BYTES` (suffixes K, M, G)")
 	c.disk = 4 << 30
 	fs.Var(&c.disk, "disk", "`BYTES` each sandbox may write, the install's included (counted against --memory too)")
+	c.agent.register(fs)
 }
 
 func (c *envBuildCmd) Run(ctx context.Context, e *command.Env, args []string) error {
@@ -102,15 +112,26 @@ func (c *envBuildCmd) Run(ctx context.Context, e *command.Env, args []string) er
 	}
 	defer closeRT()
 	progress := progressTo(e, c.quiet)
-	built, err := envbuild.Build(ctx, sbs, envbuild.Options{
+	if _, err := c.agent.wanted(&env.Env{Usable: true}, false); err != nil {
+		return err // flags checked before anything is built
+	}
+	opts := envbuild.Options{
 		Home: e.Home, Source: args[0], Rev: c.rev, Name: c.envName, Install: c.install, Test: c.test,
 		Runs: c.runs, Base: c.base, Online: c.online, Force: c.force, NoCoverage: c.noCoverage,
 		InstallTimeout: c.installTimeout,
 		Limits:         env.RunLimits{Timeout: c.timeout, Memory: int64(c.memory), Disk: int64(c.disk)},
 		Progress:       progress, Log: e.Log,
-	})
+	}
+	built, err := envbuild.Build(ctx, sbs, opts)
 	if err != nil {
 		return err
+	}
+	if run, err := c.agent.wanted(built, len(c.install) > 0 || c.test != ""); err != nil {
+		return err
+	} else if run {
+		if built, err = c.agent.run(ctx, e, sbs, built, opts); err != nil {
+			return err
+		}
 	}
 	if c.json {
 		if err := writeJSON(e.Stdout, built); err != nil {

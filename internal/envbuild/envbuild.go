@@ -47,6 +47,9 @@ type Options struct {
 	// Install and Test override recipe detection.
 	Install []string
 	Test    string
+	// RecipeFrom, when set, is the provenance of Install and Test
+	// ("agent" for a setup agent's recipe) instead of the flags'.
+	RecipeFrom string
 	// Runs is how many times the baseline runs the suite (default 3).
 	Runs int
 	// Base is a root filesystem to build on instead of the host's.
@@ -160,6 +163,16 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 	recipe, err := detectRecipe(repo, opts.Install, opts.Test, majorMinor(python), programFinder(ctx, isb))
 	if err != nil {
 		return nil, err
+	}
+	if opts.RecipeFrom != "" {
+		for i := range recipe.Install {
+			if recipe.Install[i].Provenance == flagInstallProv {
+				recipe.Install[i].Provenance = opts.RecipeFrom
+			}
+		}
+		if recipe.Test.Provenance == flagTestProv {
+			recipe.Test.Provenance = opts.RecipeFrom
+		}
 	}
 	tc, err := testrun.Parse(recipe.Test.Command)
 	if err != nil {

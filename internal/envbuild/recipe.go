@@ -12,6 +12,12 @@ import (
 	"cwm/internal/testrun"
 )
 
+// The provenance of steps given as flags (or as Options.Install and Test).
+const (
+	flagInstallProv = "flag --install"
+	flagTestProv    = "flag --test"
+)
+
 // Recipe is how to install and test a repository.
 type Recipe struct {
 	Install []env.Step `json:"install"`
@@ -33,11 +39,11 @@ func detectRecipe(repo string, flagInstall []string, flagTest, python string, ha
 	var r Recipe
 	installFound := len(flagInstall) > 0
 	for _, c := range flagInstall {
-		r.Install = append(r.Install, env.Step{Command: c, Provenance: "flag --install"})
+		r.Install = append(r.Install, env.Step{Command: c, Provenance: flagInstallProv})
 	}
 	testFound := flagTest != ""
 	if testFound {
-		r.Test = env.Step{Command: flagTest, Provenance: "flag --test"}
+		r.Test = env.Step{Command: flagTest, Provenance: flagTestProv}
 	}
 	tox := readTox(repo)
 	nox := readNox(repo)
