@@ -84,12 +84,15 @@ plain_command() {
 }
 
 # passing_ids reads a plain run's output and prints the ids of the tests
-# it reports passing: pytest's short summary (PASSED nodeid) and unittest's
+# it reports passing: pytest's short summary (PASSED nodeid, and XPASS: an
+# expected failure whose body passed, which cwm counts as a pass, as pytest's
+# JUnit report does) and unittest's
 # verbose lines ("name (id) ... ok", the docstring line in between or not;
 # a doctest's line is "name (module)", its id module.name).
 passing_ids() {
 	perl -ne '
 		if (/^PASSED (.+?)\s*$/) { print "$1\n"; next }
+		if (/^XPASS ((?:[^\s\[]|\[[^\]]*\])+)/) { print "$1\n"; next }
 		if (/^(\w+) \(([\w.]+)\)(.*)$/) { $id = $2; $rest = $3;
 			$id = "$2.$1" unless $2 =~ /\.\Q$1\E$/;
 			if ($rest =~ / \.\.\. ok$/) { print "$id\n"; $id = "" } next }
