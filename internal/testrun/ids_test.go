@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"sort"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -26,21 +25,7 @@ func filesSandbox(t *testing.T, files map[string]string) *sandbox.Sandbox {
 			t.Fatal(err)
 		}
 	}
-	rt, err := sandbox.NewRuntime(sandbox.Options{Home: t.TempDir(), Warm: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Close() })
-	s, err := rt.New(context.Background(), sandbox.Config{
-		Layers: []string{layer}, Workdir: "/repo",
-		Env:    []string{"PYTHONDONTWRITEBYTECODE=1"},
-		Limits: sandbox.Limits{Timeout: time.Minute},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return layerSandbox(t, layer)
 }
 
 // idsRepo is a suite with the shapes whose ids JUnit XML gets wrong: a
@@ -107,13 +92,14 @@ def load_tests(loader, tests, pattern):
 `,
 }
 
-// TestPytestIDsRoundTrip checks that the ids of a run are pytest's own node
-// ids, and that each one, given back, runs exactly that test with the
-// same outcome.
-func TestPytestIDsRoundTrip(t *testing.T) {
+// checkIDs runs line in a sandbox on idsRepo, compares its ids and
+// outcomes with want, and then runs every id alone: it must run exactly
+// that test, with the same outcome.
+func checkIDs(t *testing.T, line string, want map[string]Outcome) {
+	t.Helper()
 	s := filesSandbox(t, idsRepo)
 	ctx := context.Background()
-	c, err := Parse("python -m pytest --doctest-modules pkg tests")
+	c, err := Parse(line)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,30 +107,9 @@ func TestPytestIDsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]Outcome{
-		"pkg/calc.py::pkg.calc.double":                               Pass,
-		"tests/test_base.py::TestSerializer::test_kwargs":            Pass,
-		"tests/test_base.py::TestSerializer::test_param[1]":          Fail,
-		"tests/test_base.py::TestSerializer::test_param[a b]":        Pass,
-		"tests/test_base.py::TestSerializer::test_param[x::y]":       Pass,
-		"tests/test_timed.py::TestSerializer::test_kwargs":           Pass,
-		"tests/test_timed.py::TestSerializer::test_param[1]":         Fail,
-		"tests/test_timed.py::TestSerializer::test_param[a b]":       Pass,
-		"tests/test_timed.py::TestSerializer::test_param[x::y]":      Pass,
-		"tests/test_timed.py::TestTimedSerializer::test_kwargs":      Pass,
-		"tests/test_timed.py::TestTimedSerializer::test_own":         Pass,
-		"tests/test_timed.py::TestTimedSerializer::test_param[1]":    Fail,
-		"tests/test_timed.py::TestTimedSerializer::test_param[a b]":  Pass,
-		"tests/test_timed.py::TestTimedSerializer::test_param[x::y]": Pass,
-		"tests/test_cache.py::CacheTest::test_clear":                 Pass,
-		"tests/test_cache.py::LRUCacheTest::test_clear":              Pass,
-		"tests/test_cache.py::LRUCacheTest::test_lru":                Pass,
-	}
-	// test_load.py's class has no test_ method and pytest ignores
-	// load_tests: it collects nothing there, and cwm invents no id.
 	got := outcomes(rep.Tests)
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Fatalf("ids mismatch (-want +got):\n%s\nstdout: %s", diff, rep.Result.Stdout)
+		t.Fatalf("ids mismatch (-want +got):\n%s\nstdout: %s\nstderr: %s", diff, rep.Result.Stdout, rep.Result.Stderr)
 	}
 	for _, tt := range rep.Tests {
 		if tt.Outcome == Fail && tt.Message == "" {
@@ -162,45 +127,47 @@ func TestPytestIDsRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(map[string]Outcome{id: got[id]}, outcomes(one.Tests)); diff != "" {
-			t.Errorf("running %s alone (-want +got):\n%s", id, diff)
+			t.Errorf("running %s alone (-want +got):\n%s\nstderr: %s", id, diff, one.Result.Stderr)
 		}
 	}
 }
 
+// TestPytestIDsRoundTrip checks that the ids of a run are pytest's own node
+// ids, and that each one, given back, runs exactly that test with the
+// same outcome. test_load.py's class has no test_ method and pytest
+// ignores load_tests: it collects nothing there, and cwm invents no id.
+func TestPytestIDsRoundTrip(t *testing.T) {
+	checkIDs(t, "python -m pytest --doctest-modules pkg tests", map[string]Outcome{
+		"pkg/calc.py::pkg.calc.double":                               Pass,
+		"tests/test_base.py::TestSerializer::test_kwargs":            Pass,
+		"tests/test_base.py::TestSerializer::test_param[1]":          Fail,
+		"tests/test_base.py::TestSerializer::test_param[a b]":        Pass,
+		"tests/test_base.py::TestSerializer::test_param[x::y]":       Pass,
+		"tests/test_timed.py::TestSerializer::test_kwargs":           Pass,
+		"tests/test_timed.py::TestSerializer::test_param[1]":         Fail,
+		"tests/test_timed.py::TestSerializer::test_param[a b]":       Pass,
+		"tests/test_timed.py::TestSerializer::test_param[x::y]":      Pass,
+		"tests/test_timed.py::TestTimedSerializer::test_kwargs":      Pass,
+		"tests/test_timed.py::TestTimedSerializer::test_own":         Pass,
+		"tests/test_timed.py::TestTimedSerializer::test_param[1]":    Fail,
+		"tests/test_timed.py::TestTimedSerializer::test_param[a b]":  Pass,
+		"tests/test_timed.py::TestTimedSerializer::test_param[x::y]": Pass,
+		"tests/test_cache.py::CacheTest::test_clear":                 Pass,
+		"tests/test_cache.py::LRUCacheTest::test_clear":              Pass,
+		"tests/test_cache.py::LRUCacheTest::test_lru":                Pass,
+	})
+}
+
 // TestUnittestIDsRoundTrip checks the same for unittest: inherited test
 // methods, a base class in __init__.py and tests a load_tests hook makes,
-// a doctest among them.
+// a doctest among them (unittest cannot load pkg.calc.double by name; cwm's
+// loader finds it in the suite discovery builds).
 func TestUnittestIDsRoundTrip(t *testing.T) {
-	s := filesSandbox(t, idsRepo)
-	ctx := context.Background()
-	c, err := Parse("python -m unittest discover -s tests -t . -p 'test_[cl]*.py'")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := Run(ctx, s, c, Options{Python: python})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]Outcome{
+	checkIDs(t, "python -m unittest discover -s tests -t . -p 'test_[cl]*.py'", map[string]Outcome{
 		"tests.CacheTest.test_clear":               Pass,
 		"tests.test_cache.LRUCacheTest.test_clear": Pass,
 		"tests.test_cache.LRUCacheTest.test_lru":   Pass,
 		"tests.test_load.Generated.check":          Pass,
-		// A doctest load_tests adds: unittest cannot load pkg.calc.double
-		// by name, cwm's loader finds it in its module's suite.
-		"pkg.calc.double": Pass,
-	}
-	got := outcomes(rep.Tests)
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Fatalf("ids mismatch (-want +got):\n%s\nstderr: %s", diff, rep.Result.Stderr)
-	}
-	for id, o := range got {
-		one, err := Run(ctx, s, c, Options{Python: python, IDs: []string{id}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(map[string]Outcome{id: o}, outcomes(one.Tests)); diff != "" {
-			t.Errorf("running %s alone (-want +got):\n%s\nstderr: %s", id, diff, one.Result.Stderr)
-		}
-	}
+		"pkg.calc.double":                          Pass,
+	})
 }
