@@ -99,19 +99,23 @@ func (in *installer) importRootFallback(ctx context.Context, st *env.Step, p pip
 	return nil
 }
 
-// hasPythonSources reports whether dir holds a Python package or module.
+// hasPythonSources reports whether dir holds Python code: a module, or a
+// package (namespace packages, without __init__.py, included) at most
+// three directories down.
 func hasPythonSources(dir string) bool {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return false
-	}
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".py") {
-			return true
+	found := false
+	base := strings.Count(dir, string(filepath.Separator))
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		switch {
+		case err != nil || found:
+			return filepath.SkipDir
+		case d.IsDir() && strings.Count(p, string(filepath.Separator))-base > 3:
+			return filepath.SkipDir
+		case !d.IsDir() && strings.HasSuffix(p, ".py"):
+			found = true
+			return filepath.SkipAll
 		}
-		if e.IsDir() && fileExists(filepath.Join(dir, e.Name(), "__init__.py")) {
-			return true
-		}
-	}
-	return false
+		return nil
+	})
+	return found
 }

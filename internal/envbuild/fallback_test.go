@@ -1,6 +1,7 @@
 package envbuild
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -36,5 +37,18 @@ dependencies = ["packaging"]
 	}
 	if strings.Contains(st.Note, "See above for details") {
 		t.Errorf("install note quotes pip's last line, not the cause: %q", st.Note)
+	}
+}
+
+func TestHasPythonSources(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"ns/src/zope/interface/__init__.py": "", // a namespace package: no src/zope/__init__.py
+		"flat/src/mod.py":                   "",
+		"none/src/README":                   "",
+	})
+	for sub, want := range map[string]bool{"ns/src": true, "flat/src": true, "none/src": false, "missing/src": false} {
+		if got := hasPythonSources(filepath.Join(dir, sub)); got != want {
+			t.Errorf("hasPythonSources(%s) = %v, want %v", sub, got, want)
+		}
 	}
 }
