@@ -46,11 +46,17 @@ the test suite --runs times, records every test's outcome (flaky when runs
 disagree) and which functions each passing test executes.
 
 Recipe detection, first hit per step: --install/--test; the Python job of
-.github/workflows/*.yml; tox.ini or noxfile.py; pyproject.toml, setup.cfg,
-setup.py and requirements*.txt; a Makefile test target; then python -m
-pytest, then python -m unittest discover. pip installs run with --no-index
-and --no-build-isolation; a dependency that is not installed on the host is
-reported with the Debian package that provides it.
+.github/workflows/*.yml (expressions evaluated, the matrix collapsed to the
+Linux entry with the sandbox's Python, uv/uvx/pipx/poetry/pdm commands
+unwrapped); tox (tox.ini, tox.toml, pyproject's [tool.tox]; the environment
+-e names) or noxfile.py; pyproject.toml, setup.cfg, setup.py and
+requirements*.txt; a Makefile test target; then python -m pytest, then
+python -m unittest discover. A source whose program the sandbox lacks is
+passed over for the next. pip installs run with --no-index and
+--no-build-isolation; an editable install whose build step fails puts the
+import root (src/ or the project) on the venv's path instead; a dependency
+that is not installed on the host is reported with the Debian package that
+provides it.
 
 With --model and --base-url, a setup agent (CWM's RepoAgent, on the
 forage machinery) sets the repository up when the detected recipe gives no
