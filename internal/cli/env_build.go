@@ -30,6 +30,7 @@ type envBuildCmd struct {
 	memory         command.ByteSize
 	disk           command.ByteSize
 	agent          setupAgentFlags
+	history, keep  int
 }
 
 func (*envBuildCmd) Name() string { return "env build" }
@@ -66,6 +67,13 @@ command it proposes; cwm builds with them (provenance "agent") and keeps
 that environment only when its baseline has passing tests. Its trajectory
 is appended to --trajectories (forage's schema, task id setup/NAME).
 
+--history N builds, after the environment at --rev, older commits of its
+first-parent history (N tries, --rev included) as CWM traced repositories
+at several points in time: at most --keep usable environments spread evenly
+over the history, each commit with --rev's recipe and, when that is not
+usable, its own detected one; every commit's outcome is printed (--json:
+{"env": MANIFEST, "history": [...]}).
+
 Prints the environment's id (the whole manifest with --json). An
 environment where no test passes in every run is kept, marked unusable,
 and the command exits 1 with the reason. See docs/environments.md.
@@ -96,6 +104,8 @@ func (c *envBuildCmd) Flags(fs *flag.FlagSet) {
 	c.disk = 4 << 30
 	fs.Var(&c.disk, "disk", "`BYTES` each sandbox may write, the install's included (counted against --memory too)")
 	c.agent.register(fs)
+	fs.IntVar(&c.history, "history", 0, "also build up to `N` commits of the first-parent history back from --rev (CWM: 40)")
+	fs.IntVar(&c.keep, "keep", 4, "with --history: keep at most `K` usable environments, spread over the history")
 }
 
 func (c *envBuildCmd) Run(ctx context.Context, e *command.Env, args []string) error {
@@ -108,6 +118,9 @@ func (c *envBuildCmd) Run(ctx context.Context, e *command.Env, args []string) er
 	}
 	if c.runs < 1 || c.runs > 100 {
 		return command.Usagef("--runs %d: want 1 to 100", c.runs)
+	}
+	if c.history < 0 || c.keep < 1 {
+		return command.Usagef("--history must be 0 or more and --keep at least 1")
 	}
 	if c.timeout <= 0 || c.installTimeout <= 0 {
 		return command.Usagef("--timeout and --install-timeout must be positive")
@@ -139,11 +152,34 @@ func (c *envBuildCmd) Run(ctx context.Context, e *command.Env, args []string) er
 			return err
 		}
 	}
-	if c.json {
+	var history []envbuild.HistoryOutcome
+	if c.history > 0 {
+		if history, err = envbuild.BuildHistory(ctx, sbs, built, opts, c.history, c.keep); err != nil {
+			return err
+		}
+		kept := 0
+		for _, o := range history {
+			state := "unusable: " + o.Reason
+			switch {
+			case o.Error != "":
+				state = "failed: " + o.Error
+			case o.Usable:
+				state, kept = "usable ("+o.Recipe+" recipe) "+o.EnvID, kept+1
+			}
+			fmt.Fprintf(e.Stderr, "history %2d  %s  %s\n", o.Index, shortID(o.Commit), state)
+		}
+		fmt.Fprintf(e.Stderr, "history: %d of %d commits tried, %d usable environments kept\n", len(history), c.history, kept)
+	}
+	switch {
+	case c.json && c.history > 0:
+		if err := writeJSON(e.Stdout, map[string]any{"env": built, "history": history}); err != nil {
+			return err
+		}
+	case c.json:
 		if err := writeJSON(e.Stdout, built); err != nil {
 			return err
 		}
-	} else {
+	default:
 		fmt.Fprintln(e.Stdout, built.ID)
 	}
 	if !built.Usable {
