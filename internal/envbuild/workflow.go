@@ -124,7 +124,11 @@ func workflowCommands(repo, python string) (install, test []env.Step, err error)
 					if dir != "" && dir != "." {
 						line = "cd " + dir + " && " + line
 					}
-					switch classify(line) {
+					kind := classify(line)
+					if kind == kindTest && lintTarget(repo, line) {
+						kind = kindOther
+					}
+					switch kind {
 					case kindInstall:
 						if !hasStep(c.install, line) { // uv run in several steps installs once
 							c.install = append(c.install, env.Step{Command: line, Provenance: prov})
@@ -455,6 +459,20 @@ func classify(line string) lineKind {
 		return kindTest
 	}
 	return kindOther
+}
+
+// lintTarget reports whether line is "make check" (or another target not
+// named test) whose recipe in the repository's Makefile runs no test
+// command: pycparser's check target lints and type-checks.
+func lintTarget(repo, line string) bool {
+	words := strings.Fields(line)
+	for i := 0; i+1 < len(words); i++ {
+		if words[i] == "make" && !strings.HasPrefix(words[i+1], "test") {
+			m, ok := makeTarget(repo, words[i+1])
+			return ok && m.Command == "make "+words[i+1]
+		}
+	}
+	return false
 }
 
 // noxSessionArg is the first session a nox command line names with -s,

@@ -288,3 +288,23 @@ test = ["pytest-mock"]
 		}
 	}
 }
+
+func TestMakeCheckThatLints(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"Makefile": "check:\n\truff check .\n\ntest:\n\tpython -m unittest discover -s tests\n",
+		".github/workflows/ci.yml": `
+jobs:
+  build:
+    steps:
+      - uses: actions/setup-python@v5
+      - run: make check
+      - run: make test
+`})
+	r, err := detectRecipe(dir, nil, "", "3.11", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "python -m unittest discover -s tests"; r.Test.Command != want {
+		t.Errorf("test = %q (%s), want %q", r.Test.Command, r.Test.Provenance, want)
+	}
+}
