@@ -62,7 +62,7 @@ func readToxEnv(repo, name string) *runnerRecipe {
 			// A trailing backslash continues a command on the next line.
 			for _, line := range strings.Split(strings.ReplaceAll(get(sec, "commands"), "\\\n", " "), "\n") {
 				line, ok := f.apply(line, loose)
-				line = substituteTox(strings.TrimPrefix(line, "-"))
+				line = literalGlobs(substituteTox(strings.TrimPrefix(line, "-")))
 				if ok && line != "" && classify(line) == kindTest {
 					s.test = env.Step{Command: line, Provenance: prov + " commands"}
 					f.loose = loose
@@ -286,4 +286,16 @@ func (f *factors) apply(line string, loose bool) (string, bool) {
 		}
 	}
 	return rest, false
+}
+
+// literalGlobs quotes the words of a tox command that bash would expand:
+// tox runs commands without a shell, so -p *_test.py is the pattern itself.
+func literalGlobs(line string) string {
+	words := strings.Fields(line)
+	for i, w := range words {
+		if strings.ContainsAny(w, "*?[") && !strings.ContainsAny(w[:1], `'"`) {
+			words[i] = quoteArg(w)
+		}
+	}
+	return strings.Join(words, " ")
 }

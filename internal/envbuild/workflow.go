@@ -3,6 +3,7 @@ package envbuild
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -117,6 +118,15 @@ func workflowCommands(repo, python string) (install, test []env.Step, err error)
 					lines = append(lines, unwrapLine(line, repo)...)
 				}
 				for _, line := range lines {
+					// A cd of its own moves the rest of the step.
+					if m := cdLine.FindStringSubmatch(line); m != nil {
+						if dir == "" || dir == "." || path.IsAbs(m[1]) {
+							dir = m[1]
+						} else {
+							dir = path.Join(dir, m[1])
+						}
+						continue
+					}
 					// tox without -e runs the environments TOXENV names.
 					if toxenv := exprString(sctx.env["TOXENV"]); toxenv != "" && toxEnvArg(strings.Fields(line)) == "" && classify(line) == kindTest && regexp.MustCompile(`(^|\s)tox(\s|$)`).MatchString(line) {
 						line += " -e " + toxenv
@@ -424,6 +434,9 @@ var (
 	installRE = regexp.MustCompile(`(^|[\s/])(pip3?(\.\d+)?|uv pip|pipenv|poetry|pdm|conda|mamba|apt-get|apt|brew)\s+(install|sync)\b|setup\.py\s+(develop|install)\b|(^|\s)uv sync\b`)
 	testRE    = regexp.MustCompile(`(^|[\s/])(pytest|py\.test)(\s|$)|-m\s*(pytest|unittest)\b|(^|\s)(tox|nox)(\s|$)|(^|\s)make\s+(test|check)\b|setup\.py\s+test\b|(^|\s)coverage\s+run\b`)
 )
+
+// cdLine is a run line that only changes directory.
+var cdLine = regexp.MustCompile(`^cd\s+([^\s;&|]+)\s*$`)
 
 // toolInstall matches commands that install a program for the CI runner's
 // own use (uv tool install tox, pipx install nox).

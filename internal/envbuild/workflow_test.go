@@ -308,3 +308,24 @@ jobs:
 		t.Errorf("test = %q (%s), want %q", r.Test.Command, r.Test.Provenance, want)
 	}
 }
+
+func TestStepDirectoryAndToxGlobs(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"tox.ini": "[testenv]\ncommands = python -m unittest discover -p *_test.py\n",
+		".github/workflows/ci.yml": `
+jobs:
+  tests:
+    steps:
+      - uses: actions/setup-python@v5
+      - run: |
+          cd src
+          python -We -m coverage run -m unittest test_x.py
+`})
+	_, test, err := workflowCommands(dir, "3.11")
+	if err != nil || len(test) != 1 || test[0].Command != "cd src && python -We -m coverage run -m unittest test_x.py" {
+		t.Errorf("workflowCommands test = %+v, %v; want the step's cd applied", test, err)
+	}
+	if r := readTox(dir); r == nil || r.test.Command != "python -m unittest discover -p '*_test.py'" {
+		t.Errorf("readTox test = %+v, want the pattern quoted", r)
+	}
+}
