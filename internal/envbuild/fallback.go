@@ -47,7 +47,7 @@ func firstError(out string) string {
 // requirements are installed as requirements. The step says so in its
 // note and provenance.
 func (in *installer) importRootFallback(ctx context.Context, st *env.Step, p pipPlan, dir string, vars []string, cause string) error {
-	var roots, deps []string
+	var roots, deps, versions []string
 	for _, e := range p.editable {
 		base, _, _ := strings.Cut(e, "[")
 		host := filepath.Join(in.repo, dir, base)
@@ -58,11 +58,16 @@ func (in *installer) importRootFallback(ctx context.Context, st *env.Step, p pip
 		roots = append(roots, root)
 		proj := readPyproject(host)
 		deps = append(deps, proj.Project.Dependencies...)
+		versions = append(versions, versionFiles(proj, path.Join(env.RepoRoot, dir, base), host)...)
 		for _, x := range p.extras {
 			deps = append(deps, proj.Project.OptionalDependencies[x]...)
 		}
 	}
 	pth := "printf '%s\\n' " + testrun.Join(roots) + ` > "$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/_cwm_import_root.pth"`
+	for _, v := range versions {
+		// The version module a VCS hook would have written at build time.
+		pth += " && printf '%s\\n' " + testrun.Join([]string{versionModule}) + " > " + testrun.Join([]string{v})
+	}
 	res, err := in.exec(ctx, pth, "")
 	if err != nil {
 		return err
@@ -72,6 +77,9 @@ func (in *installer) importRootFallback(ctx context.Context, st *env.Step, p pip
 		return nil
 	}
 	note := fmt.Sprintf("the build step failed (%s); %s put on the path of %s's Python instead", cause, strings.Join(roots, " "), env.VenvRoot)
+	if len(versions) > 0 {
+		note += "; version file written: " + strings.Join(versions, " ")
+	}
 	rest := pipPlan{reqs: append(append([]string{}, p.reqs...), deps...)}
 	for i := 0; i < len(rest.reqs); i++ {
 		if tooling[env.RequirementName(rest.reqs[i])] {
@@ -118,4 +126,23 @@ func hasPythonSources(dir string) bool {
 		return nil
 	})
 	return found
+}
+
+// versionModule stands in for the version file a VCS build hook writes
+// (hatch-vcs, setuptools-scm, pdm), which an import-root fallback lacks.
+const versionModule = `__version__ = version = "0.0.0+cwm"
+__version_tuple__ = version_tuple = (0, 0, 0, "cwm")`
+
+// versionFiles are the sandbox paths of the version files the project's
+// build hooks would write and the repository does not have.
+func versionFiles(p pyproject, root, host string) []string {
+	var out []string
+	for _, f := range []string{p.Tool.Hatch.Build.Hooks.Vcs.VersionFile, p.Tool.SetuptoolsScm.WriteTo,
+		p.Tool.SetuptoolsScm.VersionFile, p.Tool.Pdm.Version.WriteTo} {
+		if !strings.HasSuffix(f, ".py") || path.IsAbs(f) || strings.Contains(f, "..") || fileExists(filepath.Join(host, f)) {
+			continue
+		}
+		out = append(out, path.Join(root, f))
+	}
+	return out
 }

@@ -10,7 +10,7 @@ import (
 // cannot run here (flit_core>=4 with a PEP 639 license string, where
 // Debian has flit_core 3.8): the editable install fails in its build step,
 // and the environment still works with src/ on the venv's path, as its
-// provenance says.
+// provenance says, and with the version module the VCS hook would write.
 func TestImportRootFallback(t *testing.T) {
 	dir := writeTree(t, map[string]string{
 		"pyproject.toml": `[build-system]
@@ -22,8 +22,11 @@ name = "shout"
 version = "1.0"
 license = "MIT"
 dependencies = ["packaging"]
+
+[tool.hatch]
+build.hooks.vcs.version-file = "src/shout/_version.py"
 `,
-		"src/shout/__init__.py": "def shout(s):\n    return s.upper() + '!'\n",
+		"src/shout/__init__.py": "from shout._version import __version__\n\n\ndef shout(s):\n    return s.upper() + '!'\n",
 		"tests/test_shout.py":   "from shout import shout\n\n\ndef test_shout():\n    assert shout('a') == 'A!'\n",
 	})
 	e := mustBuild(t, buildOpts(dir))
@@ -32,7 +35,8 @@ dependencies = ["packaging"]
 	}
 	st := e.Install[len(e.Install)-1]
 	if st.Status != "ok" || !strings.Contains(st.Provenance, "fallback: import root on the path") ||
-		!strings.Contains(st.Note, "/repo/src put on the path") || !strings.Contains(st.Note, "the build step failed (") {
+		!strings.Contains(st.Note, "/repo/src put on the path") || !strings.Contains(st.Note, "the build step failed (") ||
+		!strings.Contains(st.Note, "version file written: /repo/src/shout/_version.py") {
 		t.Errorf("install step = %s %q, provenance %q; want ok with the fallback said", st.Status, st.Note, st.Provenance)
 	}
 	if strings.Contains(st.Note, "See above for details") {

@@ -234,7 +234,23 @@ type pyproject struct {
 		} `toml:"poetry"`
 		Pdm struct {
 			DevDependencies map[string][]string `toml:"dev-dependencies"`
+			Version         struct {
+				WriteTo string `toml:"write_to"`
+			} `toml:"version"`
 		} `toml:"pdm"`
+		Hatch struct {
+			Build struct {
+				Hooks struct {
+					Vcs struct {
+						VersionFile string `toml:"version-file"`
+					} `toml:"vcs"`
+				} `toml:"hooks"`
+			} `toml:"build"`
+		} `toml:"hatch"`
+		SetuptoolsScm struct {
+			WriteTo     string `toml:"write_to"`
+			VersionFile string `toml:"version_file"`
+		} `toml:"setuptools_scm"`
 	} `toml:"tool"`
 }
 
