@@ -3,6 +3,7 @@ module cwm
 go 1.26.0
 
 require (
+	github.com/BurntSushi/toml v1.5.0
 	github.com/coder/websocket v1.8.15
 	github.com/google/go-cmp v0.7.0
 	github.com/google/go-containerregistry v0.22.1

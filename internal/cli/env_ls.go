@@ -11,21 +11,23 @@ import (
 )
 
 type envLsCmd struct {
-	json bool
+	json, all bool
 }
 
 func (*envLsCmd) Name() string     { return "env ls" }
 func (*envLsCmd) Synopsis() string { return "list the built environments" }
 func (*envLsCmd) Usage() string {
-	return `[--json]
-Lists the environments in $CWM_HOME/envs, oldest first: id, name, whether
-it is usable, its baseline (tests passing in every run / all tests, flaky
-ones), Python, layer size, and the repository. Builds in progress and
-leftovers of interrupted builds are not listed (env gc removes them).`
+	return `[--all] [--json]
+Lists the usable environments in $CWM_HOME/envs, oldest first: id, name,
+its baseline (tests passing in every run / all tests, flaky ones), Python,
+layer size, and the repository. Unusable builds are counted, not listed,
+unless --all is given (env gc removes them). Builds in progress and
+leftovers of interrupted builds are never listed.`
 }
 
 func (c *envLsCmd) Flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.json, "json", false, "print the manifests as a JSON array")
+	fs.BoolVar(&c.all, "all", false, "list unusable builds too")
 }
 
 func (c *envLsCmd) Run(ctx context.Context, e *command.Env, args []string) error {
@@ -36,6 +38,23 @@ func (c *envLsCmd) Run(ctx context.Context, e *command.Env, args []string) error
 	if err != nil {
 		return err
 	}
+	hidden := 0
+	if !c.all {
+		var kept []*env.Env
+		for _, en := range envs {
+			if en.Usable {
+				kept = append(kept, en)
+			} else {
+				hidden++
+			}
+		}
+		envs = kept
+	}
+	defer func() {
+		if hidden > 0 {
+			fmt.Fprintf(e.Stderr, "%d unusable build(s) not listed (env ls --all lists them, env gc removes them)\n", hidden)
+		}
+	}()
 	if c.json {
 		if envs == nil {
 			envs = []*env.Env{}
@@ -43,7 +62,7 @@ func (c *envLsCmd) Run(ctx context.Context, e *command.Env, args []string) error
 		return writeJSON(e.Stdout, envs)
 	}
 	if len(envs) == 0 {
-		fmt.Fprintln(e.Stderr, "no environments (build one with cwm env build PATH)")
+		fmt.Fprintln(e.Stderr, "no usable environments (build one with cwm env build PATH)")
 		return nil
 	}
 	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)

@@ -126,8 +126,9 @@ func (st *Store) Get(id string) *Env {
 }
 
 // Resolve finds an environment by id, unique id prefix, or name. When
-// several environments share a name, the most recently built wins: a name
-// follows rebuilds. An unknown reference is an error of kind
+// several environments share a name, the most recently built usable one
+// wins (the most recent one when none is usable): a name follows rebuilds,
+// and a failed rebuild does not hide the environment that works. An unknown reference is an error of kind
 // errkind.NotFound, an ambiguous one of kind errkind.Input.
 func (st *Store) Resolve(ref string) (*Env, error) {
 	if ref == "" {
@@ -146,8 +147,8 @@ func (st *Store) Resolve(ref string) (*Env, error) {
 		if strings.HasPrefix(e.ID, ref) {
 			prefix = append(prefix, e)
 		}
-		if e.Name == ref {
-			named = e // List is oldest first: the last one is the newest
+		if e.Name == ref && (named == nil || e.Usable || !named.Usable) {
+			named = e // List is oldest first: the newest usable one wins
 		}
 	}
 	switch {

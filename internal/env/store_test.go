@@ -25,14 +25,16 @@ func putEnv(t *testing.T, st *Store, id, name string, builtAt time.Time, usable 
 	}
 }
 
-// Resolve takes an id, a unique prefix or a name (the newest build of
-// it), and says which kind of error a bad reference is.
+// Resolve takes an id, a unique prefix or a name (the newest usable build
+// of it), and says which kind of error a bad reference is.
 func TestResolve(t *testing.T) {
 	st := NewStore(t.TempDir())
 	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	putEnv(t, st, "aaaa1111", "calc", t0, true)
 	putEnv(t, st, "aaaa2222", "calc", t0.Add(time.Hour), true)
 	putEnv(t, st, "bbbb3333", "other", t0, false)
+	// A failed rebuild of calc, newer than the usable ones.
+	putEnv(t, st, "cccc4444", "calc", t0.Add(2*time.Hour), false)
 	for _, c := range []struct {
 		ref  string
 		id   string
@@ -40,7 +42,8 @@ func TestResolve(t *testing.T) {
 	}{
 		{"aaaa1111", "aaaa1111", 0},
 		{"bbbb", "bbbb3333", 0},
-		{"calc", "aaaa2222", 0},
+		{"calc", "aaaa2222", 0}, // the newest usable one, not the failed rebuild
+		{"cccc", "cccc4444", 0},
 		{"aaaa", "", errkind.Input},
 		{"nope", "", errkind.NotFound},
 		{"", "", errkind.Input},
@@ -54,15 +57,15 @@ func TestResolve(t *testing.T) {
 		}
 	}
 	envs, err := st.List()
-	if err != nil || len(envs) != 3 || envs[2].ID != "aaaa2222" {
-		t.Errorf("List() = %d environments, %v; want 3, oldest first", len(envs), err)
+	if err != nil || len(envs) != 4 || envs[2].ID != "aaaa2222" {
+		t.Errorf("List() = %d environments, %v; want 4, oldest first", len(envs), err)
 	}
 	if e := st.Get("bbbb3333"); e == nil || e.LayerDir() != filepath.Join(st.Dir(), "bbbb3333", "layer") {
 		t.Errorf("Get(bbbb3333) = %+v", e)
 	}
 	removed, err := st.GC()
-	if err != nil || len(removed) != 1 || removed[0] != "bbbb3333" {
-		t.Errorf("GC() = %v, %v; want the unusable environment removed", removed, err)
+	if err != nil || len(removed) != 2 {
+		t.Errorf("GC() = %v, %v; want the unusable environments removed", removed, err)
 	}
 	if err := st.Remove(st.Get("aaaa1111")); err != nil || st.Get("aaaa1111") != nil {
 		t.Errorf("Remove: %v", err)

@@ -47,6 +47,9 @@ type Options struct {
 	// Install and Test override recipe detection.
 	Install []string
 	Test    string
+	// RecipeFrom, when set, is the provenance of Install and Test
+	// ("agent" for a setup agent's recipe) instead of the flags'.
+	RecipeFrom string
 	// Runs is how many times the baseline runs the suite (default 3).
 	Runs int
 	// Base is a root filesystem to build on instead of the host's.
@@ -157,9 +160,19 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 	if err != nil {
 		return nil, err
 	}
-	recipe, err := detectRecipe(repo, opts.Install, opts.Test, majorMinor(python))
+	recipe, err := detectRecipe(repo, opts.Install, opts.Test, majorMinor(python), programFinder(ctx, isb))
 	if err != nil {
 		return nil, err
+	}
+	if opts.RecipeFrom != "" {
+		for i := range recipe.Install {
+			if recipe.Install[i].Provenance == flagInstallProv {
+				recipe.Install[i].Provenance = opts.RecipeFrom
+			}
+		}
+		if recipe.Test.Provenance == flagTestProv {
+			recipe.Test.Provenance = opts.RecipeFrom
+		}
 	}
 	tc, err := testrun.Parse(recipe.Test.Command)
 	if err != nil {
@@ -333,6 +346,22 @@ func envID(commit, tree, base, python string, online bool, r Recipe) string {
 	}
 	fmt.Fprintf(h, "test %s\n", r.Test.Command)
 	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// programFinder reports whether the sandbox has a program on its PATH
+// (the environment's venv first, then the base system's), asking once per
+// name.
+func programFinder(ctx context.Context, s *sandbox.Sandbox) func(string) bool {
+	seen := map[string]bool{}
+	return func(prog string) bool {
+		if ok, done := seen[prog]; done {
+			return ok
+		}
+		res, err := s.Exec(ctx, sandbox.Cmd{Shell: "command -v " + testrun.Join([]string{prog}) + " >/dev/null", Timeout: time.Minute})
+		ok := err != nil || res.Success() // a sandbox that cannot answer finds everything
+		seen[prog] = ok
+		return ok
+	}
 }
 
 func pythonVersion(ctx context.Context, s *sandbox.Sandbox, python string) (string, error) {

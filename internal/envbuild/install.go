@@ -66,7 +66,7 @@ func (in *installer) run(ctx context.Context, st *env.Step) error {
 	}
 	st.Status = "ok"
 	if !res.Success() {
-		st.Status, st.Note = "failed", res.Describe()+testrun.LastLine(res.Stderr, res.Stdout)
+		st.Status, st.Note = "failed", res.Describe()+": "+firstError(string(res.Stdout)+"\n"+string(res.Stderr))+"; "+installHint
 	}
 	return nil
 }
@@ -311,13 +311,19 @@ func (in *installer) runPip(ctx context.Context, st *env.Step, p pipPlan, dir st
 		out := string(res.Stdout) + "\n" + string(res.Stderr)
 		m := pipMissing.FindStringSubmatch(out)
 		if m == nil {
+			cause := firstError(out)
 			if b := backendMissing.FindStringSubmatch(out); b != nil && len(p.editable) > 0 {
 				mod := b[1] + b[2]
 				in.addMissing(env.Missing{Import: topModule(mod), Source: "build backend"})
-				st.Status, st.Note = "failed", "the build backend "+mod+" is not installed"
-				return nil
+				cause = "the build backend " + mod + " is not installed"
 			}
-			st.Status, st.Note = "failed", res.Describe()+testrun.LastLine(res.Stderr, res.Stdout)
+			if len(p.editable) > 0 {
+				// The build step itself failed (an old or absent backend,
+				// metadata it cannot read): the sources can still be
+				// imported from where they are.
+				return in.importRootFallback(ctx, st, p, dir, vars, cause)
+			}
+			st.Status, st.Note = "failed", res.Describe()+": "+cause+"; "+installHint
 			return nil
 		}
 		name := env.RequirementName(m[1])

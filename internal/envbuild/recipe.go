@@ -3,12 +3,19 @@ package envbuild
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 
 	"cwm/internal/env"
+	"cwm/internal/testrun"
+)
+
+// The provenance of steps given as flags (or as Options.Install and Test).
+const (
+	flagInstallProv = "flag --install"
+	flagTestProv    = "flag --test"
 )
 
 // Recipe is how to install and test a repository.
@@ -23,18 +30,35 @@ type Recipe struct {
 // metadata (pyproject.toml, setup.cfg, setup.py, requirements*.txt), a
 // Makefile test target (test only), then python -m pytest, then python -m
 // unittest discover.
-func detectRecipe(repo string, flagInstall []string, flagTest, python string) (Recipe, error) {
+//
+// A source whose command needs a program the sandbox does not have (have
+// reports false; nil means every program is there) fails, and the next
+// source is taken: the chosen step's provenance says which was passed
+// over and why.
+func detectRecipe(repo string, flagInstall []string, flagTest, python string, have func(string) bool) (Recipe, error) {
 	var r Recipe
 	installFound := len(flagInstall) > 0
 	for _, c := range flagInstall {
-		r.Install = append(r.Install, env.Step{Command: c, Provenance: "flag --install"})
+		r.Install = append(r.Install, env.Step{Command: c, Provenance: flagInstallProv})
 	}
 	testFound := flagTest != ""
 	if testFound {
-		r.Test = env.Step{Command: flagTest, Provenance: "flag --test"}
+		r.Test = env.Step{Command: flagTest, Provenance: flagTestProv}
 	}
 	tox := readTox(repo)
 	nox := readNox(repo)
+	var skippedInstall, skippedTest []string
+	// usable reports whether every program steps need is there, noting
+	// the first that is not.
+	usable := func(steps []env.Step, skipped *[]string) bool {
+		for _, st := range steps {
+			if prog := missingProgram(st.Command, have); prog != "" {
+				*skipped = append(*skipped, fmt.Sprintf("%s: %s not found", st.Provenance, prog))
+				return false
+			}
+		}
+		return true
+	}
 
 	wfInstall, wfTest, err := workflowCommands(repo, python)
 	if err != nil {
@@ -49,21 +73,39 @@ func detectRecipe(repo string, flagInstall []string, flagTest, python string) (R
 				kept = append(kept, s)
 			}
 		}
-		if len(kept) > 0 {
+		if len(kept) > 0 && usable(kept, &skippedInstall) {
 			r.Install, installFound = kept, true
 		}
 	}
-	if !testFound && len(wfTest) > 0 {
-		r.Test, testFound = resolveTest(wfTest[0], tox, nox, repo), true
+	for _, t := range wfTest {
+		if testFound {
+			break
+		}
+		s, viaInstall := resolveTestVia(t, tox, nox, repo)
+		if !usable([]env.Step{s}, &skippedTest) {
+			continue
+		}
+		r.Test, testFound = s, true
+		// The tox environment or nox session the workflow runs installs
+		// what its tests need: its steps join the workflow's (or are the
+		// install when the workflow has none).
+		if len(flagInstall) == 0 && len(viaInstall) > 0 && usable(viaInstall, &skippedInstall) {
+			for _, v := range viaInstall {
+				if !hasStep(r.Install, v.Command) {
+					r.Install = append(r.Install, v)
+				}
+			}
+			installFound = true
+		}
 	}
 	for _, runner := range []*runnerRecipe{tox, nox} {
 		if runner == nil {
 			continue
 		}
-		if !installFound && len(runner.install) > 0 {
+		if !installFound && len(runner.install) > 0 && usable(runner.install, &skippedInstall) {
 			r.Install, installFound = runner.install, true
 		}
-		if !testFound && runner.test.Command != "" {
+		if !testFound && runner.test.Command != "" && usable([]env.Step{runner.test}, &skippedTest) {
 			r.Test, testFound = runner.test, true
 		}
 	}
@@ -76,26 +118,102 @@ func detectRecipe(repo string, flagInstall []string, flagTest, python string) (R
 	}
 	if !testFound {
 		if s, ok := makeTest(repo); ok {
-			r.Test, testFound = resolveTest(s, tox, nox, repo), true
+			if s = resolveTest(s, tox, nox, repo); usable([]env.Step{s}, &skippedTest) {
+				r.Test, testFound = s, true
+			}
 		}
 	}
 	if !testFound {
 		r.Test = fallbackTest(repo)
 	}
+	if len(skippedInstall) > 0 && len(r.Install) > 0 {
+		r.Install[0].Provenance += " (passed over: " + strings.Join(skippedInstall, "; ") + ")"
+	}
+	if len(skippedTest) > 0 {
+		r.Test.Provenance += " (passed over: " + strings.Join(skippedTest, "; ") + ")"
+	}
 	return r, nil
+}
+
+func hasStep(steps []env.Step, command string) bool {
+	for _, s := range steps {
+		if s.Command == command {
+			return true
+		}
+	}
+	return false
+}
+
+// shellBuiltins need no program.
+var shellBuiltins = map[string]bool{
+	"cd": true, "export": true, "echo": true, "set": true, "source": true, ".": true, "true": true,
+	"false": true, "test": true, "[": true, "exit": true, "unset": true, "printf": true, "exec": true,
+	"env": true, "time": true, "sudo": true, "command": true,
+}
+
+// missingProgram is the first program a command line runs that have says
+// is absent, or "". Commands cwm runs through its own test runner (pytest,
+// unittest) and pip (which install steps go through) always count as
+// present; so does anything in a line bash would need to interpret.
+func missingProgram(line string, have func(string) bool) string {
+	if have == nil {
+		return ""
+	}
+	if tc, err := testrun.Parse(line); err == nil && tc.Framework != testrun.Shell {
+		return ""
+	}
+	cmds, complex, err := testrun.Words(line)
+	if err != nil || complex {
+		return ""
+	}
+	for _, words := range cmds {
+		for len(words) > 0 && (strings.Contains(words[0], "=") && !strings.HasPrefix(words[0], "-") || shellBuiltins[words[0]]) {
+			if words[0] == "cd" {
+				words = nil // cd DIR: the directory, not a program
+				break
+			}
+			words = words[1:]
+		}
+		if len(words) == 0 {
+			continue
+		}
+		prog := words[0]
+		if isPythonName(path.Base(prog)) {
+			if len(words) > 2 && words[1] == "-m" && (words[2] == "tox" || words[2] == "nox") {
+				prog = words[2]
+			} else {
+				continue
+			}
+		}
+		switch path.Base(prog) {
+		case "pip", "pip3", "apt-get", "apt", "sudo":
+			continue
+		}
+		if !have(prog) {
+			return prog
+		}
+	}
+	return ""
 }
 
 // resolveTest follows a test command that delegates to tox, nox or make to
 // the command they would run: tox and nox need the network to build their
 // own environments, and cwm needs the runner itself to see each test.
 func resolveTest(s env.Step, tox, nox *runnerRecipe, repo string) env.Step {
+	st, _ := resolveTestVia(s, tox, nox, repo)
+	return st
+}
+
+// resolveTestVia is resolveTest that also returns the install steps of
+// the tox environment or nox session it followed (nil for none).
+func resolveTestVia(s env.Step, tox, nox *runnerRecipe, repo string) (env.Step, []env.Step) {
 	words := strings.Fields(s.Command)
 	i := 0
 	if len(words) > 3 && words[0] == "cd" && words[2] == "&&" {
 		i = 3 // a working-directory prefix: resolve what follows
 	}
 	if i >= len(words) {
-		return s
+		return s, nil
 	}
 	first := filepath.Base(words[i])
 	if first == "python" || strings.HasPrefix(first, "python3") {
@@ -107,19 +225,24 @@ func resolveTest(s env.Step, tox, nox *runnerRecipe, repo string) env.Step {
 	switch first {
 	case "tox":
 		via = tox
+		if name := toxEnvArg(words[i:]); name != "" {
+			if r := readToxEnv(repo, name); r != nil {
+				via = r
+			}
+		}
 	case "nox":
 		via = nox
 	case "make":
 		if i+1 < len(words) {
 			if m, ok := makeTarget(repo, words[i+1]); ok && m.Command != s.Command {
-				return env.Step{Command: m.Command, Provenance: s.Provenance + " -> " + m.Provenance}
+				return env.Step{Command: m.Command, Provenance: s.Provenance + " -> " + m.Provenance}, nil
 			}
 		}
 	}
 	if via != nil && via.test.Command != "" {
-		return env.Step{Command: via.test.Command, Provenance: s.Provenance + " -> " + via.test.Provenance}
+		return env.Step{Command: via.test.Command, Provenance: s.Provenance + " -> " + via.test.Provenance}, via.install
 	}
-	return s
+	return s, nil
 }
 
 // tooling are packages that run, build or lint a project rather than being
@@ -130,11 +253,16 @@ var tooling = map[string]bool{
 	"codecov": true, "coveralls": true, "ruff": true, "flake8": true, "black": true,
 	"mypy": true, "isort": true, "pylint": true, "pytest-cov": true, "coverage": true,
 	"pytest-xdist": true, "uv": true, "poetry": true, "pdm": true, "hatch": true,
+	"tox-uv": true, "tox-gh": true, "nox-uv": true, "pre-commit-uv": true, "pyright": true,
+	"prek": true, "pytest-codspeed": true, "codespell": true,
 }
 
 // onlyTooling reports whether a pip command installs nothing but tooling.
 func onlyTooling(line string) bool {
 	words := strings.Fields(line)
+	if cmds, complex, err := testrun.Words(line); err == nil && !complex && len(cmds) == 1 {
+		words = cmds[0] // quoted requirements with markers are one word
+	}
 	idx := -1
 	for i, w := range words {
 		if w == "install" {
@@ -213,86 +341,37 @@ func readINI(path string) ini {
 
 // toxSubst replaces tox substitutions: {posargs:DEFAULT} by its default,
 // directory variables by the repository root.
-var toxSubst = regexp.MustCompile(`\{(posargs|toxinidir|envpython|envbindir|envsitepackagesdir|envtmpdir|toxworkdir)(?::([^}]*))?\}`)
+var toxSubst = regexp.MustCompile(`\{(posargs|toxinidir|tox_root|envpython|env_python|envbindir|env_bin_dir|envsitepackagesdir|env_site_packages_dir|envtmpdir|env_tmp_dir|envdir|env_dir|toxworkdir|work_dir|temp_dir|envname|env_name)(?::([^}]*))?\}`)
+
+// toxEnvVar is tox's {env:NAME:DEFAULT} (or {env:NAME}, empty).
+var toxEnvVar = regexp.MustCompile(`\{env:[A-Za-z_][A-Za-z0-9_]*:?([^{}]*)\}`)
 
 func substituteTox(s string) string {
 	// tox splits commands into words itself, so spacing carries nothing.
+	s = strings.ReplaceAll(s, "{/}", "/")
+	s = toxEnvVar.ReplaceAllString(s, "$1") // {env:NAME:DEFAULT}: the default
 	return strings.Join(strings.Fields(toxSubst.ReplaceAllStringFunc(s, func(m string) string {
 		sm := toxSubst.FindStringSubmatch(m)
 		switch sm[1] {
 		case "posargs":
 			return sm[2]
-		case "toxinidir":
+		case "toxinidir", "tox_root":
 			return "."
-		case "envpython":
+		case "envpython", "env_python":
 			return "python"
-		case "envbindir":
-			return ""
+		case "envbindir", "env_bin_dir":
+			return env.VenvRoot + "/bin"
+		case "envdir", "env_dir":
+			return env.VenvRoot
+		case "envsitepackagesdir", "env_site_packages_dir":
+			// Where tox installed the package: here its sources, in
+			// the repository (installed editable or on the path).
+			return "."
+		case "envname", "env_name":
+			return "cwm"
 		}
 		return "/tmp"
 	})), " ")
-}
-
-func readTox(repo string) *runnerRecipe {
-	cfg := readINI(filepath.Join(repo, "tox.ini"))
-	if cfg == nil {
-		return nil
-	}
-	// tox 4 reads [testenv] and then the named environments; the first
-	// environment with commands stands for the rest.
-	names := []string{"testenv"}
-	var named []string
-	for s := range cfg {
-		if strings.HasPrefix(s, "testenv:") {
-			named = append(named, s)
-		}
-	}
-	sort.Strings(named)
-	names = append(names, named...)
-	// Named environments inherit what they do not set from [testenv].
-	get := func(sec, key string) string {
-		if v, ok := cfg[sec][key]; ok {
-			return v
-		}
-		return cfg["testenv"][key]
-	}
-	var r runnerRecipe
-	for i, sec := range names {
-		if cfg[sec] == nil || (get(sec, "commands") == "" && i > 0) {
-			continue
-		}
-		prov := "tox.ini [" + sec + "]"
-		var s runnerRecipe
-		for _, line := range strings.Split(get(sec, "commands"), "\n") {
-			line = substituteTox(strings.TrimPrefix(strings.TrimSpace(line), "-"))
-			if line != "" && classify(line) == kindTest {
-				s.test = env.Step{Command: line, Provenance: prov + " commands"}
-				break
-			}
-		}
-		if !isTrue(get(sec, "skip_install")) && !isTrue(cfg["tox"]["skipsdist"]) && hasProjectMetadata(repo) {
-			s.install = append(s.install, env.Step{Command: "pip install -e .", Provenance: prov + " (the package)"})
-		}
-		var deps []string
-		for _, d := range strings.Split(get(sec, "deps"), "\n") {
-			if d = substituteTox(d); d != "" && !tooling[env.RequirementName(d)] {
-				deps = append(deps, quoteArg(d))
-			}
-		}
-		if len(deps) > 0 {
-			s.install = append(s.install, env.Step{Command: "pip install " + strings.Join(deps, " "), Provenance: prov + " deps"})
-		}
-		if i == 0 || s.test.Command != "" {
-			r = s
-		}
-		if r.test.Command != "" {
-			break
-		}
-	}
-	if r.test.Command == "" && len(r.install) == 0 {
-		return nil
-	}
-	return &r
 }
 
 func isTrue(s string) bool {

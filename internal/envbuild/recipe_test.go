@@ -38,7 +38,7 @@ func TestDetectRecipe(t *testing.T) {
 		{"testdata/missingdep", []string{"pip install -e . <- pyproject.toml"}, "python -m pytest <- default (pytest)"},
 	}
 	for _, tt := range tests {
-		r, err := detectRecipe(tt.repo, nil, "", "3.11")
+		r, err := detectRecipe(tt.repo, nil, "", "3.11", nil)
 		if err != nil {
 			t.Errorf("detectRecipe(%s): %v", tt.repo, err)
 			continue
@@ -53,7 +53,7 @@ func TestDetectRecipe(t *testing.T) {
 }
 
 func TestDetectRecipeFlagsWin(t *testing.T) {
-	r, err := detectRecipe("../../examples/textkit", []string{"pip install ."}, "pytest tests/test_case.py", "3.11")
+	r, err := detectRecipe("../../examples/textkit", []string{"pip install ."}, "pytest tests/test_case.py", "3.11", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestDetectRecipeDelegation(t *testing.T) {
 		}, "cd pkg && python -m pytest <- .github/workflows/ci.yml: job t, step #2"},
 	}
 	for _, tt := range tests {
-		r, err := detectRecipe(writeTree(t, tt.files), nil, "", "3.11")
+		r, err := detectRecipe(writeTree(t, tt.files), nil, "", "3.11", nil)
 		if err != nil {
 			t.Errorf("%s: %v", tt.name, err)
 			continue
@@ -173,6 +173,12 @@ func TestClassify(t *testing.T) {
 		{"pytest -q", kindTest},
 		{"python -m pytest tests", kindTest},
 		{"python -m unittest discover", kindTest},
+		{"nox -s docs", kindOther},
+		{"tox -e lint,py311", kindOther},
+		{"nox --session tests-3.11", kindTest},
+		{"uvx --with tox-uv tox -e py311", kindTest},
+		{"uv tool install --python 3.14 tox --with tox-uv", kindOther},
+		{"tox run -vv --notest -e 3.11", kindOther},
 		{"tox -e py", kindTest},
 		{"make test", kindTest},
 		{"coverage run -m pytest", kindTest},
@@ -184,13 +190,6 @@ func TestClassify(t *testing.T) {
 		if got := classify(tt.line); got != tt.want {
 			t.Errorf("classify(%q) = %v, want %v", tt.line, got, tt.want)
 		}
-	}
-}
-
-func TestSubstituteExpressions(t *testing.T) {
-	got := substituteExpressions("python${{ matrix.python-version }} -m pytest ${{ env.EXTRA }}", "3.11")
-	if want := "python3.11 -m pytest "; got != want {
-		t.Errorf("substituteExpressions = %q, want %q", got, want)
 	}
 }
 

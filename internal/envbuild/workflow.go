@@ -3,6 +3,7 @@ package envbuild
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -16,10 +17,12 @@ import (
 )
 
 type workflowStep struct {
-	Name       string `yaml:"name"`
-	Uses       string `yaml:"uses"`
-	Run        string `yaml:"run"`
-	WorkingDir string `yaml:"working-directory"`
+	Name       string            `yaml:"name"`
+	Uses       string            `yaml:"uses"`
+	Run        string            `yaml:"run"`
+	WorkingDir string            `yaml:"working-directory"`
+	If         yaml.Node         `yaml:"if"`
+	Env        map[string]string `yaml:"env"`
 }
 
 type workflowJob struct {
@@ -29,11 +32,16 @@ type workflowJob struct {
 			WorkingDir string `yaml:"working-directory"`
 		} `yaml:"run"`
 	} `yaml:"defaults"`
+	Strategy struct {
+		Matrix yaml.Node `yaml:"matrix"`
+	} `yaml:"strategy"`
+	Env map[string]string `yaml:"env"`
+	If  yaml.Node         `yaml:"if"`
 }
 
 // workflowCommands finds the install and test commands of a repository's
 // GitHub Actions workflows: the run-steps of the job that tests Python
-// (uses setup-python or runs a test command), in order. uses-steps are
+// (runs a test command; setup-python and naming break ties), in order. uses-steps are
 // skipped; ${{ matrix.python... }} becomes the Python cwm has.
 func workflowCommands(repo, python string) (install, test []env.Step, err error) {
 	files, _ := filepath.Glob(filepath.Join(repo, ".github", "workflows", "*.y*ml"))
@@ -50,7 +58,9 @@ func workflowCommands(repo, python string) (install, test []env.Step, err error)
 			return nil, nil, err
 		}
 		var doc struct {
-			Jobs yaml.Node `yaml:"jobs"`
+			Jobs yaml.Node         `yaml:"jobs"`
+			On   yaml.Node         `yaml:"on"`
+			Env  map[string]string `yaml:"env"`
 		}
 		if err := yaml.Unmarshal(data, &doc); err != nil {
 			// A broken workflow is the repository's problem; the next
@@ -61,10 +71,17 @@ func workflowCommands(repo, python string) (install, test []env.Step, err error)
 			continue
 		}
 		rel, _ := filepath.Rel(repo, f)
+		inputs := workflowInputs(&doc.On)
 		for i := 0; i+1 < len(doc.Jobs.Content); i += 2 {
 			name := doc.Jobs.Content[i].Value
 			var job workflowJob
 			if err := doc.Jobs.Content[i+1].Decode(&job); err != nil {
+				continue
+			}
+			ctx := exprContext{matrix: collapseMatrix(&job.Strategy.Matrix, python), inputs: inputs, env: map[string]any{}}
+			addEnv(ctx.env, doc.Env, ctx, python)
+			addEnv(ctx.env, job.Env, ctx, python)
+			if !condition(&job.If, ctx, python) {
 				continue
 			}
 			c := candidate{file: rel, job: name}
@@ -75,6 +92,17 @@ func workflowCommands(repo, python string) (install, test []env.Step, err error)
 				if st.Run == "" {
 					continue
 				}
+				sctx := ctx
+				if len(st.Env) > 0 {
+					sctx.env = map[string]any{}
+					for k, v := range ctx.env {
+						sctx.env[k] = v
+					}
+					addEnv(sctx.env, st.Env, ctx, python)
+				}
+				if !condition(&st.If, sctx, python) {
+					continue // if: says this step does not run on Linux with this matrix entry
+				}
 				label := st.Name
 				if label == "" {
 					label = fmt.Sprintf("#%d", si+1)
@@ -84,13 +112,37 @@ func workflowCommands(repo, python string) (install, test []env.Step, err error)
 				if dir == "" {
 					dir = job.Defaults.Run.WorkingDir
 				}
-				for _, line := range logicalLines(substituteExpressions(st.Run, python)) {
+				dir = substituteExpressions(dir, sctx, python)
+				var lines []string
+				for _, line := range logicalLines(substituteExpressions(st.Run, sctx, python)) {
+					lines = append(lines, unwrapLine(line, repo)...)
+				}
+				for _, line := range lines {
+					// A cd of its own moves the rest of the step.
+					if m := cdLine.FindStringSubmatch(line); m != nil {
+						if dir == "" || dir == "." || path.IsAbs(m[1]) {
+							dir = m[1]
+						} else {
+							dir = path.Join(dir, m[1])
+						}
+						continue
+					}
+					// tox without -e runs the environments TOXENV names.
+					if toxenv := exprString(sctx.env["TOXENV"]); toxenv != "" && toxEnvArg(strings.Fields(line)) == "" && classify(line) == kindTest && regexp.MustCompile(`(^|\s)tox(\s|$)`).MatchString(line) {
+						line += " -e " + toxenv
+					}
 					if dir != "" && dir != "." {
 						line = "cd " + dir + " && " + line
 					}
-					switch classify(line) {
+					kind := classify(line)
+					if kind == kindTest && lintTarget(repo, line) {
+						kind = kindOther
+					}
+					switch kind {
 					case kindInstall:
-						c.install = append(c.install, env.Step{Command: line, Provenance: prov})
+						if !hasStep(c.install, line) { // uv run in several steps installs once
+							c.install = append(c.install, env.Step{Command: line, Provenance: prov})
+						}
 					case kindTest:
 						c.tests = append(c.tests, env.Step{Command: line, Provenance: prov})
 					}
@@ -102,7 +154,10 @@ func workflowCommands(repo, python string) (install, test []env.Step, err error)
 			if len(c.install) > 0 {
 				c.score++
 			}
-			if c.score >= 3 && (best == nil || c.score > best.score) {
+			if len(c.tests) > 0 {
+				c.score += nameScore(rel, name)
+			}
+			if len(c.tests) > 0 && c.score >= 3 && (best == nil || c.score > best.score) {
 				best = &c
 			}
 		}
@@ -113,18 +168,237 @@ func workflowCommands(repo, python string) (install, test []env.Step, err error)
 	return best.install, best.tests, nil
 }
 
-var expression = regexp.MustCompile(`\$\{\{\s*([^}]*?)\s*\}\}`)
+// offTopic names workflows and jobs that test something other than the
+// repository at its commit: other projects downstream, nightly
+// dependency builds, releases, documentation, benchmarks.
+var offTopic = regexp.MustCompile(`(?i)nightly|downstream|flask|integration|publish|release|deploy|docs?\b|bench|wheel|cron|schedule`)
 
-// substituteExpressions replaces GitHub expressions: the matrix's Python
-// version by the one available, anything else by nothing.
-func substituteExpressions(s, python string) string {
+// nameScore prefers a workflow or job named for tests and passes over
+// off-topic ones.
+func nameScore(file, job string) int {
+	base := strings.ToLower(filepath.Base(file) + " " + job)
+	score := 0
+	if strings.Contains(base, "test") || strings.Contains(base, "ci") {
+		score++
+	}
+	if offTopic.MatchString(base) {
+		score -= 3
+	}
+	return score
+}
+
+var expression = regexp.MustCompile(`\$\{\{\s*(.*?)\s*\}\}`)
+
+// substituteExpressions evaluates the GitHub expressions in s (ctx has the
+// matrix collapsed to one entry whose Python is the environment's). An
+// expression cwm cannot evaluate becomes the environment's Python when it
+// mentions python, and nothing otherwise.
+func substituteExpressions(s string, ctx exprContext, python string) string {
 	return expression.ReplaceAllStringFunc(s, func(m string) string {
 		inner := expression.FindStringSubmatch(m)[1]
-		if strings.Contains(inner, "python") {
-			return python
+		v, err := evalExpression(inner, ctx)
+		if err != nil {
+			if strings.Contains(inner, "python") {
+				return python
+			}
+			return ""
 		}
-		return ""
+		return exprString(v)
 	})
+}
+
+// condition evaluates a job's or step's if: (with or without ${{ }});
+// one cwm cannot evaluate counts as true.
+func condition(n *yaml.Node, ctx exprContext, python string) bool {
+	if n == nil || n.Kind != yaml.ScalarNode || strings.TrimSpace(n.Value) == "" {
+		return true
+	}
+	src := strings.TrimSpace(n.Value)
+	if m := expression.FindStringSubmatch(src); m != nil && strings.HasPrefix(src, "${{") && strings.HasSuffix(src, "}}") {
+		src = m[1]
+	}
+	v, err := evalExpression(src, ctx)
+	if err != nil {
+		return true
+	}
+	return truthy(v)
+}
+
+// addEnv evaluates env: values into dst.
+func addEnv(dst map[string]any, src map[string]string, ctx exprContext, python string) {
+	for k, v := range src {
+		dst[k] = substituteExpressions(v, ctx, python)
+	}
+}
+
+// workflowInputs are the defaults of a workflow's workflow_dispatch and
+// workflow_call inputs.
+func workflowInputs(on *yaml.Node) map[string]any {
+	out := map[string]any{}
+	if on == nil || on.Kind != yaml.MappingNode {
+		return out
+	}
+	for i := 0; i+1 < len(on.Content); i += 2 {
+		if ev := on.Content[i].Value; ev != "workflow_dispatch" && ev != "workflow_call" {
+			continue
+		}
+		var trig struct {
+			Inputs map[string]struct {
+				Default any `yaml:"default"`
+			} `yaml:"inputs"`
+		}
+		if on.Content[i+1].Decode(&trig) != nil {
+			continue
+		}
+		for k, in := range trig.Inputs {
+			if _, ok := out[k]; !ok {
+				out[k] = in.Default
+			}
+		}
+	}
+	return out
+}
+
+// collapseMatrix picks the one matrix entry cwm replays, as CWM's Activ
+// does: the combinations of the matrix's lists, minus exclude, with
+// include applied, then the one that runs the environment's Python on
+// Linux (first in order on a tie). Keys naming a Python are set to the
+// environment's.
+func collapseMatrix(n *yaml.Node, python string) map[string]any {
+	var m map[string]any
+	if n == nil || n.Kind != yaml.MappingNode || n.Decode(&m) != nil {
+		return map[string]any{}
+	}
+	combos := []map[string]any{{}}
+	var keys []string
+	for k := range m {
+		if k != "include" && k != "exclude" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	base := map[string]bool{}
+	for _, k := range keys {
+		list, ok := m[k].([]any)
+		if !ok {
+			continue // an expression (fromJSON(...)): nothing to expand
+		}
+		base[k] = true
+		var next []map[string]any
+		for _, c := range combos {
+			for _, v := range list {
+				if len(next) >= 256 {
+					break
+				}
+				d := map[string]any{k: v}
+				for ck, cv := range c {
+					d[ck] = cv
+				}
+				next = append(next, d)
+			}
+		}
+		combos = next
+	}
+	if len(base) == 0 {
+		combos = nil
+	}
+	if ex, ok := m["exclude"].([]any); ok {
+		var kept []map[string]any
+		for _, c := range combos {
+			drop := false
+			for _, e := range ex {
+				if em, ok := e.(map[string]any); ok && matches(c, em) {
+					drop = true
+				}
+			}
+			if !drop {
+				kept = append(kept, c)
+			}
+		}
+		combos = kept
+	}
+	if inc, ok := m["include"].([]any); ok {
+		// An include entry extends every original combination whose
+		// matrix values it does not change; one that extends none is a
+		// combination of its own.
+		orig := combos
+		combos = append([]map[string]any{}, orig...)
+		for _, e := range inc {
+			em, ok := e.(map[string]any)
+			if !ok {
+				continue
+			}
+			hit := false
+			for _, c := range orig {
+				if matchesOn(c, em, base) {
+					hit = true
+					for k, v := range em {
+						if !base[k] {
+							c[k] = v
+						}
+					}
+				}
+			}
+			if !hit {
+				d := map[string]any{}
+				for k, v := range em {
+					d[k] = v
+				}
+				combos = append(combos, d)
+			}
+		}
+	}
+	best, bestScore := map[string]any{}, -1
+	for _, c := range combos {
+		score := 0
+		for k, v := range c {
+			lk := strings.ToLower(k)
+			switch {
+			case strings.Contains(lk, "python") && exprString(v) == python:
+				score += 4
+			case lk == "os" || strings.Contains(lk, "platform") || strings.Contains(lk, "runs-on"):
+				if s := strings.ToLower(exprString(v)); !strings.Contains(s, "ubuntu") && !strings.Contains(s, "linux") {
+					score -= 8
+				}
+			default:
+				// An entry for benchmarks, docs or linting is not the
+				// test suite's.
+				if s := exprString(v); notTestEnv.MatchString(s) || offTopic.MatchString(s) || strings.Contains(strings.ToLower(s), "bench") {
+					score -= 2
+				}
+			}
+		}
+		if score > bestScore {
+			best, bestScore = c, score
+		}
+	}
+	for k := range best {
+		if strings.Contains(strings.ToLower(k), "python") {
+			best[k] = python
+		}
+	}
+	return best
+}
+
+// matches reports whether every key of e has the same value in c.
+func matches(c, e map[string]any) bool {
+	for k, v := range e {
+		if exprString(c[k]) != exprString(v) {
+			return false
+		}
+	}
+	return true
+}
+
+// matchesOn is matches restricted to the matrix's own keys (GitHub's rule
+// for whether an include entry extends a combination).
+func matchesOn(c, e map[string]any, base map[string]bool) bool {
+	for k, v := range e {
+		if base[k] && exprString(c[k]) != exprString(v) {
+			return false
+		}
+	}
+	return true
 }
 
 // logicalLines splits a run block into commands: backslash continuations
@@ -161,13 +435,69 @@ var (
 	testRE    = regexp.MustCompile(`(^|[\s/])(pytest|py\.test)(\s|$)|-m\s*(pytest|unittest)\b|(^|\s)(tox|nox)(\s|$)|(^|\s)make\s+(test|check)\b|setup\.py\s+test\b|(^|\s)coverage\s+run\b`)
 )
 
-// classify says whether a command line installs or tests.
+// cdLine is a run line that only changes directory.
+var cdLine = regexp.MustCompile(`^cd\s+([^\s;&|]+)\s*$`)
+
+// toolInstall matches commands that install a program for the CI runner's
+// own use (uv tool install tox, pipx install nox).
+var toolInstall = regexp.MustCompile(`(^|\s)(uv tool|pipx) (install|upgrade)\b|(^|\s)uv python install\b`)
+
+// runsPytest matches a line that runs pytest or unittest itself.
+var runsPytest = regexp.MustCompile(`(^|\s)(pytest|py\.test)(\s|$)|-m\s*(pytest|unittest)\b`)
+
+// notTestEnv names tox environments and nox sessions that build, lint or
+// type-check rather than test.
+var notTestEnv = regexp.MustCompile(`(?i)^(docs?|lint|style|typing|types|mypy|pyright|pre-commit|precommit|format|fmt|build|release|publish|dist|check-?manifest|coverage-report|report|clean|spell|readme|pkg|package|flake8|ruff|pylint|black|isort)$`)
+
+// classify says whether a command line installs or tests. tox and nox
+// count as tests unless the environment or session they run is a
+// documentation, lint or packaging one.
 func classify(line string) lineKind {
 	switch {
 	case installRE.MatchString(line):
 		return kindInstall
+	case toolInstall.MatchString(line):
+		return kindOther // installs a runner (tox, nox) for itself, not the project
 	case testRE.MatchString(line):
+		words := strings.Fields(line)
+		if name := toxEnvArg(words); name != "" && notTestEnv.MatchString(name) && !runsPytest.MatchString(line) {
+			return kindOther
+		}
+		if containsWord(words, "--notest") || containsWord(words, "--no-test") {
+			return kindOther // tox preparing its environments only
+		}
+		if name := noxSessionArg(words); name != "" && notTestEnv.MatchString(name) {
+			return kindOther
+		}
 		return kindTest
 	}
 	return kindOther
+}
+
+// lintTarget reports whether line is "make check" (or another target not
+// named test) whose recipe in the repository's Makefile runs no test
+// command: pycparser's check target lints and type-checks.
+func lintTarget(repo, line string) bool {
+	words := strings.Fields(line)
+	for i := 0; i+1 < len(words); i++ {
+		if words[i] == "make" && !strings.HasPrefix(words[i+1], "test") {
+			m, ok := makeTarget(repo, words[i+1])
+			return ok && m.Command == "make "+words[i+1]
+		}
+	}
+	return false
+}
+
+// noxSessionArg is the first session a nox command line names with -s,
+// --session or --sessions, "" when none.
+func noxSessionArg(words []string) string {
+	for i, w := range words {
+		if (w == "-s" || w == "--session" || w == "--sessions") && i+1 < len(words) {
+			return strings.Trim(words[i+1], `'"`)
+		}
+		if v, ok := strings.CutPrefix(w, "--session="); ok {
+			return strings.Trim(v, `'"`)
+		}
+	}
+	return ""
 }

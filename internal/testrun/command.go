@@ -183,6 +183,11 @@ func runnerOf(words []string) (Framework, []string) {
 
 func moduleRunner(mod string, args []string) (Framework, []string) {
 	switch mod {
+	case "coverage":
+		// python -m coverage run [opts] -m pytest|unittest ARGS
+		if len(args) > 0 && args[0] == "run" {
+			return runnerOf(append([]string{"coverage"}, args...))
+		}
 	case "pytest", "py.test":
 		return Pytest, args
 	case "unittest":
@@ -213,7 +218,8 @@ var droppedPytest = map[string]bool{
 	"-n": true, "--numprocesses": true, "--dist": true, "--reruns": true, "--reruns-delay": true,
 	"--junitxml": true, "--junit-xml": true, "--timeout": true, "--cov": false,
 	"--cov-report": true, "--cov-config": true, "--cov-fail-under": true, "--cov-append": false,
-	"--cov-branch": false, "--no-cov": false, "--pdb": false, "--trace": false,
+	"--cov-branch": false, "--no-cov": false, "--no-cov-on-fail": false, "--cov-context": true,
+	"--cov-reset": false, "--pdb": false, "--trace": false,
 	"--benchmark-skip": false, "--benchmark-only": false, "--benchmark-disable": false,
 }
 
@@ -223,7 +229,10 @@ func filterPytestArgs(args []string) (kept, dropped []string) {
 		name, _, hasValue := strings.Cut(a, "=")
 		if takesValue, ok := droppedPytest[name]; ok || strings.HasPrefix(name, "--cov") {
 			dropped = append(dropped, a)
-			if takesValue && !hasValue && name != "--cov" && i+1 < len(args) {
+			// --cov's value is optional: like pytest-cov's parser, it
+			// takes the next word unless that is an option.
+			optional := name == "--cov" && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-")
+			if (takesValue || optional) && !hasValue && i+1 < len(args) {
 				i++
 				dropped = append(dropped, args[i])
 			}

@@ -18,7 +18,11 @@ func TestParse(t *testing.T) {
 			Command{Framework: Pytest, Args: []string{"tests"}, Dropped: []string{"-x", "--cov=pkg", "--cov-report", "term", "-n", "4"}}},
 		{"python3.12 -W error -m pytest -k 'not slow'", Command{Framework: Pytest, Args: []string{"-k", "not slow"}}},
 		{"py.test -n4", Command{Framework: Pytest, Dropped: []string{"-n4"}}},
+		{"python -m pytest --cov humanize --cov tests --cov-context test --no-cov-on-fail --cov-report html -q",
+			Command{Framework: Pytest, Args: []string{"-q"}, Dropped: []string{"--cov", "humanize", "--cov", "tests", "--cov-context", "test", "--no-cov-on-fail", "--cov-report", "html"}}},
+		{"pytest --cov -q tests", Command{Framework: Pytest, Args: []string{"-q", "tests"}, Dropped: []string{"--cov"}}},
 		{"coverage run --branch -m pytest tests", Command{Framework: Pytest, Args: []string{"tests"}}},
+		{"python -We -m coverage run -m unittest test_x.py", Command{Framework: Unittest, Args: []string{"test_x.py"}}},
 		{"cd src && PYTHONHASHSEED=0 pytest", Command{Framework: Pytest, Dir: "src", Env: []string{"PYTHONHASHSEED=0"}}},
 		{"python -m unittest discover -s tests -v", Command{Framework: Unittest, Args: []string{"discover", "-s", "tests", "-v"}}},
 		{"python -munittest", Command{Framework: Unittest}},
@@ -63,12 +67,12 @@ func TestInvocation(t *testing.T) {
 	}{
 		{
 			line: "pytest -q tests", opts: Options{Python: "py"},
-			argv: []string{"py", "-m", "pytest", "-p", "no:cacheprovider", "-p", "cwmreport", "--junitxml=" + junit, "-o", "junit_family=xunit1", "--continue-on-collection-errors", "-q", "tests"},
+			argv: []string{"py", "-m", "pytest", "-p", "no:cacheprovider", "-p", "cwmreport", "--junitxml=" + junit, "-o", "junit_family=xunit1", "--continue-on-collection-errors", "-W", configWarnings, "-q", "tests"},
 			dir:  "/repo",
 		},
 		{
 			line: "pytest -q -k slow -p myplugin tests", opts: Options{Python: "py", IDs: []string{"tests/test_a.py::test_x"}},
-			argv: []string{"py", "-m", "pytest", "-p", "no:cacheprovider", "-p", "cwmreport", "--junitxml=" + junit, "-o", "junit_family=xunit1", "--continue-on-collection-errors", "-q", "-p", "myplugin", "tests/test_a.py::test_x"},
+			argv: []string{"py", "-m", "pytest", "-p", "no:cacheprovider", "-p", "cwmreport", "--junitxml=" + junit, "-o", "junit_family=xunit1", "--continue-on-collection-errors", "-W", configWarnings, "-q", "-p", "myplugin", "tests/test_a.py::test_x"},
 			dir:  "/repo",
 		},
 		{
@@ -83,8 +87,8 @@ func TestInvocation(t *testing.T) {
 		},
 		{
 			line: "cd sub && python -m unittest discover -s tests", opts: Options{Python: "py", IDs: []string{"test_m.C.test_x"}},
-			argv: []string{"py", "-m", "unittest", "-v", "test_m.C.test_x"},
-			dir:  "/repo/sub/tests", env: []string{"PYTHONPATH=/repo/sub"},
+			argv: []string{"py", "-m", PertestModule, "-v", "test_m.C.test_x"},
+			dir:  "/repo/sub/tests", env: []string{"PYTHONPATH=/repo/sub", "CWM_UNITTEST_DISCOVER=/repo/sub/tests\ntest*.py\n/repo/sub/tests"},
 		},
 		{
 			line: "python -m unittest -f tests.test_m", opts: Options{Python: "py"},
@@ -94,7 +98,7 @@ func TestInvocation(t *testing.T) {
 		{
 			line: "make test", opts: Options{},
 			argv: []string{"/bin/bash", "-c", "make test"},
-			dir:  "/repo", env: []string{"PYTEST_ADDOPTS=--junitxml=" + junit + " -o junit_family=xunit1 -p no:cacheprovider -p cwmreport --continue-on-collection-errors"},
+			dir:  "/repo", env: []string{"PYTEST_ADDOPTS=--junitxml=" + junit + " -o junit_family=xunit1 -p no:cacheprovider -p cwmreport --continue-on-collection-errors -W " + configWarnings},
 		},
 		{line: "make test", opts: Options{IDs: []string{"x"}}, wantErr: true},
 	}

@@ -27,7 +27,7 @@ type streamRecord struct {
 // call is a failure, a failed setup or teardown an error, a failed
 // collection an error of the module, and the test that started last
 // without finishing an error (the run ended inside it, for the reason
-// given).
+// given; ended is "" for a session that finished normally).
 func parseStream(data []byte, ended string) []Test {
 	var out []Test
 	index := map[string]int{}
@@ -74,7 +74,7 @@ func parseStream(data []byte, ended string) []Test {
 			started = ""
 		}
 	}
-	if started != "" {
+	if started != "" && ended != "" {
 		put(started, Error, 0, "the run ended during this test: "+ended)
 	}
 	return out

@@ -2,8 +2,10 @@
 // returns the outcome of every test: pass, fail, error or skip, with its
 // duration.
 //
-// pytest reports through a JUnit XML file written inside the sandbox and
-// read back whole (never through its console output, which tests share);
+// pytest reports through cwm's reporter plugin, a stream of per-test
+// records with pytest's own node ids written to a file inside the sandbox,
+// and a JUnit XML file as the fallback (never through its console output,
+// which tests share);
 // unittest through its verbose lines on stderr and the FAIL/ERROR sections
 // of its summary. Test ids are pytest node ids
 // ("tests/test_a.py::TestX::test_y[param]") and unittest ids
@@ -116,7 +118,7 @@ func Run(ctx context.Context, s *sandbox.Sandbox, c Command, opts Options) (*Rep
 	rand.Read(rnd[:])
 	junit := "/tmp/cwm-junit-" + hex.EncodeToString(rnd[:]) + ".xml"
 	stream := pluginDir + "/report-" + hex.EncodeToString(rnd[:]) + ".jsonl"
-	if c.Framework != Unittest {
+	if c.Framework != Unittest || len(opts.IDs) > 0 && opts.UnittestModule == "" {
 		if err := installPlugin(ctx, s); err != nil {
 			return nil, err
 		}
@@ -131,7 +133,11 @@ func Run(ctx context.Context, s *sandbox.Sandbox, c Command, opts Options) (*Rep
 		rep = &Report{Argv: inv.argv, Dir: inv.dir}
 		env := append(append([]string{}, opts.Env...), inv.env...)
 		if c.Framework == Unittest {
-			env = withPythonPath(env, "")
+			dir := ""
+			if len(opts.IDs) > 0 && opts.UnittestModule == "" {
+				dir = pluginDir // the id-aware unittest command line
+			}
+			env = withPythonPath(env, dir)
 		} else {
 			env = append(withPythonPath(env, pluginDir), "CWM_REPORT="+stream)
 		}
@@ -191,6 +197,15 @@ func Run(ctx context.Context, s *sandbox.Sandbox, c Command, opts Options) (*Rep
 		case err != nil:
 			return nil, fmt.Errorf("read test report %s: %w", junit, err)
 		default:
+			// The session ended normally. Ids come from the stream, which
+			// has pytest's own node ids; the JUnit report is the fallback
+			// for a pytest that did not load the reporter (a command that
+			// replaced PYTEST_ADDOPTS), whose ids are rebuilt from class
+			// names and files.
+			if sdata, err := s.ReadFile(ctx, stream, 0); err == nil && len(sdata) > 0 {
+				rep.Tests = parseStream(sdata, "")
+				break
+			}
 			tests, err := ParseJUnit(data)
 			if err != nil {
 				return nil, fmt.Errorf("parse test report: %w", err)
@@ -204,7 +219,8 @@ func Run(ctx context.Context, s *sandbox.Sandbox, c Command, opts Options) (*Rep
 	return rep, nil
 }
 
-// installPlugin writes cwm's pytest reporter into the sandbox.
+// installPlugin writes cwm's pytest reporter and its id-aware unittest
+// command line into the sandbox.
 func installPlugin(ctx context.Context, s *sandbox.Sandbox) error {
 	if _, err := s.Stat(ctx, pluginDir+"/cwmreport.py"); err == nil {
 		return nil
@@ -215,6 +231,9 @@ func installPlugin(ctx context.Context, s *sandbox.Sandbox) error {
 	}
 	if err == nil {
 		err = s.WriteFile(ctx, pluginDir+"/cwmreport.py", cwmreportPy, 0o644)
+	}
+	if err == nil {
+		err = s.WriteFile(ctx, pluginDir+"/"+PertestModule+".py", PertestPy, 0o644)
 	}
 	if err != nil {
 		return fmt.Errorf("install the test reporter: %w", err)
@@ -267,6 +286,13 @@ func LastLine(streams ...[]byte) string {
 	return ""
 }
 
+// configWarnings is the warning filter cwm adds to pytest: a configuration
+// option that the installed pytest or plugin does not know (a Debian
+// pytest-asyncio without asyncio_default_fixture_loop_scope) is the
+// environment's age, not the suite's failure, yet a suite with
+// filterwarnings = error stops on it before running anything.
+const configWarnings = "ignore::pytest.PytestConfigWarning"
+
 type invocation struct {
 	argv []string
 	dir  string
@@ -281,7 +307,7 @@ func (c Command) invocation(opts Options, junit, workdir string) (invocation, er
 	switch c.Framework {
 	case Pytest:
 		argv := []string{py, "-m", "pytest", "-p", "no:cacheprovider", "-p", "cwmreport", "--junitxml=" + junit,
-			"-o", "junit_family=xunit1", "--continue-on-collection-errors"}
+			"-o", "junit_family=xunit1", "--continue-on-collection-errors", "-W", configWarnings}
 		argv = append(argv, opts.PytestArgs...)
 		if len(opts.IDs) == 0 {
 			argv = append(argv, c.Args...)
@@ -293,6 +319,12 @@ func (c Command) invocation(opts Options, junit, workdir string) (invocation, er
 		mod := opts.UnittestModule
 		if mod == "" {
 			mod = "unittest"
+			if len(opts.IDs) > 0 {
+				// Chosen tests by id: unittest's command line with a
+				// loader that also finds the tests a load_tests hook
+				// adds (doctests) by the ids unittest gave them.
+				mod = PertestModule
+			}
 		}
 		l := parseUnittestArgs(c.Args)
 		argv := []string{py, "-m", mod}
@@ -311,6 +343,15 @@ func (c Command) invocation(opts Options, junit, workdir string) (invocation, er
 			// would have arranged.
 			argv = append(append(argv, l.options...), opts.IDs...)
 			env = append(env, "PYTHONPATH="+dir)
+			if l.discover {
+				// Where the id-aware loader looks for a test no module
+				// names (a doctest a load_tests hook added elsewhere).
+				pattern := l.pattern
+				if pattern == "" {
+					pattern = "test*.py"
+				}
+				env = append(env, "CWM_UNITTEST_DISCOVER="+path.Join(dir, l.start)+"\n"+pattern+"\n"+path.Join(dir, l.top))
+			}
 			dir = path.Join(dir, l.top)
 		case l.discover:
 			argv = append(argv, "-s", l.start, "-t", l.top)
@@ -326,7 +367,7 @@ func (c Command) invocation(opts Options, junit, workdir string) (invocation, er
 		if len(opts.IDs) > 0 {
 			return invocation{}, fmt.Errorf("cannot run chosen tests with %q: cwm does not know its runner", c.Line)
 		}
-		env = append(env, "PYTEST_ADDOPTS=--junitxml="+junit+" -o junit_family=xunit1 -p no:cacheprovider -p cwmreport --continue-on-collection-errors")
+		env = append(env, "PYTEST_ADDOPTS=--junitxml="+junit+" -o junit_family=xunit1 -p no:cacheprovider -p cwmreport --continue-on-collection-errors -W "+configWarnings)
 		return invocation{argv: []string{"/bin/bash", "-c", c.Line}, dir: dir, env: env}, nil
 	}
 }

@@ -23,6 +23,12 @@ func repoSandbox(t *testing.T, name string) *sandbox.Sandbox {
 	if err := os.CopyFS(filepath.Join(layer, "repo"), os.DirFS(filepath.Join("testdata", name))); err != nil {
 		t.Fatal(err)
 	}
+	return layerSandbox(t, layer)
+}
+
+// layerSandbox starts a sandbox on layer (its repo/ is /repo).
+func layerSandbox(t *testing.T, layer string) *sandbox.Sandbox {
+	t.Helper()
 	rt, err := sandbox.NewRuntime(sandbox.Options{Home: t.TempDir(), Warm: -1})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,58 @@
+package envbuild
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestImportRootFallback builds a src-layout project whose build backend
+// cannot run here (flit_core>=4 with a PEP 639 license string, where
+// Debian has flit_core 3.8): the editable install fails in its build step,
+// and the environment still works with src/ on the venv's path, as its
+// provenance says, and with the version module the VCS hook would write.
+func TestImportRootFallback(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"pyproject.toml": `[build-system]
+requires = ["flit_core>=4,<5"]
+build-backend = "flit_core.buildapi"
+
+[project]
+name = "shout"
+version = "1.0"
+license = "MIT"
+dependencies = ["packaging"]
+
+[tool.hatch]
+build.hooks.vcs.version-file = "src/shout/_version.py"
+`,
+		"src/shout/__init__.py": "from shout._version import __version__\n\n\ndef shout(s):\n    return s.upper() + '!'\n",
+		"tests/test_shout.py":   "from shout import shout\n\n\ndef test_shout():\n    assert shout('a') == 'A!'\n",
+	})
+	e := mustBuild(t, buildOpts(dir))
+	if !e.Usable || e.Counts.Pass != 1 {
+		t.Fatalf("Build = usable %v, %v (reason %q)", e.Usable, e.Counts, e.Reason)
+	}
+	st := e.Install[len(e.Install)-1]
+	if st.Status != "ok" || !strings.Contains(st.Provenance, "fallback: import root on the path") ||
+		!strings.Contains(st.Note, "/repo/src put on the path") || !strings.Contains(st.Note, "the build step failed (") ||
+		!strings.Contains(st.Note, "version file written: /repo/src/shout/_version.py") {
+		t.Errorf("install step = %s %q, provenance %q; want ok with the fallback said", st.Status, st.Note, st.Provenance)
+	}
+	if strings.Contains(st.Note, "See above for details") {
+		t.Errorf("install note quotes pip's last line, not the cause: %q", st.Note)
+	}
+}
+
+func TestHasPythonSources(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"ns/src/zope/interface/__init__.py": "", // a namespace package: no src/zope/__init__.py
+		"flat/src/mod.py":                   "",
+		"none/src/README":                   "",
+	})
+	for sub, want := range map[string]bool{"ns/src": true, "flat/src": true, "none/src": false, "missing/src": false} {
+		if got := hasPythonSources(filepath.Join(dir, sub)); got != want {
+			t.Errorf("hasPythonSources(%s) = %v, want %v", sub, got, want)
+		}
+	}
+}

@@ -1,0 +1,301 @@
+package envbuild
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"cwm/internal/env"
+)
+
+// readTox reads the repository's tox configuration (tox.ini, tox.toml,
+// pyproject.toml's [tool.tox] or its legacy_tox_ini): the first
+// environment with a test command stands for the rest.
+func readTox(repo string) *runnerRecipe { return readToxEnv(repo, "") }
+
+// readToxEnv reads the tox environment name (tox -e NAME), or the first
+// one with a test command when name is "" or has no section of its own
+// (py311 and the like run [testenv]).
+func readToxEnv(repo, name string) *runnerRecipe {
+	cfg, file := toxConfig(repo)
+	if cfg == nil {
+		return nil
+	}
+	// tox 4 reads [testenv] and then the named environments.
+	names := []string{"testenv"}
+	var named []string
+	for s := range cfg {
+		if strings.HasPrefix(s, "testenv:") {
+			named = append(named, s)
+		}
+	}
+	sort.Strings(named)
+	if name != "" && cfg["testenv:"+name] != nil {
+		names = []string{"testenv:" + name}
+	} else {
+		names = append(names, named...)
+	}
+	// Named environments inherit what they do not set from [testenv].
+	get := func(sec, key string) string {
+		if v, ok := cfg[sec][key]; ok {
+			return v
+		}
+		return cfg["testenv"][key]
+	}
+	var r runnerRecipe
+	for i, sec := range names {
+		if cfg[sec] == nil || (get(sec, "commands") == "" && i > 0) {
+			continue
+		}
+		prov := file + " [" + sec + "]"
+		var s runnerRecipe
+		// The environment's factors decide which conditional lines
+		// apply; when none of its lines tests, lines conditioned on a
+		// test factor (unit, tests) are taken.
+		f := factorsOf(name, sec)
+		for _, loose := range []bool{false, true} {
+			// A trailing backslash continues a command on the next line.
+			for _, line := range strings.Split(strings.ReplaceAll(get(sec, "commands"), "\\\n", " "), "\n") {
+				line, ok := f.apply(line, loose)
+				line = literalGlobs(substituteTox(strings.TrimPrefix(line, "-")))
+				if ok && line != "" && classify(line) == kindTest {
+					s.test = env.Step{Command: line, Provenance: prov + " commands"}
+					f.loose = loose
+					break
+				}
+			}
+			if s.test.Command != "" {
+				break
+			}
+		}
+		skip := isTrue(get(sec, "skip_install")) || isTrue(cfg["tox"]["skipsdist"]) || strings.TrimSpace(get(sec, "package")) == "skip"
+		if !skip && hasProjectMetadata(repo) {
+			target := "."
+			var ex []string
+			for _, line := range strings.Split(get(sec, "extras"), "\n") {
+				if line, ok := f.apply(line, f.loose); ok {
+					ex = append(ex, strings.Fields(strings.ReplaceAll(line, ",", " "))...)
+				}
+			}
+			if len(ex) > 0 {
+				target = ".[" + strings.Join(ex, ",") + "]"
+			}
+			s.install = append(s.install, env.Step{Command: "pip install -e " + quoteArg(target), Provenance: prov + " (the package)"})
+		}
+		var deps []string
+		for _, d := range strings.Split(get(sec, "deps"), "\n") {
+			d, ok := f.apply(d, f.loose)
+			if d = substituteTox(d); ok && d != "" && !tooling[env.RequirementName(d)] && !strings.Contains(d, "://") {
+				deps = append(deps, quoteArg(d))
+			}
+		}
+		for _, g := range strings.Fields(get(sec, "dependency_groups")) {
+			for _, d := range dependencyGroup(repo, g, 0) {
+				if !tooling[env.RequirementName(d)] {
+					deps = append(deps, quoteArg(d))
+				}
+			}
+		}
+		if len(deps) > 0 {
+			s.install = append(s.install, env.Step{Command: "pip install " + strings.Join(deps, " "), Provenance: prov + " deps"})
+		}
+		if i == 0 || s.test.Command != "" {
+			r = s
+		}
+		if r.test.Command != "" {
+			break
+		}
+	}
+	if r.test.Command == "" && len(r.install) == 0 {
+		return nil
+	}
+	return &r
+}
+
+// toxEnvArg is the first environment a tox command line names with -e
+// (or -eNAME, -e=NAME, --env NAME), "" when none.
+func toxEnvArg(words []string) string {
+	for i, w := range words {
+		var v string
+		switch {
+		case (w == "-e" || w == "--env") && i+1 < len(words):
+			v = words[i+1]
+		case strings.HasPrefix(w, "-e="), strings.HasPrefix(w, "--env="):
+			_, v, _ = strings.Cut(w, "=")
+		case strings.HasPrefix(w, "-e") && len(w) > 2 && !strings.HasPrefix(w, "--"):
+			v = w[2:]
+		default:
+			continue
+		}
+		v, _, _ = strings.Cut(strings.Trim(v, `'"`), ",")
+		return v
+	}
+	return ""
+}
+
+// toxConfig reads tox's configuration as INI sections (TOML forms are
+// converted: env_run_base is [testenv], env.NAME is [testenv:NAME],
+// commands one per line) and names the file it came from.
+func toxConfig(repo string) (ini, string) {
+	if cfg := readINI(filepath.Join(repo, "tox.ini")); cfg != nil {
+		return cfg, "tox.ini"
+	}
+	if data, err := os.ReadFile(filepath.Join(repo, "tox.toml")); err == nil {
+		var t map[string]any
+		if toml.Unmarshal(data, &t) == nil {
+			return toxFromTOML(t), "tox.toml"
+		}
+	}
+	t := readPyproject(repo).Tool.Tox
+	if t == nil {
+		return nil, ""
+	}
+	if legacy, ok := t["legacy_tox_ini"].(string); ok {
+		f, err := os.CreateTemp("", "cwm-tox-*.ini")
+		if err != nil {
+			return nil, ""
+		}
+		defer os.Remove(f.Name())
+		f.WriteString(legacy)
+		f.Close()
+		return readINI(f.Name()), "pyproject.toml legacy_tox_ini"
+	}
+	return toxFromTOML(t), "pyproject.toml [tool.tox]"
+}
+
+func toxFromTOML(t map[string]any) ini {
+	out := ini{"tox": {}}
+	if base, ok := t["env_run_base"].(map[string]any); ok {
+		out["testenv"] = toxEnvFromTOML(base)
+	}
+	if envs, ok := t["env"].(map[string]any); ok {
+		for name, v := range envs {
+			if m, ok := v.(map[string]any); ok {
+				out["testenv:"+name] = toxEnvFromTOML(m)
+			}
+		}
+	}
+	if out["testenv"] == nil {
+		out["testenv"] = map[string]string{}
+	}
+	return out
+}
+
+// toxEnvFromTOML converts one TOML environment table: commands are lists
+// of words, where {replace = "posargs", default = [...]} stands for its
+// default and other replacements for nothing.
+func toxEnvFromTOML(m map[string]any) map[string]string {
+	sec := map[string]string{}
+	for k, v := range m {
+		switch k {
+		case "commands":
+			var lines []string
+			cmds, _ := v.([]any)
+			for _, c := range cmds {
+				words, _ := c.([]any)
+				var ws []string
+				for _, w := range words {
+					switch x := w.(type) {
+					case string:
+						ws = append(ws, quoteArg(substituteTox(x)))
+					case map[string]any:
+						if x["replace"] == "posargs" {
+							if d, ok := x["default"].([]any); ok {
+								for _, dw := range d {
+									ws = append(ws, quoteArg(fmt.Sprint(dw)))
+								}
+							}
+						}
+					}
+				}
+				lines = append(lines, strings.Join(ws, " "))
+			}
+			sec[k] = strings.Join(lines, "\n")
+		case "deps", "dependency_groups", "extras":
+			list, _ := v.([]any)
+			var items []string
+			for _, x := range list {
+				if s, ok := x.(string); ok {
+					items = append(items, s)
+				}
+			}
+			sec[k] = strings.Join(items, "\n")
+		case "skip_install":
+			sec[k] = fmt.Sprint(v)
+		case "package":
+			sec[k] = fmt.Sprint(v)
+		}
+	}
+	return sec
+}
+
+// toxFactors is a factor-conditional prefix of a tox setting's line
+// ("unit: pytest", "py311,!lint: dep").
+var toxFactors = regexp.MustCompile(`^([!\w.,-]+):\s+`)
+
+// factors are the factors of the tox environment cwm stands in for
+// (py311-unit: py311 and unit).
+type factors struct {
+	set   map[string]bool
+	loose bool // the commands were taken from test-factor lines
+}
+
+func factorsOf(name, sec string) *factors {
+	if name == "" {
+		name = strings.TrimPrefix(strings.TrimPrefix(sec, "testenv"), ":")
+	}
+	f := &factors{set: map[string]bool{}}
+	for _, p := range strings.Split(name, "-") {
+		if p != "" {
+			f.set[p] = true
+		}
+	}
+	return f
+}
+
+// apply takes a factor condition off a line and says whether the line
+// applies: one of its comma-separated alternatives has all its factors
+// (none of its !factors) in the environment's. Loose, an alternative
+// naming a test factor (unit, test, tests, pytest) applies too.
+func (f *factors) apply(line string, loose bool) (string, bool) {
+	line = strings.TrimSpace(line)
+	m := toxFactors.FindStringSubmatch(line)
+	if m == nil {
+		return line, true
+	}
+	rest := strings.TrimSpace(line[len(m[0]):])
+	for _, alt := range strings.Split(m[1], ",") {
+		ok, testish := true, false
+		for _, p := range strings.Split(alt, "-") {
+			neg := strings.HasPrefix(p, "!")
+			p = strings.TrimPrefix(p, "!")
+			if f.set[p] == neg {
+				ok = false
+			}
+			if !neg && (p == "unit" || strings.HasPrefix(p, "test") || p == "pytest") {
+				testish = true
+			}
+		}
+		if ok || loose && testish {
+			return rest, true
+		}
+	}
+	return rest, false
+}
+
+// literalGlobs quotes the words of a tox command that bash would expand:
+// tox runs commands without a shell, so -p *_test.py is the pattern itself.
+func literalGlobs(line string) string {
+	words := strings.Fields(line)
+	for i, w := range words {
+		if strings.ContainsAny(w, "*?[") && !strings.ContainsAny(w[:1], `'"`) {
+			words[i] = quoteArg(w)
+		}
+	}
+	return strings.Join(words, " ")
+}

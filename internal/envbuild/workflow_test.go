@@ -1,0 +1,331 @@
+package envbuild
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func TestEvalExpression(t *testing.T) {
+	ctx := exprContext{
+		matrix: map[string]any{"python": "3.11", "tox": nil, "extras": []any{"a", "b"}, "os": "ubuntu-latest"},
+		env:    map[string]any{"EXTRA": "-k fast"},
+		inputs: map[string]any{"level": "full"},
+	}
+	tests := []struct{ expr, want string }{
+		{"matrix.tox || format('py{0}', matrix.python)", "py3.11"},
+		{"matrix.python && 'yes' || 'no'", "yes"},
+		{"matrix.tox && 'yes' || 'no'", "no"},
+		{"env.EXTRA", "-k fast"},
+		{"inputs.level == 'FULL'", "true"},
+		{"contains(matrix.os, 'ubuntu')", "true"},
+		{"contains(matrix.extras, 'b')", "true"},
+		{"startsWith(matrix.python, '3.1')", "true"},
+		{"!startsWith(matrix.python, 'pypy')", "true"},
+		{"join(matrix.extras, ',')", "a,b"},
+		{"toJSON(matrix.extras)", "[\n  \"a\",\n  \"b\"\n]"},
+		{"fromJSON('[1, 2]')[1]", "2"},
+		{"runner.os == 'Windows'", "false"},
+		{"matrix['python']", "3.11"},
+		{"secrets.TOKEN", ""},
+		{"format('{0}-{{x}}', 'a')", "a-{x}"},
+		{"(1 < 2) && 'it''s'", "it's"},
+	}
+	for _, tt := range tests {
+		v, err := evalExpression(tt.expr, ctx)
+		if err != nil {
+			t.Errorf("evalExpression(%q): %v", tt.expr, err)
+			continue
+		}
+		if got := exprString(v); got != tt.want {
+			t.Errorf("evalExpression(%q) = %q, want %q", tt.expr, got, tt.want)
+		}
+	}
+	if _, err := evalExpression("format('x'", ctx); err == nil {
+		t.Errorf("evalExpression of an unclosed call: no error")
+	}
+}
+
+func TestCollapseMatrix(t *testing.T) {
+	dir := writeTree(t, map[string]string{".github/workflows/t.yml": `
+on: push
+jobs:
+  tests:
+    strategy:
+      matrix:
+        include:
+          - {name: Windows, python: '3.11', os: windows-latest}
+          - {python: '3.12'}
+          - {python: '3.11'}
+          - {name: PyPy, python: 'pypy-3.11', tox: pypy311}
+    steps:
+      - uses: actions/setup-python@v5
+      - run: python -m pytest -e ${{ matrix.tox || format('py{0}', matrix.python) }} ${{ matrix.name }}
+`})
+	_, test, err := workflowCommands(dir, "3.11")
+	if err != nil || len(test) != 1 {
+		t.Fatalf("workflowCommands = %v, %v", test, err)
+	}
+	if want := "python -m pytest -e py3.11"; test[0].Command != want {
+		t.Errorf("test command = %q, want %q", test[0].Command, want)
+	}
+}
+
+// TestWorkflowRecipes checks recipes of CI workflows shaped like real ones
+// that used to fail: uvx with tox-uv (boltons), uv run (sqlparse), a tox
+// environment named by a matrix expression with tox configured in
+// pyproject.toml (itsdangerous), steps skipped by if:, and inputs.
+func TestWorkflowRecipes(t *testing.T) {
+	project := "[project]\nname = \"x\"\nversion = \"1\"\n[build-system]\nrequires = [\"flit_core>=4\"]\nbuild-backend = \"flit_core.buildapi\"\n"
+	tests := []struct {
+		name    string
+		files   map[string]string
+		install []string
+		test    string
+	}{
+		{"uvx tox-uv", map[string]string{
+			"pyproject.toml": project,
+			"tox.ini":        "[tox]\nenvlist = py311,docs\n[testenv]\ndeps = -rrequirements-test.txt\ncommands = pytest {posargs}\n[testenv:docs]\ncommands = sphinx-build docs out\n",
+			".github/workflows/tests.yaml": `
+jobs:
+  tests:
+    strategy:
+      matrix:
+        include:
+          - { name: Linux, python: "3.14", os: ubuntu-latest, tox: py314 }
+          - { name: Windows, python: "3.11", os: windows-latest, tox: py311 }
+          - { name: "3.11", python: "3.11", os: ubuntu-latest, tox: py311 }
+    steps:
+      - uses: actions/setup-python@v5
+        with: {python-version: "${{ matrix.python }}"}
+      - run: uvx --with tox-uv tox -e ${{ matrix.tox }}
+`},
+			[]string{"pip install -e . <- tox.ini [testenv] (the package)", "pip install -rrequirements-test.txt <- tox.ini [testenv] deps"},
+			"pytest <- .github/workflows/tests.yaml: job tests, step #2 -> tox.ini [testenv] commands"},
+		{"uv run", map[string]string{
+			"pyproject.toml": project + "[dependency-groups]\ndev = [\"pytest>=8\", \"ruff\", {include-group = \"extra\"}]\nextra = [\"hypothesis\"]\n",
+			".github/workflows/app.yml": `
+jobs:
+  test:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: astral-sh/setup-uv@v5
+      - run: uv run --group dev pytest tests/
+      - if: matrix.python-version == '3.99'
+        run: uv run --group dev ruff check .
+      - if: runner.os == 'Windows'
+        run: pip install pywin32
+`},
+			[]string{"pip install -e . 'pytest>=8' hypothesis <- .github/workflows/app.yml: job test, step #2"},
+			"pytest tests/ <- .github/workflows/app.yml: job test, step #2"},
+		{"uv run tox run, tox in pyproject", map[string]string{
+			"pyproject.toml": project + `[dependency-groups]
+tests = ["pytest"]
+[tool.tox]
+env_list = ["py3.13", "typing"]
+[tool.tox.env_run_base]
+dependency_groups = ["tests"]
+commands = [["pytest", "-v", "--tb=short", "--basetemp={env_tmp_dir}", {replace = "posargs", default = [], extend = true}]]
+[tool.tox.env.typing]
+commands = [["mypy"]]
+`,
+			".github/workflows/tests.yaml": `
+on:
+  workflow_dispatch:
+    inputs:
+      extra: {default: "-q"}
+jobs:
+  tests:
+    name: ${{ matrix.name || matrix.python }}
+    strategy:
+      matrix:
+        include:
+          - {python: '3.13'}
+          - {python: '3.11'}
+          - {name: PyPy, python: 'pypy-3.11', tox: pypy311}
+    steps:
+      - uses: actions/setup-python@v5
+      - run: uv run --locked tox run -e ${{ matrix.tox || format('py{0}', matrix.python) }} -- ${{ inputs.extra }}
+`},
+			[]string{"pip install -e . <- .github/workflows/tests.yaml: job tests, step #2", "pip install pytest <- pyproject.toml [tool.tox] [testenv] deps"},
+			"pytest -v --tb=short --basetemp=/tmp <- .github/workflows/tests.yaml: job tests, step #2 -> pyproject.toml [tool.tox] [testenv] commands"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := writeTree(t, tt.files)
+			r, err := detectRecipe(dir, nil, "", "3.11", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.install, cmds(r.Install), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("install mismatch (-want +got):\n%s", diff)
+			}
+			if got := r.Test.Command + " <- " + r.Test.Provenance; got != tt.test {
+				t.Errorf("test = %q\nwant   %q", got, tt.test)
+			}
+		})
+	}
+}
+
+// TestMissingProgramFallsBack checks that a source whose program the
+// sandbox lacks (nox without a noxfile, poetry) is passed over for the
+// next source, and that the provenance says so.
+func TestMissingProgramFallsBack(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"setup.py": "from setuptools import setup\nsetup(name='x')\n",
+		"tox.ini":  "[testenv]\ndeps = pytest\ncommands = pytest -q tests\n",
+		".github/workflows/ci.yml": `
+jobs:
+  test:
+    steps:
+      - uses: actions/setup-python@v5
+      - run: conda install --file requirements.txt
+      - run: nox -s tests
+`})
+	have := func(p string) bool { return p != "nox" && p != "conda" }
+	r, err := detectRecipe(dir, nil, "", "3.11", have)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantInstall := []string{
+		"pip install -e . <- tox.ini [testenv] (the package) (passed over: .github/workflows/ci.yml: job test, step #2: conda not found)",
+		"pip install pytest <- tox.ini [testenv] deps",
+	}
+	if diff := cmp.Diff(wantInstall, cmds(r.Install)); diff != "" {
+		t.Errorf("install mismatch (-want +got):\n%s", diff)
+	}
+	want := "pytest -q tests <- tox.ini [testenv] commands (passed over: .github/workflows/ci.yml: job test, step #3: nox not found)"
+	if got := r.Test.Command + " <- " + r.Test.Provenance; got != want {
+		t.Errorf("test = %q\nwant   %q", got, want)
+	}
+	// With every program there, the workflow wins as before.
+	r, _ = detectRecipe(dir, nil, "", "3.11", nil)
+	if r.Test.Command != "nox -s tests" {
+		t.Errorf("with every program: test = %q, want the workflow's", r.Test.Command)
+	}
+}
+
+func TestFirstError(t *testing.T) {
+	pip := `Obtaining file:///repo
+  Preparing editable metadata (pyproject.toml): started
+  error: subprocess-exited-with-error
+
+  × Preparing editable metadata (pyproject.toml) did not run successfully.
+  │ exit code: 1
+  ╰─> [90 lines of output]
+      configuration error: ` + "`project.license`" + ` must be valid exactly by one definition (2 matches found):
+      Traceback (most recent call last):
+      ValueError: invalid pyproject.toml config: ` + "`project.license`" + `.
+      [end of output]
+
+  note: This error originates from a subprocess, and is likely not a problem with pip.
+error: metadata-generation-failed
+
+× Encountered error while generating package metadata.
+╰─> See above for output.
+
+hint: See above for details.
+`
+	tests := []struct{ out, want string }{
+		{pip, "configuration error: `project.license` must be valid exactly by one definition (2 matches found):"},
+		{"      raise ConfigError(\n      flit_core.config.ConfigError: license field should be <class 'dict'>, not <class 'str'>\nhint: See above for details.\n",
+			"flit_core.config.ConfigError: license field should be <class 'dict'>, not <class 'str'>"},
+		{"ERROR: Invalid requirement: 'pytest>=7 ; nonsense'\n", "ERROR: Invalid requirement: 'pytest>=7 ; nonsense'"},
+		{"building...\nall done badly\n", "all done badly"},
+	}
+	for _, tt := range tests {
+		if got := firstError(tt.out); got != tt.want {
+			t.Errorf("firstError(...) = %q, want %q", got, tt.want)
+		}
+	}
+}
+
+func TestToxFactorConditions(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"tox.ini": "[testenv]\ndeps =\n    lint: ruff\n    unit: hypothesis\ncommands =\n    lint: ruff check .\n    unit: pytest tests\n",
+	})
+	r := readTox(dir)
+	if r == nil || r.test.Command != "pytest tests" {
+		t.Fatalf("readTox = %+v, want the unit factor's pytest", r)
+	}
+	if got := cmds(r.install); len(got) != 1 || got[0] != "pip install hypothesis <- tox.ini [testenv] deps" {
+		t.Errorf("readTox install = %q", got)
+	}
+}
+
+func TestUnwrapLine(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"pyproject.toml": `[project]
+name = "x"
+[project.optional-dependencies]
+yaml = ["pyyaml"]
+[tool.poetry.group.dev.dependencies]
+pytest = "^7"
+python = "^3.9"
+[dependency-groups]
+test = ["pytest-mock"]
+`})
+	tests := []struct {
+		line string
+		want []string
+	}{
+		{"uv run --locked --extra yaml pytest -q", []string{"pip install -e '.[yaml]' pytest", "pytest -q"}},
+		{"uv run --no-project --with hypothesis python -m pytest", []string{"pip install pytest hypothesis", "python -m pytest"}},
+		{"uvx --with tox-uv tox -e py311", []string{"tox -e py311"}},
+		{"uv tool run nox -s tests", []string{"nox -s tests"}},
+		{"pipx run nox -s tests", []string{"nox -s tests"}},
+		{"cd sub && uv pip install --system -r req.txt", []string{"cd sub && pip install -r req.txt"}},
+		{"uv sync --all-extras --group test", []string{"pip install -e '.[yaml]' pytest pytest-mock"}},
+		{"poetry install --with test", []string{"pip install -e . pytest pytest-mock"}},
+		{"poetry run pytest -q tests/", []string{"pytest -q tests/"}},
+		{"pdm run -v pytest tests", []string{"pytest tests"}},
+		{"python -m pytest", []string{"python -m pytest"}},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, unwrapLine(tt.line, dir)); diff != "" {
+			t.Errorf("unwrapLine(%q) mismatch (-want +got):\n%s", tt.line, diff)
+		}
+	}
+}
+
+func TestMakeCheckThatLints(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"Makefile": "check:\n\truff check .\n\ntest:\n\tpython -m unittest discover -s tests\n",
+		".github/workflows/ci.yml": `
+jobs:
+  build:
+    steps:
+      - uses: actions/setup-python@v5
+      - run: make check
+      - run: make test
+`})
+	r, err := detectRecipe(dir, nil, "", "3.11", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "python -m unittest discover -s tests"; r.Test.Command != want {
+		t.Errorf("test = %q (%s), want %q", r.Test.Command, r.Test.Provenance, want)
+	}
+}
+
+func TestStepDirectoryAndToxGlobs(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"tox.ini": "[testenv]\ncommands = python -m unittest discover -p *_test.py\n",
+		".github/workflows/ci.yml": `
+jobs:
+  tests:
+    steps:
+      - uses: actions/setup-python@v5
+      - run: |
+          cd src
+          python -We -m coverage run -m unittest test_x.py
+`})
+	_, test, err := workflowCommands(dir, "3.11")
+	if err != nil || len(test) != 1 || test[0].Command != "cd src && python -We -m coverage run -m unittest test_x.py" {
+		t.Errorf("workflowCommands test = %+v, %v; want the step's cd applied", test, err)
+	}
+	if r := readTox(dir); r == nil || r.test.Command != "python -m unittest discover -p '*_test.py'" {
+		t.Errorf("readTox test = %+v, want the pattern quoted", r)
+	}
+}
