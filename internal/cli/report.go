@@ -15,24 +15,28 @@ type reportCmd struct {
 
 func (*reportCmd) Name() string { return "report" }
 func (*reportCmd) Synopsis() string {
-	return "make one static HTML page from eval, trace, tasks, trajectory and reward files"
+	return "make one static HTML page from eval, trace, tasks, trajectory, reward and select files"
 }
 func (*reportCmd) Usage() string {
 	return `--out REPORT.html FILE...
 Reads each FILE, tells its kind from its first line (the output of cwm eval
 cruxeval, eval halt, eval fidelity, trace func or trace repo, tasks, forage
-trajectories or reward's scored trajectories) and writes one HTML page that
-needs no network: CruxEval pass@1 per mode with 95% confidence intervals
-and per-problem tables, the halting confusion matrix with precision and
-recall, trace fidelity by tenth of the trace and by value kind, reward and
-turn distributions with per-task tables, and viewers that step through a
-trace (its locals at each frame) or a trajectory (message by message).
+trajectories, reward's scored trajectories or cwm select's predictions) and
+writes one HTML page that needs no network: CruxEval pass@1 per mode with
+95% confidence intervals and per-problem tables, the halting confusion
+matrix with precision and recall, trace fidelity by tenth of the trace and
+by value kind, reward and turn distributions with per-task tables, cwm
+select's curves over k (pass@k, majority@k, best@k, hybrid) with each
+task's pick, why it won and the candidates' scores, and viewers that step
+through a trace (its locals at each frame) or a trajectory (message by
+message).
 Plots are inline SVG; the viewers' data is embedded (at most 50 traces of
 2000 frames and 50 trajectories). See docs/eval.md.
 
 Examples:
   cwm report --out report.html direct.jsonl trace-full.jsonl halt.jsonl fidelity.jsonl traces.jsonl
-  cwm report --title "forage, week 3" --out forage.html scored.jsonl tasks.jsonl`
+  cwm report --title "forage, week 3" --out forage.html scored.jsonl tasks.jsonl
+  cwm report --title "best@16" --out select.html pred.jsonl`
 }
 
 func (c *reportCmd) Flags(fs *flag.FlagSet) {

@@ -51,7 +51,13 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 		return strings.Join(parts, ", ")
 	},
 	"kinds": func() []string { return eval.ValueKinds },
-	"rate":  func(c eval.Counts) string { return strconv.FormatFloat(100*c.Rate(), 'f', 1, 64) + "%" },
+	"pctp": func(p *float64) string {
+		if p == nil {
+			return "-"
+		}
+		return strconv.FormatFloat(100**p, 'f', 1, 64) + "%"
+	},
+	"rate": func(c eval.Counts) string { return strconv.FormatFloat(100*c.Rate(), 'f', 1, 64) + "%" },
 }).Parse(pageHTML))
 
 // Render writes the page.
@@ -124,6 +130,11 @@ func (r *Report) charts() map[string]template.HTML {
 		}
 		h := histogram(s.Turns, 10)
 		c[fmt.Sprintf("turns-%d", i)] = barChart(fmt.Sprintf("turns-%d", i), h, maxValue(h))
+	}
+	for i, s := range r.Select {
+		if len(s.Curve) > 0 {
+			c[fmt.Sprintf("select-curve-%d", i)] = log2LineChart(fmt.Sprintf("select-curve-%d", i), selectSeries(s))
+		}
 	}
 	return c
 }

@@ -1,8 +1,8 @@
 // Package report makes one static HTML file from cwm's outputs: evals
 // (cwm eval cruxeval, halt, fidelity), traces, tasks, trajectories and
-// their rewards. The page needs no network: plots are inline SVG, the data
-// of its trace and trajectory viewers is embedded as JSON, and its script
-// is inline.
+// their rewards, and cwm select's picks with their curves over k. The
+// page needs no network: plots are inline SVG, the data of its trace and
+// trajectory viewers is embedded as JSON, and its script is inline.
 package report
 
 import (
@@ -31,6 +31,7 @@ const (
 	KindTrajectories Kind = "trajectories"
 	KindTasks        Kind = "tasks"
 	KindObserve      Kind = "observe"
+	KindSelect       Kind = "select"
 )
 
 // Detect tells a file's kind from the keys of its first line.
@@ -63,12 +64,14 @@ func Detect(path string) (Kind, error) {
 			kind = KindFidelity
 		case has("task_id", "messages", "exit_reason"):
 			kind = KindTrajectories
+		case has("instance_id", "model_patch", "winner", "candidates"):
+			kind = KindSelect
 		case has("instance_id", "FAIL_TO_PASS"):
 			kind = KindTasks
 		case has("id", "context", "frames", "status"):
 			kind = KindTraces
 		default:
-			return errkind.New(errkind.Input, "not an output of cwm eval, trace, tasks, forage or reward")
+			return errkind.New(errkind.Input, "not an output of cwm eval, trace, tasks, forage, reward or select")
 		}
 		return nil
 	})
@@ -88,6 +91,7 @@ type Report struct {
 	Obs    []ObsSection
 	Traj   []TrajSection
 	Tasks  []TaskSection
+	Select []SelectSection
 	// Viewer is the embedded data of the viewers.
 	Viewer ViewerData
 }
@@ -250,6 +254,8 @@ func Build(title string, paths []string) (*Report, error) {
 			err = r.addTrajectories(name, p, &in)
 		case KindTasks:
 			err = r.addTasks(name, p, &in)
+		case KindSelect:
+			err = r.addSelect(name, p, &in)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)

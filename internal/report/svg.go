@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"html/template"
+	"math"
 	"slices"
 	"strings"
 )
@@ -131,4 +132,73 @@ func maxValue(bars []Bar) float64 {
 		m = max(m, b.Value)
 	}
 	return m
+}
+
+// XY is one point of a line chart.
+type XY struct{ X, Y float64 }
+
+// Series is one line of a line chart.
+type Series struct {
+	Name   string
+	Points []XY
+}
+
+// log2LineChart draws rates (0 to 1) over x values spaced by log2 (k = 1,
+// 2, 4, ...) as an inline SVG: one <polyline class="series sI"> and one
+// <circle class="mark sI"> per point for series I, a tick per distinct x,
+// and a legend.
+func log2LineChart(name string, series []Series) template.HTML {
+	const w, h, left, bottom, pad, legend = 640.0, 280.0, 48.0, 40.0, 20.0, 120.0
+	var xs []float64
+	for _, s := range series {
+		for _, p := range s.Points {
+			if !slices.Contains(xs, p.X) {
+				xs = append(xs, p.X)
+			}
+		}
+	}
+	slices.Sort(xs)
+	lo, hi := 0.0, 1.0
+	if len(xs) > 0 {
+		lo, hi = math.Log2(max(xs[0], 1)), math.Log2(max(xs[len(xs)-1], 1))
+	}
+	x := func(v float64) float64 {
+		if hi == lo {
+			return left + (w-legend-left)/2
+		}
+		return left + 10 + (w-legend-left-20)*(math.Log2(max(v, 1))-lo)/(hi-lo)
+	}
+	y := func(v float64) float64 { return h - bottom - (h-bottom-pad)*min(max(v, 0), 1) }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="chart" data-chart="%s" viewBox="0 0 %g %g" width="%g" height="%g" role="img" aria-label="%s">`,
+		html.EscapeString(name), w, h, w, h, html.EscapeString(name))
+	fmt.Fprintf(&b, `<line class="axis" x1="%g" y1="%g" x2="%g" y2="%g"/>`, left, h-bottom, w-legend, h-bottom)
+	fmt.Fprintf(&b, `<line class="axis" x1="%g" y1="%g" x2="%g" y2="%g"/>`, left, pad, left, h-bottom)
+	for _, t := range []float64{0, 0.5, 1} {
+		fmt.Fprintf(&b, `<text class="tick" x="%g" y="%.1f" text-anchor="end">%g%%</text>`, left-4, y(t)+4, 100*t)
+		if t > 0 {
+			fmt.Fprintf(&b, `<line class="grid" x1="%g" y1="%.1f" x2="%g" y2="%.1f"/>`, left, y(t), w-legend, y(t))
+		}
+	}
+	for _, v := range xs {
+		fmt.Fprintf(&b, `<text class="tick" x="%.1f" y="%g" text-anchor="middle">%g</text>`, x(v), h-bottom+16, v)
+	}
+	fmt.Fprintf(&b, `<text class="label" x="%g" y="%g" text-anchor="middle">k (log2 scale)</text>`, left+(w-legend-left)/2, h-6)
+	fmt.Fprintf(&b, `<text class="label" x="12" y="%g" text-anchor="middle" transform="rotate(-90 12 %g)">resolved</text>`, pad+(h-bottom-pad)/2, pad+(h-bottom-pad)/2)
+	for i, s := range series {
+		pts := make([]string, len(s.Points))
+		for j, p := range s.Points {
+			pts[j] = fmt.Sprintf("%.1f,%.1f", x(p.X), y(p.Y))
+		}
+		fmt.Fprintf(&b, `<polyline class="series s%d" points="%s"/>`, i, strings.Join(pts, " "))
+		for _, p := range s.Points {
+			fmt.Fprintf(&b, `<circle class="mark s%d" cx="%.1f" cy="%.1f" r="3.5"><title>%s, k = %g: %.1f%%</title></circle>`,
+				i, x(p.X), y(p.Y), html.EscapeString(s.Name), p.X, 100*p.Y)
+		}
+		ly := pad + 18*float64(i)
+		fmt.Fprintf(&b, `<line class="series s%d" x1="%g" y1="%g" x2="%g" y2="%g"/>`, i, w-legend+12, ly, w-legend+32, ly)
+		fmt.Fprintf(&b, `<text class="legend" x="%g" y="%g">%s</text>`, w-legend+38, ly+4, html.EscapeString(s.Name))
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
 }
