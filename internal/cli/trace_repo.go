@@ -25,6 +25,8 @@ type traceRepoCmd struct {
 	maxBytes        command.ByteSize
 	maxRepr         int
 	maxTestEvents   int
+	maxTotalBytes   command.ByteSize
+	maxEpisodes     int
 	shard           string
 }
 
@@ -54,6 +56,12 @@ episodes are all in TRACES.jsonl are skipped. With
 TRACES.jsonl.spool, then at most N per function are written. --shard i/n
 traces the tests of shard i of n.
 
+The run's file (TRACES.jsonl, or the spool) holds at most
+--max-total-bytes (1G) and --max-episodes (100000), what earlier runs wrote
+included: at either the run takes no more tests and its summary says so; a
+rerun with a larger cap goes on. Progress lines start at once: one for the
+run, one as each batch of tests begins, the counts every few seconds.
+
 Examples:
   cwm trace repo --env textkit --out episodes.jsonl
   cwm trace repo --env textkit --out e.jsonl --tests test_distance --step-in 0 --seed 3`
@@ -74,6 +82,9 @@ func (c *traceRepoCmd) Flags(fs *flag.FlagSet) {
 	fs.Var(&c.maxBytes, "max-bytes", "trace text `BYTES` per episode (past it: status too_long)")
 	fs.IntVar(&c.maxRepr, "max-repr", tracer.TestCaps.MaxRepr, "characters of one value's text before it is truncated")
 	shardFlag(fs, &c.shard, "trace the tests (by id)")
+	c.maxTotalBytes = command.ByteSize(tracer.DefaultMaxTotalBytes)
+	fs.Var(&c.maxTotalBytes, "max-total-bytes", "`BYTES` the output (or spool) may hold in all; at it the run stops taking tests")
+	fs.IntVar(&c.maxEpisodes, "max-episodes", tracer.DefaultMaxEpisodes, "episodes the output (or spool) may hold in all; at it the run stops taking tests")
 	fs.IntVar(&c.maxTestEvents, "max-test-events", tracer.TestCaps.MaxEvents, "line events recorded per test (past it: the rest of the test is not recorded)")
 }
 
@@ -85,8 +96,9 @@ func (c *traceRepoCmd) Run(ctx context.Context, e *command.Env, args []string) e
 		return command.Usagef("--env and --out are required")
 	case c.maxDepth < 0 || c.stepIn < 0 || c.stepIn > 1 || c.perFunction < 0:
 		return command.Usagef("--max-depth and --max-episodes-per-function must not be negative, --step-in between 0 and 1")
-	case c.workers <= 0 || c.timeout <= 0 || c.maxEvents <= 0 || c.maxBytes <= 0 || c.maxRepr < 64 || c.maxTestEvents <= 0:
-		return command.Usagef("--workers, --timeout, --max-events, --max-bytes, --max-test-events must be positive, --max-repr at least 64")
+	case c.workers <= 0 || c.timeout <= 0 || c.maxEvents <= 0 || c.maxBytes <= 0 || c.maxRepr < 64 || c.maxTestEvents <= 0 ||
+		c.maxTotalBytes <= 0 || c.maxEpisodes <= 0:
+		return command.Usagef("--workers, --timeout, --max-events, --max-bytes, --max-test-events, --max-total-bytes, --max-episodes must be positive, --max-repr at least 64")
 	}
 	part, err := shard.Parse(c.shard)
 	if err != nil {
@@ -106,7 +118,7 @@ func (c *traceRepoCmd) Run(ctx context.Context, e *command.Env, args []string) e
 	}
 	defer closeRT()
 	sum, err := tracer.TraceRepo(ctx, sbs, tracer.RepoRunOptions{Env: en, Tests: c.tests, Out: c.out,
-		PerFunction: c.perFunction, Shard: part, Progress: e.Stderr,
+		PerFunction: c.perFunction, MaxTotalBytes: int64(c.maxTotalBytes), MaxEpisodes: c.maxEpisodes, Shard: part, Progress: e.Stderr,
 		Episode: tracer.EpisodeOptions{MaxDepth: c.maxDepth, StepIn: c.stepIn, Seed: c.seed,
 			Caps: tracer.Caps{MaxEvents: c.maxEvents, MaxBytes: int(c.maxBytes)}},
 		Repo: tracer.RepoOptions{Workers: c.workers, Timeout: c.timeout,

@@ -26,6 +26,14 @@ func TestTraceRepoCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(errOut, "functions are the root of a complete episode") {
 		t.Fatalf("trace repo = %d\n%s", code, errOut)
 	}
+	// Progress from the start: a line for the run, then one as each batch
+	// of tests begins, before any test has finished.
+	startAt := strings.Index(errOut, "trace repo: ")
+	beginAt := strings.Index(errOut, " begin (")
+	barAt := strings.Index(errOut, "trace repo ")
+	if startAt < 0 || !strings.Contains(errOut[startAt:], "tests to trace") || beginAt < startAt || barAt < beginAt {
+		t.Errorf("want a start line, then a line per batch begun, then the counts:\n%s", errOut)
+	}
 	if code, out, errOut := runCLI(t, "", "trace", "check", full); code != 0 {
 		t.Fatalf("trace check = %d\n%s%s", code, out, errOut)
 	}
@@ -81,7 +89,16 @@ func TestTraceRepoCommand(t *testing.T) {
 		t.Errorf("the spool is left behind: %v", err)
 	}
 
+	// The total caps: the run stops taking tests and says so.
+	few := filepath.Join(dir, "few.jsonl")
+	code, _, errOut = runCLI(t, "", append(args, "--out", few, "--max-episodes", "3")...)
+	if code != 0 || len(readLines(t, few)) != 3 || !strings.Contains(errOut, "stopped at the total cap of 3 episodes") {
+		t.Errorf("trace repo --max-episodes 3 = %d, %d lines\n%s", code, len(readLines(t, few)), errOut)
+	}
+
 	for _, bad := range [][]string{
+		{"--max-episodes", "0"},
+		{"--max-total-bytes", "0"},
 		{"--step-in", "1.5"},
 		{"--max-depth", "-1"},
 		{"--env", ""},

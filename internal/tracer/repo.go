@@ -47,6 +47,9 @@ type RepoOptions struct {
 	PythonVersion string
 	// Log receives a line per batch; nil discards them.
 	Log *slog.Logger
+	// Started, when set, is called with a batch's tests as their run
+	// begins (on the worker's goroutine), for progress.
+	Started func(ids []string)
 }
 
 func (o RepoOptions) withDefaults() RepoOptions {
@@ -108,6 +111,9 @@ func TraceTests(ctx context.Context, sbs *env.Sandboxes, e *env.Env, ids []strin
 	// Emitted in the order of the batches, whichever finishes first.
 	return batch.Run(ctx, batches, batch.Options[[]string]{Workers: opts.Workers, InOrder: true},
 		func(ctx context.Context, _ int, ids []string) ([]*RawTest, error) {
+			if opts.Started != nil {
+				opts.Started(ids)
+			}
 			return runBatch(ctx, sbs, e, ids, opts)
 		},
 		func(_ []string, tests []*RawTest, err error) error {

@@ -3,11 +3,13 @@ package tracer
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"cwm/internal/batch"
@@ -31,15 +33,28 @@ type RepoRunOptions struct {
 	// whose episodes are all in it are skipped.
 	Out string
 	// PerFunction, when positive, keeps at most that many episodes per
-	// function: every episode goes to Out.spool first, then a sample
-	// (seeded by Episode.Seed) goes to Out.
+	// function: the episodes that can still be chosen go to Out.spool
+	// first (the others as a stub without frames, text or context), then
+	// a sample (seeded by Episode.Seed) goes to Out.
 	PerFunction int
-	Episode     EpisodeOptions
-	Repo        RepoOptions
+	// MaxTotalBytes and MaxEpisodes cap what the run's file (Out, or the
+	// spool) holds, what earlier runs wrote to it included
+	// (DefaultMaxTotalBytes, DefaultMaxEpisodes when zero). An episode
+	// that would pass one is not written, and the run takes no more tests.
+	MaxTotalBytes int64
+	MaxEpisodes   int
+	Episode       EpisodeOptions
+	Repo          RepoOptions
 	// Shard takes the tests whose id falls in it (default all).
 	Shard    shard.Shard
 	Progress io.Writer
 }
+
+// The total caps of a trace repo run when RepoRunOptions leaves them zero.
+const (
+	DefaultMaxTotalBytes = 1 << 30
+	DefaultMaxEpisodes   = 100000
+)
 
 // RepoSummary is what a trace repo run wrote.
 type RepoSummary struct {
@@ -57,6 +72,14 @@ type RepoSummary struct {
 	// Kept is how many episodes the per-function cap wrote to Out.
 	Kept    int
 	Seconds float64
+	// Capped says which total cap stopped the run ("" when none did);
+	// NotTraced counts the tests it left (a rerun with a larger cap
+	// resumes them).
+	Capped    string
+	NotTraced int
+	// Bytes is the size of the run's file (Out, or the spool) at the end
+	// of tracing.
+	Bytes int64
 
 	out         string
 	perFunction int
@@ -68,6 +91,16 @@ type RepoSummary struct {
 func TraceRepo(ctx context.Context, sbs *env.Sandboxes, opts RepoRunOptions) (*RepoSummary, error) {
 	start := time.Now()
 	e := opts.Env
+	if opts.MaxTotalBytes <= 0 {
+		opts.MaxTotalBytes = DefaultMaxTotalBytes
+	}
+	if opts.MaxEpisodes <= 0 {
+		opts.MaxEpisodes = DefaultMaxEpisodes
+	}
+	if opts.Repo.MaxBytes <= 0 {
+		// A test's recording needs no more text than the whole run keeps.
+		opts.Repo.MaxBytes = int(min(int64(TestCaps.MaxBytes), opts.MaxTotalBytes))
+	}
 	if !e.Usable {
 		return nil, errkind.Errorf(errkind.Input, "environment %s is not usable: %s", e.ID, e.Reason)
 	}
@@ -81,8 +114,8 @@ func TraceRepo(ctx context.Context, sbs *env.Sandboxes, opts RepoRunOptions) (*R
 			mine = append(mine, id)
 		}
 	}
-	// With a cap per function, every episode goes to the spool first: the
-	// choice needs all of a function's episodes.
+	// With a cap per function, episodes go to the spool first: the
+	// choice needs all of a function's episodes (see sampleFront).
 	target := opts.Out
 	if opts.PerFunction > 0 {
 		target = opts.Out + ".spool"
@@ -99,6 +132,7 @@ func TraceRepo(ctx context.Context, sbs *env.Sandboxes, opts RepoRunOptions) (*R
 	}
 	sum := &RepoSummary{Episodes: map[Status]int{}, Tests: len(mine), Skipped: len(mine) - len(todo),
 		out: opts.Out, perFunction: opts.PerFunction}
+	sum.Bytes = st.bytes
 	if len(todo) > 0 {
 		if err := traceInto(ctx, sbs, opts, st, todo, target, sum); err != nil {
 			return nil, err
@@ -146,20 +180,24 @@ func MatchTests(ids []string, pattern string) ([]string, error) {
 }
 
 // episodeState is what a previous run left in the output: the episode
-// ids, and per test how many lines it has and how many it should have.
+// ids and functions, per test how many lines it has and how many it should
+// have, and the file's size.
 type episodeState struct {
 	ids   map[string]bool
+	refs  []EpisodeRef
 	lines map[string]int
 	want  map[string]int
+	bytes int64
 }
 
 func readEpisodeState(file string) (*episodeState, error) {
 	st := &episodeState{ids: map[string]bool{}, lines: map[string]int{}, want: map[string]int{}}
 	err := jsonl.Scan(file, func(_ int, line []byte) error {
 		var ep struct {
-			ID    string `json:"id"`
-			Test  string `json:"test"`
-			Stats struct {
+			ID       string `json:"id"`
+			Test     string `json:"test"`
+			Function Code   `json:"function"`
+			Stats    struct {
 				TestEpisodes int `json:"test_episodes"`
 			} `json:"stats"`
 		}
@@ -167,6 +205,8 @@ func readEpisodeState(file string) (*episodeState, error) {
 			return fmt.Errorf("not an episode line: %v", err)
 		}
 		st.ids[ep.ID] = true
+		st.refs = append(st.refs, EpisodeRef{ID: ep.ID, Function: ep.Function})
+		st.bytes += int64(len(line)) + 1
 		st.lines[ep.Test]++
 		st.want[ep.Test] = ep.Stats.TestEpisodes
 		return nil
@@ -184,19 +224,21 @@ func (st *episodeState) complete(test string) bool {
 	return n > 0 && n >= st.want[test]
 }
 
-// traceInto records the tests todo and writes their episodes to target.
-// Sources are read from a sandbox of their own, never changed.
+// errTotalCap ends TraceTests when a total cap is reached.
+var errTotalCap = errors.New("total cap reached")
+
+// traceInto records the tests todo and writes their episodes to target,
+// up to the total caps. Sources are read from a sandbox of their own,
+// never changed.
 func traceInto(ctx context.Context, sbs *env.Sandboxes, opts RepoRunOptions, st *episodeState, todo []string, target string, sum *RepoSummary) error {
 	w, err := jsonl.Append(target)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	var bar *progress.Bar
-	if opts.Progress != nil {
-		bar = progress.New(opts.Progress, "trace repo", len(todo))
-	}
-	defer bar.Done()
+	prog := startProgress(opts, todo, sum)
+	bar := prog.bar
+	defer prog.stop()
 	src, err := sbs.Open(ctx, opts.Env)
 	if err != nil {
 		return err
@@ -206,8 +248,20 @@ func traceInto(ctx context.Context, sbs *env.Sandboxes, opts RepoRunOptions, st 
 	eopts.Source = func(rel string) ([]byte, error) {
 		return src.ReadFile(ctx, path.Join(env.RepoRoot, rel), int64(maxSourceBytes))
 	}
+	var front *sampleFront
+	if opts.PerFunction > 0 {
+		front = newSampleFront(opts.PerFunction, opts.Episode.Seed)
+		for _, r := range st.refs {
+			front.Admit(r.Function, r.ID)
+		}
+	}
+	episodes := len(st.ids)
 	functions := map[Code]bool{}
-	err = TraceTests(ctx, sbs, opts.Env, todo, opts.Repo, func(r *RawTest) error {
+	emitted := 0
+	ropts := opts.Repo
+	ropts.Started = prog.started
+	err = TraceTests(ctx, sbs, opts.Env, todo, ropts, func(r *RawTest) error {
+		emitted++
 		defer bar.Add(1)
 		if r.Outcome != "" && r.Outcome != testrun.Pass {
 			sum.Failing = append(sum.Failing, r.Test)
@@ -224,9 +278,28 @@ func traceInto(ctx context.Context, sbs *env.Sandboxes, opts RepoRunOptions, st 
 			if st.ids[ep.ID] {
 				continue // written by an interrupted run
 			}
-			if err := w.Write(ep); err != nil {
+			if front != nil && ep.Status != Error && !front.Admit(ep.Function, ep.ID) {
+				// Never chosen: a stub keeps the count for resuming.
+				ep.Context, ep.Codes, ep.Frames, ep.Text, ep.Output = "", nil, nil, "", ""
+			}
+			line, err := json.Marshal(ep)
+			if err != nil {
 				return fmt.Errorf("write %s: %w", target, err)
 			}
+			switch {
+			case episodes >= opts.MaxEpisodes:
+				sum.Capped = fmt.Sprintf("%d episodes (--max-episodes)", opts.MaxEpisodes)
+			case sum.Bytes+int64(len(line))+1 > opts.MaxTotalBytes:
+				sum.Capped = fmt.Sprintf("%d bytes (--max-total-bytes)", opts.MaxTotalBytes)
+			}
+			if sum.Capped != "" {
+				return errTotalCap
+			}
+			if err := w.WriteRaw(line); err != nil {
+				return fmt.Errorf("write %s: %w", target, err)
+			}
+			episodes++
+			sum.Bytes += int64(len(line)) + 1
 			sum.Episodes[ep.Status]++
 			bar.Count(string(ep.Status))
 			if ep.Status.Complete() {
@@ -236,7 +309,70 @@ func traceInto(ctx context.Context, sbs *env.Sandboxes, opts RepoRunOptions, st 
 		return nil
 	})
 	sum.Functions = len(functions)
+	if errors.Is(err, errTotalCap) {
+		// The test cut short by the cap is not traced either: a rerun
+		// with a larger cap writes the rest of it.
+		sum.NotTraced = len(todo) - emitted + 1
+		return nil
+	}
 	return err
+}
+
+// repoProgress reports a trace repo run on opts.Progress: a line when it
+// starts and when each batch of tests begins, and the bar, drawn every
+// few seconds even while no test finishes.
+type repoProgress struct {
+	bar     *progress.Bar
+	w       io.Writer
+	mu      sync.Mutex
+	begun   int
+	total   int
+	ticking chan struct{}
+	wg      sync.WaitGroup
+}
+
+func startProgress(opts RepoRunOptions, todo []string, sum *RepoSummary) *repoProgress {
+	p := &repoProgress{total: len(todo)}
+	if opts.Progress == nil {
+		return p
+	}
+	p.w = opts.Progress
+	fmt.Fprintf(p.w, "trace repo: %d tests to trace (%d skipped), %d workers; total caps %d bytes, %d episodes\n",
+		len(todo), sum.Skipped, max(opts.Repo.Workers, 1), opts.MaxTotalBytes, opts.MaxEpisodes)
+	p.bar = progress.New(opts.Progress, "trace repo", len(todo))
+	p.ticking = make(chan struct{})
+	p.wg.Go(func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.ticking:
+				return
+			case <-t.C:
+				p.bar.Add(0) // a line when one is due, tests finished or not
+			}
+		}
+	})
+	return p
+}
+
+// started prints the line of a batch that begins.
+func (p *repoProgress) started(ids []string) {
+	if p.w == nil || len(ids) == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(p.w, "trace repo: tests %d-%d of %d begin (%s ...)\n", p.begun+1, p.begun+len(ids), p.total, ids[0])
+	p.begun += len(ids)
+}
+
+func (p *repoProgress) stop() {
+	if p.ticking != nil {
+		close(p.ticking)
+		p.wg.Wait()
+	}
+	p.bar.Done()
 }
 
 // maxSourceBytes bounds a source file read for an episode's context.
@@ -317,6 +453,10 @@ func (s *RepoSummary) Write(w io.Writer) {
 	}
 	if s.Skipped > 0 {
 		fmt.Fprintf(w, "skipped %d tests whose episodes are already in the output\n", s.Skipped)
+	}
+	if s.Capped != "" {
+		fmt.Fprintf(w, "stopped at the total cap of %s: %d tests not traced (a rerun with a larger cap resumes them)\n",
+			s.Capped, s.NotTraced)
 	}
 	if s.perFunction > 0 {
 		fmt.Fprintf(w, "wrote %d episodes to %s (at most %d per function)\n", s.Kept, s.out, s.perFunction)

@@ -22,13 +22,8 @@ func Sample(refs []EpisodeRef, n int, seed int64) map[string]bool {
 		id  string
 	}
 	by := map[Code][]ranked{}
-	var s [8]byte
-	binary.LittleEndian.PutUint64(s[:], uint64(seed))
 	for _, r := range refs {
-		h := fnv.New64a()
-		h.Write(s[:])
-		h.Write([]byte(r.ID))
-		by[r.Function] = append(by[r.Function], ranked{h.Sum64(), r.ID})
+		by[r.Function] = append(by[r.Function], ranked{sampleKey(seed, r.ID), r.ID})
 	}
 	keep := map[string]bool{}
 	for _, rs := range by {
@@ -43,4 +38,56 @@ func Sample(refs []EpisodeRef, n int, seed int64) map[string]bool {
 		}
 	}
 	return keep
+}
+
+// sampleKey is the FNV-1a hash of the seed and an episode id: Sample keeps
+// a function's episodes with the smallest keys.
+func sampleKey(seed int64, id string) uint64 {
+	var s [8]byte
+	binary.LittleEndian.PutUint64(s[:], uint64(seed))
+	h := fnv.New64a()
+	h.Write(s[:])
+	h.Write([]byte(id))
+	return h.Sum64()
+}
+
+// sampleFront follows, episode by episode, which ones Sample can still
+// keep: an episode with n smaller (key, id) of its function seen before it
+// never will be, since what was seen stays. So a spool needs to hold in
+// full only the episodes Admit accepts, n times the harmonic number of a
+// function's episodes on average rather than all of them.
+type sampleFront struct {
+	n    int
+	seed int64
+	// best holds per function the (at most n) smallest seen, sorted.
+	best map[Code][]sampleRank
+}
+
+type sampleRank struct {
+	key uint64
+	id  string
+}
+
+func (a sampleRank) less(b sampleRank) bool {
+	return a.key < b.key || a.key == b.key && a.id < b.id
+}
+
+func newSampleFront(n int, seed int64) *sampleFront {
+	return &sampleFront{n: n, seed: seed, best: map[Code][]sampleRank{}}
+}
+
+// Admit records episode id of function f and reports whether Sample over
+// everything seen so far (and so over anything seen later) can keep it.
+func (f *sampleFront) Admit(fn Code, id string) bool {
+	r := sampleRank{sampleKey(f.seed, id), id}
+	best := f.best[fn]
+	i := sort.Search(len(best), func(i int) bool { return r.less(best[i]) })
+	if i >= f.n {
+		return false
+	}
+	best = append(best, sampleRank{})
+	copy(best[i+1:], best[i:])
+	best[i] = r
+	f.best[fn] = best[:min(len(best), f.n)]
+	return true
 }
