@@ -19,6 +19,7 @@ type tasksCommitsCmd struct {
 	out           string
 	commits       string
 	auto          bool
+	keepAll       bool
 	max           int
 	issueText     string
 	runs          int
@@ -42,8 +43,16 @@ built at the commit's parent; the commit is split into test changes
 conftest.py) and the rest (patch). A commit becomes a task when the test
 changes alone make tests fail and the fix makes them pass, twice each;
 otherwise it is rejected with the reason. --auto proposes every commit
-that changes both tests and Python source. The problem statement is the
-commit message, or the content of --issue-text (one commit only).`
+that changes both tests and Python source. The fix classifier scores each
+commit from its message (fix, bug, regression, crash, "fixes #N" against
+add, feature, implement, support, refactor, docs, release), the issues
+it links and how the FAIL_TO_PASS tests fail without the fix (an
+assertion or exception in the code under test, or an ImportError,
+AttributeError, NameError or unexpected keyword of a name the commit
+adds); with --auto, commits it does not call fixes are rejected unless
+--keep-all. Every task records its class and reasons (fix_class). The
+problem statement is the commit message, or the content of --issue-text
+(one commit only); statement_source says which.`
 }
 
 func (c *tasksCommitsCmd) Flags(fs *flag.FlagSet) {
@@ -51,6 +60,7 @@ func (c *tasksCommitsCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.out, "out", "", "tasks `FILE` (JSONL, appended)")
 	fs.StringVar(&c.commits, "commits", "", "comma-separated fix `commits`")
 	fs.BoolVar(&c.auto, "auto", false, "propose every commit that changes tests and source")
+	fs.BoolVar(&c.keepAll, "keep-all", false, "with --auto, keep commits the fix classifier does not call fixes")
 	fs.IntVar(&c.max, "max", 0, "stop after `N` tasks in the output (0: no limit)")
 	fs.StringVar(&c.issueText, "issue-text", "", "problem statement `FILE` (default: the commit message)")
 	fs.IntVar(&c.runs, "runs", 2, "baseline runs of each parent's environment")
@@ -97,7 +107,7 @@ func (c *tasksCommitsCmd) Run(ctx context.Context, e *command.Env, args []string
 	atParent := func(ctx context.Context, base *env.Env, rev string) (*env.Env, error) {
 		return envbuild.AtRevision(ctx, src.sbs, base, rev, envbuild.Options{Home: e.Home, Runs: c.runs, Log: e.Log})
 	}
-	ds, err := tasks.Commits(ctx, src.sbs, src.env, tasks.CommitOptions{Out: c.out, Commits: commits, Auto: c.auto,
+	ds, err := tasks.Commits(ctx, src.sbs, src.env, tasks.CommitOptions{Out: c.out, Commits: commits, Auto: c.auto, KeepAll: c.keepAll,
 		Max: c.max, IssueText: issue, Build: atParent, TimeoutFactor: c.timeoutFactor,
 		Exclude: src.excl, Shard: part, Progress: progress})
 	if c.json && ds != nil {

@@ -26,6 +26,10 @@ type CommitOptions struct {
 	// proposes every commit that changes both tests and source instead.
 	Commits []string
 	Auto    bool
+	// KeepAll keeps, with Auto, the commits the fix classifier does not
+	// call fixes (features, refactorings); by default they are rejected.
+	// Given commits are always kept; every task records its class.
+	KeepAll bool
 	// Max is how many tasks to write, counting those already in Out (0:
 	// no limit).
 	Max int
@@ -44,6 +48,9 @@ type CommitOptions struct {
 	Progress io.Writer
 }
 
+// kindNotFix rejects a commit the fix classifier does not call a fix.
+const kindNotFix = "not a fix"
+
 // CommitDecision is what became of one commit.
 type CommitDecision struct {
 	Key        string  `json:"key"` // the commit
@@ -53,6 +60,8 @@ type CommitDecision struct {
 	Kind       string  `json:"kind"` // verified, or why not
 	Reason     string  `json:"reason,omitempty"`
 	Seconds    float64 `json:"seconds"`
+	// FixClass is the fix classifier's verdict, once the tests have run.
+	FixClass *task.FixClass `json:"fix_class,omitempty"`
 }
 
 // Commits makes issue-fix tasks from fix commits of e's history, in
@@ -238,11 +247,13 @@ func commitTask(ctx context.Context, sbs *env.Sandboxes, sb *sandbox.Sandbox, e 
 	if err != nil {
 		return d, nil, err
 	}
-	statement := opts.IssueText
+	message, err := git("log", "-1", "--format=%B", c)
+	if err != nil {
+		return d, nil, err
+	}
+	statement, source := opts.IssueText, "issue text"
 	if statement == "" {
-		if statement, err = git("log", "-1", "--format=%B", c); err != nil {
-			return d, nil, err
-		}
+		statement, source = message, "commit message"
 	}
 	date, err := git("log", "-1", "--format=%cI", c)
 	if err != nil {
@@ -268,7 +279,7 @@ func commitTask(ctx context.Context, sbs *env.Sandboxes, sb *sandbox.Sandbox, e 
 		InstanceID: instanceID(repo, "commit", c[:12]), Repo: repo, BaseCommit: penv.Commit,
 		Patch: fix, TestPatch: testPatch, ProblemStatement: strings.TrimSpace(statement) + "\n",
 		Version: penv.ID, CreatedAt: strings.TrimSpace(date), EnvironmentSetupCommit: penv.Commit,
-		EnvID: penv.ID, Kind: "commit",
+		EnvID: penv.ID, Kind: "commit", StatementSource: source,
 	}
 	psb, err := sbs.Open(ctx, penv)
 	if err != nil {
@@ -357,6 +368,11 @@ func commitTask(ctx context.Context, sbs *env.Sandboxes, sb *sandbox.Sandbox, e 
 		default:
 			return reject("no FAIL_TO_PASS", "no test fails with the test changes alone and passes with the fix")
 		}
+	}
+	t.FixClass = classifyFix(message, fix, t.FailToPass, before[0])
+	d.FixClass = t.FixClass
+	if opts.Auto && !opts.KeepAll && !t.FixClass.Fix {
+		return reject(kindNotFix, "the fix classifier scores it "+fmt.Sprint(t.FixClass.Score)+": "+strings.Join(t.FixClass.Reasons, "; "))
 	}
 	d.Kind, d.InstanceID = kindVerified, t.InstanceID
 	d.Seconds = roundSecs(time.Since(start))
