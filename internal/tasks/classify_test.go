@@ -85,7 +85,7 @@ func TestCommitsClassify(t *testing.T) {
 	git(t, dir, "commit", "-q", "-a", "-m", "Use sep in both")
 	fix := git(t, dir, "rev-parse", "HEAD")
 	writeFiles(t, dir, map[string]string{
-		"pkg/text.py": "def join(a, b, sep=','):\n    return a + sep + b\n\n\ndef ellipsize(s, n):\n    return s if len(s) <= n else s[:n] + '...'\n",
+		"pkg/text.py":        "def join(a, b, sep=','):\n    return a + sep + b\n\n\ndef ellipsize(s, n):\n    return s if len(s) <= n else s[:n] + '...'\n",
 		"tests/test_text.py": test1 + "\n\ndef test_ellipsize():\n    from pkg.text import ellipsize\n\n    assert ellipsize('abcdef', 3) == 'abc...'\n",
 	})
 	git(t, dir, "commit", "-q", "-a", "-m", "add ellipsize")
