@@ -43,7 +43,8 @@ type Task struct {
 	Validation *Validation `json:"validation,omitempty"`
 	// StatementSource says who wrote ProblemStatement, for tasks from
 	// history: "commit message" (the fix's own words, which may give the
-	// fix away) or "issue text" (given with the commit).
+	// fix away), "issue text" (given with the commit) or "model NAME"
+	// (written by that model from the failing tests).
 	StatementSource string `json:"statement_source,omitempty"`
 	// FixClass is the fix classifier's verdict on a commit task.
 	FixClass *FixClass `json:"fix_class,omitempty"`

@@ -9,6 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"cwm/internal/envbuild"
+	"cwm/internal/model"
+	"cwm/internal/model/modeltest"
 	"cwm/internal/task"
 	"cwm/internal/testrun"
 )
@@ -115,9 +117,43 @@ func TestCommitsClassify(t *testing.T) {
 		t.Errorf("fix task: statement %q from %q, class %+v", tk.ProblemStatement, tk.StatementSource, tk.FixClass)
 	}
 
+	// --keep-all keeps the feature too. With a model, the statement is
+	// written from the failing tests: the first one for the fix quotes
+	// the fix's line and is asked again; the second is kept.
+	const quoting = "join ignores sep: it should do `return a + sep + b`."
+	const clean = "join('a', 'b', sep='-') returns 'a,b': the separator I pass is ignored."
+	srv, err := modeltest.Start(func(r *modeltest.Request) modeltest.Reply {
+		if strings.Contains(r.Issue(), "test_join_sep") && r.Turn() == 0 {
+			return modeltest.Text(quoting)
+		}
+		return modeltest.Text(clean)
+	}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	client, err := model.NewClient(model.ClientConfig{BaseURL: srv.URL, Model: "fake"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	all := filepath.Join(t.TempDir(), "all.jsonl")
-	ds, err = Commits(ctx, testSandboxes, e, CommitOptions{Out: all, Auto: true, KeepAll: true, Build: atParent})
+	ds, err = Commits(ctx, testSandboxes, e, CommitOptions{Out: all, Auto: true, KeepAll: true, Build: atParent, Model: client, ModelName: "fake"})
 	if err != nil || len(ds) != 2 || ds[0].Kind != kindVerified || ds[0].FixClass.Fix || ds[1].Kind != kindVerified {
-		t.Errorf("Commits(--auto --keep-all) = %+v, %v; want both verified, the feature classified as one", ds, err)
+		t.Fatalf("Commits(--auto --keep-all) = %+v, %v; want both verified, the feature classified as one", ds, err)
+	}
+	if n := ds[1].Statement; len(n) != 2 || !strings.Contains(n[0], "rejected: it quotes the fix (\"return a + sep + b\")") || !strings.Contains(n[1], "accepted") {
+		t.Errorf("fix commit's statement notes: %q; want the first rejected for quoting the fix, the second accepted", n)
+	}
+	for _, r := range srv.Requests() {
+		if strings.Contains(r.Issue(), "a + sep + b") || !strings.Contains(r.Issue(), "AssertionError") && strings.Contains(r.Issue(), "test_join_sep") {
+			t.Errorf("a prompt shows the fix, or not the failure:\n%s", r.Issue())
+		}
+	}
+	tasks, err = task.Load(all)
+	if err != nil || len(tasks) != 2 {
+		t.Fatalf("tasks with --keep-all: %v, %d; want 2", err, len(tasks))
+	}
+	if tk := tasks[1]; tk.ProblemStatement != clean+"\n" || tk.StatementSource != "model fake" {
+		t.Errorf("fix task with a model: statement %q from %q; want the model's second", tk.ProblemStatement, tk.StatementSource)
 	}
 }

@@ -36,6 +36,13 @@ type CommitOptions struct {
 	// IssueText, when set, is the problem statement (one commit only);
 	// otherwise the commit message is.
 	IssueText string
+	// Model, when set (and no IssueText), writes each task's problem
+	// statement from its failing tests, never from the fix; a statement
+	// that quotes a line of the fix is asked again, and after
+	// statementTries the commit message stays. ModelName names it in
+	// statement_source.
+	Model     Completer
+	ModelName string
 	// Build builds the environment of e's repository at revision rev with
 	// e's recipe (envbuild.AtRevision does): each task runs in the
 	// environment at its commit's parent. An error of kind errkind.Input
@@ -62,6 +69,8 @@ type CommitDecision struct {
 	Seconds    float64 `json:"seconds"`
 	// FixClass is the fix classifier's verdict, once the tests have run.
 	FixClass *task.FixClass `json:"fix_class,omitempty"`
+	// Statement says what became of each statement the model wrote.
+	Statement []string `json:"statement,omitempty"`
 }
 
 // Commits makes issue-fix tasks from fix commits of e's history, in
@@ -373,6 +382,13 @@ func commitTask(ctx context.Context, sbs *env.Sandboxes, sb *sandbox.Sandbox, e 
 	d.FixClass = t.FixClass
 	if opts.Auto && !opts.KeepAll && !t.FixClass.Fix {
 		return reject(kindNotFix, "the fix classifier scores it "+fmt.Sprint(t.FixClass.Score)+": "+strings.Join(t.FixClass.Reasons, "; "))
+	}
+	if opts.Model != nil && opts.IssueText == "" {
+		text, notes := modelStatement(ctx, opts.Model, t.FailToPass, before[0], testPatch, fix)
+		d.Statement = notes
+		if text != "" {
+			t.ProblemStatement, t.StatementSource = text+"\n", "model "+opts.ModelName
+		}
 	}
 	d.Kind, d.InstanceID = kindVerified, t.InstanceID
 	d.Seconds = roundSecs(time.Since(start))
