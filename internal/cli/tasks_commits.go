@@ -10,6 +10,7 @@ import (
 	"cwm/internal/command"
 	"cwm/internal/env"
 	"cwm/internal/envbuild"
+	"cwm/internal/model"
 	"cwm/internal/shard"
 	"cwm/internal/tasks"
 )
@@ -19,8 +20,12 @@ type tasksCommitsCmd struct {
 	out           string
 	commits       string
 	auto          bool
+	keepAll       bool
 	max           int
 	issueText     string
+	model         string
+	baseURL       string
+	apiKeyEnv     string
 	runs          int
 	excludeRepos  string
 	timeoutFactor float64
@@ -42,8 +47,19 @@ built at the commit's parent; the commit is split into test changes
 conftest.py) and the rest (patch). A commit becomes a task when the test
 changes alone make tests fail and the fix makes them pass, twice each;
 otherwise it is rejected with the reason. --auto proposes every commit
-that changes both tests and Python source. The problem statement is the
-commit message, or the content of --issue-text (one commit only).`
+that changes both tests and Python source. The fix classifier scores each
+commit from its message (fix, bug, regression, crash, "fixes #N" against
+add, feature, implement, support, refactor, docs, release), the issues
+it links and how the FAIL_TO_PASS tests fail without the fix (an
+assertion or exception in the code under test, or an ImportError,
+AttributeError, NameError or unexpected keyword of a name the commit
+adds); with --auto, commits it does not call fixes are rejected unless
+--keep-all. Every task records its class and reasons (fix_class). The
+problem statement is the commit message, or the content of --issue-text
+(one commit only), or with --model and --base-url one the model writes
+from the failing tests and their messages (never from the fix), asked
+again when it quotes a line of the fix and the commit message kept after
+3 tries; statement_source says which.`
 }
 
 func (c *tasksCommitsCmd) Flags(fs *flag.FlagSet) {
@@ -51,8 +67,12 @@ func (c *tasksCommitsCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.out, "out", "", "tasks `FILE` (JSONL, appended)")
 	fs.StringVar(&c.commits, "commits", "", "comma-separated fix `commits`")
 	fs.BoolVar(&c.auto, "auto", false, "propose every commit that changes tests and source")
+	fs.BoolVar(&c.keepAll, "keep-all", false, "with --auto, keep commits the fix classifier does not call fixes")
 	fs.IntVar(&c.max, "max", 0, "stop after `N` tasks in the output (0: no limit)")
 	fs.StringVar(&c.issueText, "issue-text", "", "problem statement `FILE` (default: the commit message)")
+	fs.StringVar(&c.model, "model", "", "model `NAME` that writes each problem statement from the failing tests (needs --base-url)")
+	fs.StringVar(&c.baseURL, "base-url", "", "the model's OpenAI-compatible endpoint `URL`")
+	fs.StringVar(&c.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment `VARIABLE` holding the model's API key")
 	fs.IntVar(&c.runs, "runs", 2, "baseline runs of each parent's environment")
 	fs.StringVar(&c.excludeRepos, "exclude-repos", "", "decontamination list `FILE` (default: the SWE-bench repositories; none: no check)")
 	fs.Float64Var(&c.timeoutFactor, "timeout-factor", 3, "test-run timeout as a multiple of the baseline's time (plus 5s)")
@@ -84,6 +104,20 @@ func (c *tasksCommitsCmd) Run(ctx context.Context, e *command.Env, args []string
 		}
 		issue = string(b)
 	}
+	if (c.model == "") != (c.baseURL == "") {
+		return command.Usagef("--model and --base-url go together")
+	}
+	var writer tasks.Completer
+	if c.model != "" {
+		if c.issueText != "" {
+			return command.Usagef("--model writes the problem statement: not with --issue-text")
+		}
+		client, err := model.NewClient(model.ClientConfig{BaseURL: c.baseURL, APIKey: os.Getenv(c.apiKeyEnv), Model: c.model})
+		if err != nil {
+			return err
+		}
+		writer = client
+	}
 	src, err := openTaskSource(ctx, e, c.env, c.excludeRepos)
 	if err != nil {
 		return err
@@ -97,8 +131,8 @@ func (c *tasksCommitsCmd) Run(ctx context.Context, e *command.Env, args []string
 	atParent := func(ctx context.Context, base *env.Env, rev string) (*env.Env, error) {
 		return envbuild.AtRevision(ctx, src.sbs, base, rev, envbuild.Options{Home: e.Home, Runs: c.runs, Log: e.Log})
 	}
-	ds, err := tasks.Commits(ctx, src.sbs, src.env, tasks.CommitOptions{Out: c.out, Commits: commits, Auto: c.auto,
-		Max: c.max, IssueText: issue, Build: atParent, TimeoutFactor: c.timeoutFactor,
+	ds, err := tasks.Commits(ctx, src.sbs, src.env, tasks.CommitOptions{Out: c.out, Commits: commits, Auto: c.auto, KeepAll: c.keepAll,
+		Max: c.max, IssueText: issue, Model: writer, ModelName: c.model, Build: atParent, TimeoutFactor: c.timeoutFactor,
 		Exclude: src.excl, Shard: part, Progress: progress})
 	if c.json && ds != nil {
 		if werr := writeJSON(e.Stdout, ds); werr != nil && err == nil {

@@ -41,6 +41,24 @@ type Task struct {
 	Function string `json:"function,omitempty"`
 	// Validation records how the task was verified.
 	Validation *Validation `json:"validation,omitempty"`
+	// StatementSource says who wrote ProblemStatement, for tasks from
+	// history: "commit message" (the fix's own words, which may give the
+	// fix away), "issue text" (given with the commit) or "model NAME"
+	// (written by that model from the failing tests).
+	StatementSource string `json:"statement_source,omitempty"`
+	// FixClass is the fix classifier's verdict on a commit task.
+	FixClass *FixClass `json:"fix_class,omitempty"`
+}
+
+// FixClass is the fix classifier's verdict on a commit: whether it fixes
+// a bug (rather than adding a feature, refactoring or documenting), with
+// the score of its evidence and every reason that counted.
+type FixClass struct {
+	Fix   bool `json:"fix"`
+	Score int  `json:"score"`
+	// Issues are the issue numbers the commit message links ("#12").
+	Issues  []string `json:"issues,omitempty"`
+	Reasons []string `json:"reasons"`
 }
 
 // Validation is the audit trail of a task's verification.

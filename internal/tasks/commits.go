@@ -26,12 +26,23 @@ type CommitOptions struct {
 	// proposes every commit that changes both tests and source instead.
 	Commits []string
 	Auto    bool
+	// KeepAll keeps, with Auto, the commits the fix classifier does not
+	// call fixes (features, refactorings); by default they are rejected.
+	// Given commits are always kept; every task records its class.
+	KeepAll bool
 	// Max is how many tasks to write, counting those already in Out (0:
 	// no limit).
 	Max int
 	// IssueText, when set, is the problem statement (one commit only);
 	// otherwise the commit message is.
 	IssueText string
+	// Model, when set (and no IssueText), writes each task's problem
+	// statement from its failing tests, never from the fix; a statement
+	// that quotes a line of the fix is asked again, and after
+	// statementTries the commit message stays. ModelName names it in
+	// statement_source.
+	Model     Completer
+	ModelName string
 	// Build builds the environment of e's repository at revision rev with
 	// e's recipe (envbuild.AtRevision does): each task runs in the
 	// environment at its commit's parent. An error of kind errkind.Input
@@ -44,6 +55,9 @@ type CommitOptions struct {
 	Progress io.Writer
 }
 
+// kindNotFix rejects a commit the fix classifier does not call a fix.
+const kindNotFix = "not a fix"
+
 // CommitDecision is what became of one commit.
 type CommitDecision struct {
 	Key        string  `json:"key"` // the commit
@@ -53,6 +67,10 @@ type CommitDecision struct {
 	Kind       string  `json:"kind"` // verified, or why not
 	Reason     string  `json:"reason,omitempty"`
 	Seconds    float64 `json:"seconds"`
+	// FixClass is the fix classifier's verdict, once the tests have run.
+	FixClass *task.FixClass `json:"fix_class,omitempty"`
+	// Statement says what became of each statement the model wrote.
+	Statement []string `json:"statement,omitempty"`
 }
 
 // Commits makes issue-fix tasks from fix commits of e's history, in
@@ -238,11 +256,13 @@ func commitTask(ctx context.Context, sbs *env.Sandboxes, sb *sandbox.Sandbox, e 
 	if err != nil {
 		return d, nil, err
 	}
-	statement := opts.IssueText
+	message, err := git("log", "-1", "--format=%B", c)
+	if err != nil {
+		return d, nil, err
+	}
+	statement, source := opts.IssueText, "issue text"
 	if statement == "" {
-		if statement, err = git("log", "-1", "--format=%B", c); err != nil {
-			return d, nil, err
-		}
+		statement, source = message, "commit message"
 	}
 	date, err := git("log", "-1", "--format=%cI", c)
 	if err != nil {
@@ -268,7 +288,7 @@ func commitTask(ctx context.Context, sbs *env.Sandboxes, sb *sandbox.Sandbox, e 
 		InstanceID: instanceID(repo, "commit", c[:12]), Repo: repo, BaseCommit: penv.Commit,
 		Patch: fix, TestPatch: testPatch, ProblemStatement: strings.TrimSpace(statement) + "\n",
 		Version: penv.ID, CreatedAt: strings.TrimSpace(date), EnvironmentSetupCommit: penv.Commit,
-		EnvID: penv.ID, Kind: "commit",
+		EnvID: penv.ID, Kind: "commit", StatementSource: source,
 	}
 	psb, err := sbs.Open(ctx, penv)
 	if err != nil {
@@ -356,6 +376,18 @@ func commitTask(ctx context.Context, sbs *env.Sandboxes, sb *sandbox.Sandbox, e 
 			return reject("tests fail with the fix", fmt.Sprintf("%d of the commit's tests still fail with the fix, e.g. %s", len(failAfter), failAfter[0]))
 		default:
 			return reject("no FAIL_TO_PASS", "no test fails with the test changes alone and passes with the fix")
+		}
+	}
+	t.FixClass = classifyFix(message, fix, t.FailToPass, before[0])
+	d.FixClass = t.FixClass
+	if opts.Auto && !opts.KeepAll && !t.FixClass.Fix {
+		return reject(kindNotFix, "the fix classifier scores it "+fmt.Sprint(t.FixClass.Score)+": "+strings.Join(t.FixClass.Reasons, "; "))
+	}
+	if opts.Model != nil && opts.IssueText == "" {
+		text, notes := modelStatement(ctx, opts.Model, t.FailToPass, before[0], testPatch, fix)
+		d.Statement = notes
+		if text != "" {
+			t.ProblemStatement, t.StatementSource = text+"\n", "model "+opts.ModelName
 		}
 	}
 	d.Kind, d.InstanceID = kindVerified, t.InstanceID
