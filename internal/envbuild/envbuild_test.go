@@ -176,7 +176,7 @@ func TestUnusable(t *testing.T) {
 	}{
 		{"allfail", "", env.RunLimits{}, []string{"no test passes in every run", "2 fail"}},
 		{"missingdep", "", env.RunLimits{}, []string{"missing dependencies", "cwm_absent_alpha", "cwm_absent_beta"}},
-		{"hang", "pytest tests/test_hang.py::test_forever", env.RunLimits{Timeout: 3 * time.Second}, []string{"no test passes in every run", "1 error", "timeout limit"}},
+		{"hang", "pytest tests/test_hang.py::test_forever", env.RunLimits{Timeout: testtime.Scale(3 * time.Second)}, []string{"no test passes in every run", "1 error", "timeout limit"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.repo, func(t *testing.T) {
@@ -213,7 +213,7 @@ func TestRunawaySuites(t *testing.T) {
 		runaway string
 		quick   string
 	}{
-		{"hang", env.RunLimits{Timeout: 3 * time.Second}, "timeout", "tests/test_hang.py::test_forever", "tests/test_hang.py::test_quick"},
+		{"hang", env.RunLimits{Timeout: testtime.Scale(3 * time.Second)}, "timeout", "tests/test_hang.py::test_forever", "tests/test_hang.py::test_quick"},
 		{"noisy", env.RunLimits{Timeout: time.Minute, Output: 1 << 20}, "output", "test_noisy.Noisy.test_shout", "test_noisy.Noisy.test_quick"},
 	}
 	for _, tt := range tests {

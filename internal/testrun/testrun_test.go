@@ -160,7 +160,7 @@ func TestRunLimits(t *testing.T) {
 		{"mixed", "yes", Options{OutputLimit: 1 << 20}, sandbox.ReasonOutput, map[string]Outcome{}},
 		// pytest writes no JUnit report when killed, nor after its working
 		// directory is gone: the per-test stream still tells what ran.
-		{"hang", "python -m pytest", Options{Python: python, Timeout: 5 * time.Second}, sandbox.ReasonTimeout,
+		{"hang", "python -m pytest", Options{Python: python, Timeout: testtime.Scale(5 * time.Second)}, sandbox.ReasonTimeout,
 			map[string]Outcome{"tests/test_hang.py::test_quick": Pass, "tests/test_hang.py::test_remove_own_tree": Pass, "tests/test_hang.py::test_forever": Error}},
 	}
 	for _, tt := range tests {
