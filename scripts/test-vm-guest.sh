@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Runs inside the test VM (scripts/test-vm.sh) as root, from a systemd
-# service with Delegate=yes: cwm's test binaries as root, then as the
+# service with Delegate=yes: cwm's test binaries as root, then the
 # messages cwm must give on a host that cannot run it, then the sandbox
-# benchmarks, then the tests as the ordinary user tester through a
-# delegated cgroup subtree (as systemd gives a user service). Writes one log per run and
-# results.tsv (host, privilege, suite, passed, skipped, failed) to
-# /mnt/out.
+# benchmarks, then the test binaries as the ordinary user tester through a
+# delegated cgroup subtree (as systemd gives a user service). Writes one
+# log per run and results.tsv (host, privilege, suite, passed, skipped,
+# failed) to /mnt/out.
 set -u
 out=/mnt/out
 bin=$out/bin
