@@ -145,9 +145,7 @@ func (c *evalCruxCmd) Run(ctx context.Context, e *command.Env, args []string) er
 	defer stop()
 	opts := eval.Options{Problems: problems, Mode: mode, API: api, Samples: c.samples, Seed: c.seed.ptr(), Think: c.think(),
 		Client: client, Checker: scorer, Out: c.out, Shard: part, Concurrency: c.concurrency,
-		OnModelError: func(id string, s int, err error) {
-			fmt.Fprintf(e.Stderr, "cwm eval cruxeval: %s sample %d: %v\n", id, s, err)
-		}}
+		OnModelError: sampleErrorLogger(e, "cwm eval cruxeval")}
 	if !c.quiet {
 		opts.Progress = e.Stderr
 	}

@@ -129,9 +129,7 @@ func (c *evalHaltCmd) Run(ctx context.Context, e *command.Env, args []string) er
 	defer stop()
 	opts := eval.HaltOptions{Programs: programs, Mode: mode, API: api, Samples: c.samples, Seed: c.seed.ptr(), Think: c.think(),
 		Client: client, Runner: runner, Out: c.out, Shard: part, Concurrency: c.concurrency,
-		OnModelError: func(id string, s int, err error) {
-			fmt.Fprintf(e.Stderr, "cwm eval halt: %s sample %d: %v\n", id, s, err)
-		}}
+		OnModelError: sampleErrorLogger(e, "cwm eval halt")}
 	if !c.quiet {
 		opts.Progress = e.Stderr
 	}
@@ -140,4 +138,12 @@ func (c *evalHaltCmd) Run(ctx context.Context, e *command.Env, args []string) er
 		return finishEval(ctx, e, err, c.json, nil, 0, sr, 0)
 	}
 	return finishEval(ctx, e, nil, c.json, sum, sum.ModelErrors, sr, sum.Samples+sum.Missing)
+}
+
+// sampleErrorLogger prints a sample the model server failed, under the
+// command's name: cruxeval's and halt's OnModelError.
+func sampleErrorLogger(e *command.Env, cmd string) func(id string, sample int, err error) {
+	return func(id string, sample int, err error) {
+		fmt.Fprintf(e.Stderr, "%s: %s sample %d: %v\n", cmd, id, sample, err)
+	}
 }
