@@ -48,7 +48,7 @@ python3-pretend python3-freezegun python3-pytest-mock python3-pytest-asyncio
 python3-pytest-timeout python3-simplejson python3-tomli python3-zope.event
 python3-zope.testing python3-zope.testrunner python3-appdirs python3-virtualenv
 python3-jinja2 python3-railroad-diagrams python3-pytest-subtests python3-psutil
-python3-coverage python3-trio python3-pytest-xdist"
+python3-coverage python3-trio python3-pytest-xdist python3-testpath python3-mypy"
 missing=""
 for p in $DEBS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
