@@ -399,11 +399,7 @@ func (t *toolEpisode) clone(ctx context.Context) (episodeImpl, error) {
 		c.ep, c.tb = ep, ep.Toolbox
 		return &c, nil
 	}
-	sess, err := t.tb.Session(ctx)
-	if err != nil {
-		return nil, err
-	}
-	tb, err := t.tb.Fork(ctx, sess)
+	tb, err := t.tb.Branch(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -113,11 +113,11 @@ func (e *Episode) Reset(ctx context.Context) error {
 // same directory with the same exported variables (Session; running
 // processes are not copied). Either can go on without the other seeing it.
 func (e *Episode) Clone(ctx context.Context) (*Episode, error) {
-	s, err := e.Session(ctx)
+	tb, err := e.Toolbox.Branch(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("clone the episode of task %s: %w", e.task.InstanceID, err)
 	}
-	return e.Fork(ctx, s)
+	return &Episode{Toolbox: tb, task: e.task, opts: e.opts, base: e.base}, nil
 }
 
 // Fork is Clone with the session state s (the zero Session: a fresh

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"cwm/internal/sandbox"
 )
 
 // Session is what a branch of an episode carries over of its bash
@@ -66,15 +68,44 @@ func (t *Toolbox) Restore(ctx context.Context, s Session) error {
 }
 
 // Fork returns a toolbox on a copy of t's sandbox as it is now, its
-// session restored to s (the zero Session: fresh in t's start directory).
-// It only reads t's files, so forks of one toolbox may be made at once.
-// The caller owns the new sandbox (Sandbox) and closes it after the
-// toolbox.
+// session restored to s (the zero Session: a fresh session in the
+// toolbox's start directory). t goes on unchanged; the two are
+// independent afterwards.
 func (t *Toolbox) Fork(ctx context.Context, s Session) (*Toolbox, error) {
 	sb, err := t.sb.Clone(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("clone sandbox: %w", err)
 	}
+	return t.forkOnto(ctx, sb, s)
+}
+
+// Branch is Fork with t's own session state, which it reads while the
+// sandbox is copied: reading it runs builtins only and writes no file.
+func (t *Toolbox) Branch(ctx context.Context) (*Toolbox, error) {
+	type cloned struct {
+		sb  *sandbox.Sandbox
+		err error
+	}
+	ch := make(chan cloned, 1)
+	go func() {
+		sb, err := t.sb.Clone(ctx)
+		ch <- cloned{sb, err}
+	}()
+	s, serr := t.Session(ctx)
+	c := <-ch
+	if c.err != nil {
+		return nil, fmt.Errorf("clone sandbox: %w", c.err)
+	}
+	if serr != nil {
+		c.sb.Close()
+		return nil, serr
+	}
+	return t.forkOnto(ctx, c.sb, s)
+}
+
+// forkOnto starts a toolbox like t on sb, the copy of t's sandbox, with
+// its session restored to s. It closes sb when it fails.
+func (t *Toolbox) forkOnto(ctx context.Context, sb *sandbox.Sandbox, s Session) (*Toolbox, error) {
 	nt, err := NewToolbox(ctx, sb, t.dir, t.timeout)
 	if err != nil {
 		sb.Close()

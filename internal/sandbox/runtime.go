@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -351,8 +352,9 @@ func (rt *Runtime) takeWarm(key string) *Sandbox {
 	defer rt.mu.Unlock()
 	for len(rt.idle[key]) > 0 {
 		list := rt.idle[key]
-		s := list[len(list)-1]
-		rt.idle[key] = list[:len(list)-1]
+		i := readyIdle(list)
+		s := list[i]
+		rt.idle[key] = slices.Delete(list, i, i+1)
 		if s.recycled != nil {
 			rt.mu.Unlock()
 			<-s.recycled
@@ -366,6 +368,24 @@ func (rt *Runtime) takeWarm(key string) *Sandbox {
 		return s
 	}
 	return nil
+}
+
+// readyIdle picks from list, the idle sandboxes of one key, the most
+// recently released one whose reset is done, so that a sandbox taken
+// while others still reset does not wait; the most recent one when
+// none is done.
+func readyIdle(list []*Sandbox) int {
+	for i := len(list) - 1; i >= 0; i-- {
+		if list[i].recycled == nil {
+			return i
+		}
+		select {
+		case <-list[i].recycled:
+			return i
+		default:
+		}
+	}
+	return len(list) - 1
 }
 
 // adopt counts s among the runtime's live sandboxes, which Close destroys.

@@ -9,6 +9,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -107,15 +108,13 @@ func copyEntry(src, dst int, name string, st *unix.Stat_t, owner func(uid, gid u
 			}
 			return err
 		}
-		in := os.NewFile(uintptr(s), name)
-		defer in.Close()
+		defer unix.Close(s)
 		d, err := unix.Openat(dst, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 		if err != nil {
 			return err
 		}
-		out := os.NewFile(uintptr(d), name)
-		defer out.Close()
-		if _, err := io.Copy(out, in); err != nil {
+		defer unix.Close(d)
+		if err := copyData(s, d); err != nil {
 			return err
 		}
 		return finishCopy(s, d, uid, gid, mode)
@@ -141,6 +140,42 @@ func copyEntry(src, dst int, name string, st *unix.Stat_t, owner func(uid, gid u
 		return chownAt(dst, name, uid, gid)
 	}
 	return nil // fifos and sockets are not worth carrying over
+}
+
+// copyBuf is the buffer copyData reads into. Upper layers are mostly
+// small files on tmpfs, often of another tmpfs than the copy's (another
+// sandbox's), where copy_file_range refuses to cross and io.Copy's
+// fallbacks (splice through a pipe, sendfile) cost several system calls
+// a file: plain reads and writes through one buffer cost two.
+var copyBuf = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+
+// copyData copies the file s to d, both descriptors, through copyBuf.
+func copyData(s, d int) error {
+	bp := copyBuf.Get().(*[]byte)
+	defer copyBuf.Put(bp)
+	buf := *bp
+	for {
+		n, err := unix.Read(s, buf)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		for w := buf[:n]; len(w) > 0; {
+			m, err := unix.Write(d, w)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			w = w[m:]
+		}
+	}
 }
 
 // finishCopy gives the copy d of s its owner, mode and extended
