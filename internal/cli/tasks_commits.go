@@ -54,12 +54,14 @@ it links and how the FAIL_TO_PASS tests fail without the fix (an
 assertion or exception in the code under test, or an ImportError,
 AttributeError, NameError or unexpected keyword of a name the commit
 adds); with --auto, commits it does not call fixes are rejected unless
---keep-all. Every task records its class and reasons (fix_class). The
-problem statement is the commit message, or the content of --issue-text
-(one commit only), or with --model and --base-url one the model writes
-from the failing tests and their messages (never from the fix), asked
-again when it quotes a line of the fix and the commit message kept after
-3 tries; statement_source says which.`
+--keep-all. With --model and --base-url, the model's FIX or NOT A FIX
+decides instead (the rules' score stays as evidence; when the model
+fails, the rules decide). Every task records its class and reasons
+(fix_class). The problem statement is the commit message, or the content
+of --issue-text (one commit only), or with a model one it writes from
+the failing tests and their messages (never from the fix), asked again
+when it quotes a line of the fix and the commit message kept after 3
+tries; statement_source says which.`
 }
 
 func (c *tasksCommitsCmd) Flags(fs *flag.FlagSet) {
@@ -70,7 +72,7 @@ func (c *tasksCommitsCmd) Flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.keepAll, "keep-all", false, "with --auto, keep commits the fix classifier does not call fixes")
 	fs.IntVar(&c.max, "max", 0, "stop after `N` tasks in the output (0: no limit)")
 	fs.StringVar(&c.issueText, "issue-text", "", "problem statement `FILE` (default: the commit message)")
-	fs.StringVar(&c.model, "model", "", "model `NAME` that writes each problem statement from the failing tests (needs --base-url)")
+	fs.StringVar(&c.model, "model", "", "model `NAME` that classifies each commit and writes its problem statement from the failing tests (needs --base-url)")
 	fs.StringVar(&c.baseURL, "base-url", "", "the model's OpenAI-compatible endpoint `URL`")
 	fs.StringVar(&c.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment `VARIABLE` holding the model's API key")
 	fs.IntVar(&c.runs, "runs", 2, "baseline runs of each parent's environment")
@@ -109,9 +111,6 @@ func (c *tasksCommitsCmd) Run(ctx context.Context, e *command.Env, args []string
 	}
 	var writer tasks.Completer
 	if c.model != "" {
-		if c.issueText != "" {
-			return command.Usagef("--model writes the problem statement: not with --issue-text")
-		}
 		client, err := model.NewClient(model.ClientConfig{BaseURL: c.baseURL, APIKey: os.Getenv(c.apiKeyEnv), Model: c.model})
 		if err != nil {
 			return err

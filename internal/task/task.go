@@ -59,6 +59,9 @@ type FixClass struct {
 	// Issues are the issue numbers the commit message links ("#12").
 	Issues  []string `json:"issues,omitempty"`
 	Reasons []string `json:"reasons"`
+	// Model names the model whose verdict Fix is, when one was asked and
+	// answered; otherwise the rules' score decided.
+	Model string `json:"model,omitempty"`
 }
 
 // Validation is the audit trail of a task's verification.

@@ -122,7 +122,19 @@ func TestCommitsClassify(t *testing.T) {
 	// the fix's line and is asked again; the second is kept.
 	const quoting = "join ignores sep: it should do `return a + sep + b`."
 	const clean = "join('a', 'b', sep='-') returns 'a,b': the separator I pass is ignored."
+	// The classifier model calls the feature a fix (so its verdict, not
+	// the rules', must decide) and answers the fix without a verdict (so
+	// the rules must).
+	isClassify := func(r *modeltest.Request) bool {
+		return len(r.Messages) > 0 && r.Messages[0].Content == classifySystem
+	}
 	srv, err := modeltest.Start(func(r *modeltest.Request) modeltest.Reply {
+		if isClassify(r) {
+			if strings.Contains(r.Issue(), "ellipsize") {
+				return modeltest.Text("**FIX.** It repairs how long strings are shown.")
+			}
+			return modeltest.Text("Hard to say.")
+		}
 		if strings.Contains(r.Issue(), "test_join_sep") && r.Turn() == 0 {
 			return modeltest.Text(quoting)
 		}
@@ -138,13 +150,23 @@ func TestCommitsClassify(t *testing.T) {
 	}
 	all := filepath.Join(t.TempDir(), "all.jsonl")
 	ds, err = Commits(ctx, testSandboxes, e, CommitOptions{Out: all, Auto: true, KeepAll: true, Build: atParent, Model: client, ModelName: "fake"})
-	if err != nil || len(ds) != 2 || ds[0].Kind != kindVerified || ds[0].FixClass.Fix || ds[1].Kind != kindVerified {
-		t.Fatalf("Commits(--auto --keep-all) = %+v, %v; want both verified, the feature classified as one", ds, err)
+	if err != nil || len(ds) != 2 || ds[0].Kind != kindVerified || ds[1].Kind != kindVerified {
+		t.Fatalf("Commits(--auto --keep-all) = %+v, %v; want both verified", ds, err)
+	}
+	if c := ds[0].FixClass; !c.Fix || c.Model != "fake" || c.Score >= 0 ||
+		!strings.Contains(strings.Join(c.Reasons, "; "), "model fake: a fix (It repairs how long strings are shown.)") {
+		t.Errorf("feature commit with a model: %+v; want the model's verdict (a fix) over the rules' negative score, with its reason", c)
+	}
+	if c := ds[1].FixClass; !c.Fix || c.Model != "" || !strings.Contains(strings.Join(c.Reasons, "; "), `model classification ignored: no FIX or NOT A FIX in its reply "Hard to say."`) {
+		t.Errorf("fix commit with a model that gave no verdict: %+v; want the rules' verdict and a reason saying so", c)
 	}
 	if n := ds[1].Statement; len(n) != 2 || !strings.Contains(n[0], "rejected: it quotes the fix (\"return a + sep + b\")") || !strings.Contains(n[1], "accepted") {
 		t.Errorf("fix commit's statement notes: %q; want the first rejected for quoting the fix, the second accepted", n)
 	}
 	for _, r := range srv.Requests() {
+		if isClassify(r) {
+			continue // the classifier may see the fix; no solver sees its verdict's prompt
+		}
 		if strings.Contains(r.Issue(), "a + sep + b") || !strings.Contains(r.Issue(), "AssertionError") && strings.Contains(r.Issue(), "test_join_sep") {
 			t.Errorf("a prompt shows the fix, or not the failure:\n%s", r.Issue())
 		}
@@ -155,5 +177,22 @@ func TestCommitsClassify(t *testing.T) {
 	}
 	if tk := tasks[1]; tk.ProblemStatement != clean+"\n" || tk.StatementSource != "model fake" {
 		t.Errorf("fix task with a model: statement %q from %q; want the model's second", tk.ProblemStatement, tk.StatementSource)
+	}
+}
+
+func TestParseVerdict(t *testing.T) {
+	for _, c := range []struct{ reply, verdict, why string }{
+		{"FIX\nThe separator was ignored.", "FIX", "The separator was ignored."},
+		{"NOT A FIX\nIt adds ellipsize.", "NOT A FIX", "It adds ellipsize."},
+		{"**Not a fix**: a new feature", "NOT A FIX", "a new feature"},
+		{"  fix. off by one\nin the loop", "FIX", "off by one in the loop"},
+		{"FIXED", "", ""},
+		{"It is a fix.", "", ""},
+		{"", "", ""},
+	} {
+		v, why := parseVerdict(c.reply)
+		if v != c.verdict || why != c.why {
+			t.Errorf("parseVerdict(%q) = %q, %q; want %q, %q", c.reply, v, why, c.verdict, c.why)
+		}
 	}
 }

@@ -36,10 +36,12 @@ type CommitOptions struct {
 	// IssueText, when set, is the problem statement (one commit only);
 	// otherwise the commit message is.
 	IssueText string
-	// Model, when set (and no IssueText), writes each task's problem
-	// statement from its failing tests, never from the fix; a statement
-	// that quotes a line of the fix is asked again, and after
-	// statementTries the commit message stays. ModelName names it in
+	// Model, when set, gives the fix classifier's verdict (the rules'
+	// score stays as evidence; when the model fails, the rules decide)
+	// and, without IssueText, writes each task's problem statement from
+	// its failing tests, never from the fix; a statement that quotes a
+	// line of the fix is asked again, and after statementTries the
+	// commit message stays. ModelName names it in fix_class and
 	// statement_source.
 	Model     Completer
 	ModelName string
@@ -379,6 +381,10 @@ func commitTask(ctx context.Context, sbs *env.Sandboxes, sb *sandbox.Sandbox, e 
 		}
 	}
 	t.FixClass = classifyFix(message, fix, t.FailToPass, before[0])
+	if opts.Model != nil {
+		isFix, why, ok, note := modelVerdict(ctx, opts.Model, message, fix, t.FailToPass, before[0])
+		applyModelVerdict(t.FixClass, opts.ModelName, isFix, why, ok, note)
+	}
 	d.FixClass = t.FixClass
 	if opts.Auto && !opts.KeepAll && !t.FixClass.Fix {
 		return reject(kindNotFix, "the fix classifier scores it "+fmt.Sprint(t.FixClass.Score)+": "+strings.Join(t.FixClass.Reasons, "; "))

@@ -33,18 +33,7 @@ const statementSystem = `You write GitHub issues for a Python repository. You ar
 // was accepted, and the commit message stays.
 func modelStatement(ctx context.Context, m Completer, f2p []string, got map[string]testrun.Test, testPatch, fix string) (string, []string) {
 	var b strings.Builder
-	b.WriteString("These tests fail:\n\n")
-	for i, id := range f2p {
-		if i == maxListed {
-			fmt.Fprintf(&b, "- ... and %d more\n", len(f2p)-maxListed)
-			break
-		}
-		msg := scrub(got[id].Message)
-		if msg == "" {
-			msg = string(got[id].Outcome)
-		}
-		fmt.Fprintf(&b, "- %s\n  %s\n", id, clip(msg, 400))
-	}
+	b.WriteString(failingTests(f2p, got))
 	b.WriteString("\nThe tests:\n\n```\n")
 	for _, line := range strings.Split(testPatch, "\n") {
 		if strings.HasPrefix(line, "+") && !strings.HasPrefix(line, "+++") {
@@ -75,6 +64,25 @@ func modelStatement(ctx context.Context, m Completer, f2p []string, got map[stri
 			model.Message{Role: model.RoleUser, Content: "That issue gives the fix away or is empty. Write it again describing only the behaviour, with no code from the fix."})
 	}
 	return "", notes
+}
+
+// failingTests lists the FAIL_TO_PASS tests with their failure messages
+// on the buggy tree (scrubbed of source paths and line numbers).
+func failingTests(f2p []string, got map[string]testrun.Test) string {
+	var b strings.Builder
+	b.WriteString("These tests fail:\n\n")
+	for i, id := range f2p {
+		if i == maxListed {
+			fmt.Fprintf(&b, "- ... and %d more\n", len(f2p)-maxListed)
+			break
+		}
+		msg := scrub(got[id].Message)
+		if msg == "" {
+			msg = string(got[id].Outcome)
+		}
+		fmt.Fprintf(&b, "- %s\n  %s\n", id, clip(msg, 400))
+	}
+	return b.String()
 }
 
 // quotedLine is the first changed line of patch (at least minQuoted
