@@ -383,6 +383,13 @@ func majorMinor(v string) string {
 	return parts[0] + "." + parts[1]
 }
 
+// RevisionName is the name of an environment built from another one's
+// repository at an older revision (a task's parent, a commit of its
+// history): NAME@ and the revision's first 12 characters. Built under
+// NAME itself, it would take the name over, since a name resolves to the
+// most recently built usable environment.
+func RevisionName(name, rev string) string { return name + "@" + short(rev) }
+
 func short(rev string) string {
 	if len(rev) > 12 {
 		return rev[:12]
@@ -390,12 +397,13 @@ func short(rev string) string {
 	return rev
 }
 
-// AtRevision builds e's repository at revision rev with e's name, test
-// command and limits, and no coverage map: the environment of an issue-fix
-// task whose fix is rev's child. opts gives the store (Home), the
-// baseline runs, the progress and the log; its other fields are e's.
+// AtRevision builds e's repository at revision rev with e's test command
+// and limits, and no coverage map: the environment of an issue-fix task
+// whose fix is rev's child. It is named RevisionName(e.Name, rev), so e's
+// name goes on naming e. opts gives the store (Home), the baseline runs,
+// the progress and the log; its other fields are e's.
 func AtRevision(ctx context.Context, sbs *env.Sandboxes, e *env.Env, rev string, opts Options) (*env.Env, error) {
-	opts.Source, opts.Rev, opts.Name, opts.Test = e.Repository.Location, rev, e.Name, e.Test.Command
+	opts.Source, opts.Rev, opts.Name, opts.Test = e.Repository.Location, rev, RevisionName(e.Name, rev), e.Test.Command
 	opts.Install, opts.NoCoverage, opts.Limits = nil, true, e.Limits
 	return Build(ctx, sbs, opts)
 }

@@ -96,7 +96,7 @@ func BuildHistory(ctx context.Context, sbs *env.Sandboxes, head *env.Env, opts O
 // buildAt builds commit with head's recipe and, when that is not usable,
 // with the commit's own detection.
 func buildAt(ctx context.Context, sbs *env.Sandboxes, opts Options, head *env.Env, commit string, install []string) (*env.Env, string, error) {
-	opts.Source, opts.Rev, opts.Name = head.Repository.Location, commit, head.Name
+	opts.Source, opts.Rev, opts.Name = head.Repository.Location, commit, RevisionName(head.Name, commit)
 	opts.Install, opts.Test, opts.RecipeFrom = install, head.Test.Command, "recipe of "+short(head.Commit)
 	if len(install) == 0 {
 		// An empty --install means detection; the head installed nothing

@@ -52,6 +52,15 @@ func TestBuildHistory(t *testing.T) {
 	if e := openStoreEnv(t, got[2].EnvID); e == nil || e.Test.Provenance != "recipe of "+short(head.Commit) {
 		t.Errorf("kept environment's test provenance = %+v", e)
 	}
+	// The older builds came last, yet the head's name still names the
+	// head; each older one has a name of its own.
+	st := env.NewStore(testHome)
+	if e, err := st.Resolve(head.Name); err != nil || e.ID != head.ID {
+		t.Errorf("Resolve(%q) = %v, %v; want the head %s, not an older commit's build", head.Name, e, err, head.ID)
+	}
+	if e, err := st.Resolve(head.Name + "@" + c1[:12]); err != nil || e.ID != got[2].EnvID {
+		t.Errorf("Resolve(NAME@%s) = %v, %v; want the kept older build %s", c1[:12], e, err, got[2].EnvID)
+	}
 }
 
 func openStoreEnv(t *testing.T, id string) *env.Env {
