@@ -12,8 +12,8 @@ import (
 )
 
 // python is the interpreter the client's tests run on: Debian's, with the
-// standard library only (no websockets: the /ws path is tested with
-// frames from Go).
+// standard library only: /ws goes through the client's own WebSocket
+// code (cwmserve._ws), as it does wherever websockets 11+ is missing.
 const python = "/usr/bin/python3"
 
 func pythonDir(t *testing.T) string {

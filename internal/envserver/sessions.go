@@ -49,6 +49,10 @@ type entry struct {
 	// owner is the /ws connection the entry closes with (nil: REST, or
 	// a clone not yet attached). Guarded by the server's mu.
 	owner *wsConn
+	// orphaned is set, under Server.mu, once its owner's connection has
+	// ended and the entry is about to close with it: no connection may
+	// attach to it any more.
+	orphaned bool
 }
 
 func (e *entry) touch() { e.last.Store(time.Now().UnixNano()) }

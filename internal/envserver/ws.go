@@ -197,7 +197,7 @@ func (s *Server) openConn(c *wsConn, id string) error {
 		return errDraining
 	}
 	e := s.entries[id]
-	if e == nil || e.closing.Load() {
+	if e == nil || e.closing.Load() || e.orphaned {
 		return errNoEpisode(id)
 	}
 	for o := range s.conns {
@@ -227,6 +227,9 @@ func (s *Server) closeConn(c *wsConn) {
 	}
 	if c.entry != nil && c.entry.owner != c {
 		owned = append(owned, c.entry)
+	}
+	for _, e := range owned {
+		e.orphaned = true // closed below, after the lock: attaching in between would get a dying episode
 	}
 	bare := c.bare
 	c.bare, c.entry = false, nil

@@ -12,9 +12,10 @@ The REST API needs nothing beyond the standard library::
         branch = ep.clone()                            # same files, same shell state
 
 The WebSocket ``/ws`` (OpenEnv's session protocol, one episode per
-connection) is ``Client.session()``; it needs the ``websockets`` package
-(11 or later, for its synchronous client). OpenEnv's own ``EnvClient``
-speaks ``/ws`` too: see docs/serve.md.
+connection) is ``Client.session()``; it uses the ``websockets`` package
+(11 or later, for its synchronous client) when installed and a small
+standard-library client otherwise. OpenEnv's own ``EnvClient`` speaks
+``/ws`` too: see docs/serve.md.
 """
 
 import json
@@ -113,8 +114,8 @@ class Client:
         return Episode(self, episode_id, None, st.get("reward"), st.get("done", False))
 
     def session(self, episode_id: Optional[str] = None) -> "Session":
-        """A /ws session (needs ``websockets``); ``episode_id`` attaches it to
-        an open episode instead of a new slot."""
+        """A /ws session; ``episode_id`` attaches it to an open episode
+        instead of a new slot."""
         return Session(self, episode_id)
 
 
@@ -163,14 +164,15 @@ class Episode:
 
 class Session:
     """A /ws session: OpenEnv's messages (reset, step, state, close) and cwm's
-    clone, one episode at a time. Needs ``websockets`` 11 or later."""
+    clone, one episode at a time. It speaks through ``websockets`` (11 or
+    later) when that is installed, otherwise through the standard library
+    alone (``cwmserve._ws``)."""
 
     def __init__(self, client: Client, episode_id: Optional[str] = None):
         try:
             from websockets.sync.client import connect
-        except ImportError as e:
-            raise ImportError("Session needs the websockets package (11 or later); "
-                              "the REST API (Client.create) needs nothing") from e
+        except ImportError:
+            from ._ws import connect
         url = "ws" + client.base_url[len("http"):] + "/ws"
         q = {}
         if episode_id:

@@ -53,6 +53,37 @@ class ClientTest(unittest.TestCase):
             Client(URL, token="wrong").create(task_id=TASK)
         self.assertEqual(cm.exception.status, 401)
 
+    def test_session_ws(self):
+        # Whatever websockets is installed, the standard-library client is
+        # what this tests (Debian 12's websockets 10 has no sync client).
+        from cwmserve import _ws
+        big = 70000  # more than 65535: 64-bit frame lengths both ways
+        with self.client.session() as s:
+            self.assertIsInstance(s._ws, _ws.Connection)
+            r = s.reset(task_id=TASK)
+            self.assertEqual(len(r.observation["messages"]), 2)
+            r = s.step({"text": "<tool: bash>\ncd /tmp && export K=v && echo hi\n</tool>"})
+            self.assertEqual(r.observation["output"], "hi")
+            self.assertFalse(r.done)
+            r = s.step({"text": "<tool: bash>\nhead -c %d /dev/zero | tr '\\0' x # %s\n</tool>" % (big, "y" * big)})
+            self.assertEqual(r.observation["output"], "x" * big)
+            st = s.state()
+            self.assertEqual(st["step_count"], 2)
+            branch = s.clone()["episode_id"]
+            self.assertNotEqual(branch, st["episode_id"])
+            with self.assertRaises(ServeError) as cm:
+                s._call({"type": "nonsense"}, "observation")
+            self.assertEqual(cm.exception.code, "UNKNOWN_TYPE")
+            self.assertEqual(s.state()["step_count"], 2)
+            # The clone closes with s unless another session attaches to it.
+            with self.client.session(episode_id=branch) as b:
+                r = b.step({"tool": "bash", "arguments": "pwd; echo $K"})
+                self.assertEqual(r.observation["output"], "/tmp\nv")
+                self.assertEqual(b.state()["step_count"], 3)
+        with self.assertRaises(_ws.WebSocketError) as cm:
+            Client(URL, token="wrong").session()
+        self.assertIn("401", str(cm.exception))
+
 
 if __name__ == "__main__":
     unittest.main()
