@@ -79,6 +79,18 @@ sysctl -q -w user.max_user_namespaces=15000
 (cd "$repo/internal/sandbox" && HOME=/root "$bin/sandbox.test" -test.run '^$' -test.bench 'StartExecClose' -test.benchtime 200x) >"$out/bench-sandbox.log" 2>&1
 (cd "$repo/internal/cli/sandboxcmd" && HOME=/root CWM_TEST_BINARY=$bin/cwm "$bin/cli_sandboxcmd.test" -test.run '^$' -test.bench 'SandboxRunProcess' -test.benchtime 300x) >"$out/bench-process.log" 2>&1
 
+# Where a whole cwm process's time goes: its start-up alone (`cwm
+# version`, which touches no sandbox) against `cwm sandbox run -- true`,
+# ten of each, and the package inits of one start (GODEBUG=inittrace=1).
+{
+	TIMEFORMAT=%R
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		printf 'version\t'; { time HOME=/root "$bin/cwm" version >/dev/null; } 2>&1
+		printf 'sandbox-run\t'; { time HOME=/root "$bin/cwm" sandbox run -- true >/dev/null; } 2>&1
+	done
+	GODEBUG=inittrace=1 "$bin/cwm" version 2>&1 >/dev/null | awk '{ms += $5} END {printf "inittrace-ms\t%.1f\n", ms}'
+} >"$out/startup.log" 2>&1
+
 # Suites as tester, in a transient service whose cgroup systemd delegates
 # to it.
 mkdir -p /tmp/tester && chown tester:tester /tmp/tester
