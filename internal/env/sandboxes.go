@@ -47,6 +47,12 @@ func (s *Sandboxes) OpenWith(ctx context.Context, e *Env, l RunLimits) (*sandbox
 	return sb, nil
 }
 
+// Prewarm makes sure the runtime's warm pool holds a sandbox of e (under
+// e's limits), starting one when fewer than want are idle.
+func (s *Sandboxes) Prewarm(ctx context.Context, e *Env, want int) error {
+	return s.rt.Prewarm(ctx, config(e, e.Limits), want)
+}
+
 func name(e *Env) string {
 	if e.ID == "" {
 		return "the environment being built"

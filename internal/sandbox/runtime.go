@@ -345,6 +345,42 @@ func (rt *Runtime) New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	return s, nil
 }
 
+// Prewarm makes sure the warm pool holds a sandbox for cfg: when fewer
+// than want are idle for it, it starts a new one and puts it there,
+// within the pool's size. Unlike New then Close, it never takes the idle
+// sandbox someone else is about to take.
+func (rt *Runtime) Prewarm(ctx context.Context, cfg Config, want int) error {
+	cfg, err := rt.check(cfg)
+	if err != nil {
+		return err
+	}
+	key := cfg.key()
+	rt.mu.Lock()
+	enough := rt.closed || rt.warm <= 0 || len(rt.idle[key]) >= want
+	rt.mu.Unlock()
+	if enough {
+		return nil
+	}
+	s, err := rt.start(ctx, cfg, nil)
+	if err != nil {
+		return err
+	}
+	rt.mu.Lock()
+	n := 0
+	for _, l := range rt.idle {
+		n += len(l)
+	}
+	if rt.closed || n >= rt.warm || len(rt.idle[key]) >= want {
+		rt.mu.Unlock()
+		return s.destroy()
+	}
+	s.closed.Store(true)
+	s.idleSince = time.Now()
+	rt.idle[key] = append(rt.idle[key], s)
+	rt.mu.Unlock()
+	return nil
+}
+
 // takeWarm returns a warm sandbox for the configuration key, its reset
 // for reuse finished, or nil.
 func (rt *Runtime) takeWarm(key string) *Sandbox {
