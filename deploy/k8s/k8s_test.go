@@ -136,36 +136,57 @@ func load(t *testing.T) *manifests {
 			t.Errorf("%s: %v", p, err)
 			continue
 		}
-		var obj any
-		switch {
-		case patchFiles[p]:
+		if patchFiles[p] {
 			d := &appsv1.Deployment{}
-			m.patches[p], obj = d, d
-		case meta.Kind == "Job":
-			j := &batchv1.Job{}
-			m.jobs[p], obj = j, j
-		case meta.Kind == "Deployment":
-			d := &appsv1.Deployment{}
-			m.deployments[p], obj = d, d
-		case meta.Kind == "Service":
-			s := &corev1.Service{}
-			m.services[p], obj = s, s
-		case meta.Kind == "PodDisruptionBudget":
-			b := &policyv1.PodDisruptionBudget{}
-			m.pdbs[p], obj = b, b
-		case meta.Kind == "ServiceAccount":
-			obj = &corev1.ServiceAccount{}
-		case meta.Kind == "PersistentVolumeClaim":
-			obj = &corev1.PersistentVolumeClaim{}
-		default:
-			t.Errorf("%s: kind %q is not one the tests know", p, meta.Kind)
+			m.patches[p] = d
+			if err := decodeStrict(data, d); err != nil {
+				t.Errorf("%s does not decode strictly as a Deployment patch: %v", p, err)
+			}
 			continue
 		}
-		if err := decodeStrict(data, obj); err != nil {
-			t.Errorf("%s does not decode strictly as a %s: %v", p, meta.Kind, err)
+		obj, err := decodeKind(meta.Kind, data)
+		if err != nil {
+			t.Errorf("%s: %v", p, err)
+			continue
+		}
+		switch o := obj.(type) {
+		case *batchv1.Job:
+			m.jobs[p] = o
+		case *appsv1.Deployment:
+			m.deployments[p] = o
+		case *corev1.Service:
+			m.services[p] = o
+		case *policyv1.PodDisruptionBudget:
+			m.pdbs[p] = o
 		}
 	}
 	return m
+}
+
+// decodeKind decodes a manifest strictly into the k8s.io/api type of
+// its kind, one of those deploy/k8s uses.
+func decodeKind(kind string, data []byte) (any, error) {
+	var obj any
+	switch kind {
+	case "Job":
+		obj = &batchv1.Job{}
+	case "Deployment":
+		obj = &appsv1.Deployment{}
+	case "Service":
+		obj = &corev1.Service{}
+	case "PodDisruptionBudget":
+		obj = &policyv1.PodDisruptionBudget{}
+	case "ServiceAccount":
+		obj = &corev1.ServiceAccount{}
+	case "PersistentVolumeClaim":
+		obj = &corev1.PersistentVolumeClaim{}
+	default:
+		return nil, fmt.Errorf("kind %q is not one the tests know", kind)
+	}
+	if err := decodeStrict(data, obj); err != nil {
+		return nil, fmt.Errorf("does not decode strictly as a %s: %v", kind, err)
+	}
+	return obj, nil
 }
 
 func TestManifestsDecodeStrictly(t *testing.T) {
@@ -284,74 +305,11 @@ func TestIndexedJobs(t *testing.T) {
 	m := load(t)
 	stages := 0
 	for p, j := range m.jobs {
-		spec := j.Spec.Template.Spec
-		if len(spec.Containers) != 1 {
-			t.Errorf("%s: %d containers, want cwm's one", p, len(spec.Containers))
-			continue
-		}
-		c := spec.Containers[0]
-		if c.Name == "merge" {
+		if !checkStageJob(t, p, j) {
 			continue
 		}
 		stages++
-		if j.Spec.CompletionMode == nil || *j.Spec.CompletionMode != batchv1.IndexedCompletion {
-			t.Errorf("%s: completionMode is not Indexed", p)
-		}
-		if j.Spec.Completions == nil || j.Spec.Parallelism == nil || *j.Spec.Parallelism < 1 || *j.Spec.Parallelism > *j.Spec.Completions {
-			t.Errorf("%s: completions %v, parallelism %v", p, j.Spec.Completions, j.Spec.Parallelism)
-			continue
-		}
-		if j.Spec.BackoffLimitPerIndex == nil || *j.Spec.BackoffLimitPerIndex < 1 {
-			t.Errorf("%s: no backoffLimitPerIndex: a failed index would fail them all", p)
-		}
-		if spec.RestartPolicy != corev1.RestartPolicyNever {
-			t.Errorf("%s: restartPolicy %s, want Never (backoffLimitPerIndex and podFailurePolicy need it)", p, spec.RestartPolicy)
-		}
-		// The index reaches --shard: cwm reads JOB_COMPLETION_INDEX and
-		// JOB_COMPLETIONS, the latter equal to completions.
-		idx := envOf(c, "JOB_COMPLETION_INDEX")
-		if idx == nil || idx.ValueFrom == nil || idx.ValueFrom.FieldRef == nil ||
-			idx.ValueFrom.FieldRef.FieldPath != "metadata.annotations['batch.kubernetes.io/job-completion-index']" {
-			t.Errorf("%s: JOB_COMPLETION_INDEX is not the pod's completion index", p)
-		}
-		n := envOf(c, "JOB_COMPLETIONS")
-		if n == nil || n.Value != strconv.Itoa(int(*j.Spec.Completions)) {
-			t.Errorf("%s: JOB_COMPLETIONS %v, want spec.completions %d: the shards would not cover the run", p, n, *j.Spec.Completions)
-		}
-		args := cwmArgs(t, p, c)
-		vals := parseCwm(t, p, args)
-		if s, ok := vals["shard"]; ok {
-			t.Errorf("%s: --shard %s given: the index decides it", p, s)
-		}
-		if _, ok := vals["shard"]; !ok && vals != nil {
-			if out := vals["out"]; !strings.Contains(out, "JOB_COMPLETION_INDEX") {
-				t.Errorf("%s: --out %q is the same file for every index", p, out)
-			}
-		}
-		// Every $(VAR) of the args is a variable of the container.
-		for _, a := range c.Args {
-			for _, mm := range varRef.FindAllStringSubmatch(a, -1) {
-				if envOf(c, mm[1]) == nil {
-					t.Errorf("%s: %s refers to $(%s), which the container does not set", p, a, mm[1])
-				}
-			}
-		}
-		// An environment given by reference is pulled by the init
-		// container into the store the stage reads.
-		if strings.Contains(strings.Join(c.Args, " "), "CWM_ENV") || envOf(c, "CWM_ENV") != nil {
-			if len(spec.InitContainers) != 1 {
-				t.Errorf("%s: no init container pulls the environment", p)
-			} else {
-				ic := spec.InitContainers[0]
-				if got := parseCwm(t, p+" (init)", ic.Args); got == nil || !slices.Equal(ic.Args, []string{"env", "pull", "$(CWM_ENV)"}) {
-					t.Errorf("%s: init container runs %q, want env pull $(CWM_ENV)", p, ic.Args)
-				}
-				if envOf(ic, "CWM_HOME").Value != envOf(c, "CWM_HOME").Value {
-					t.Errorf("%s: the init container pulls into another CWM_HOME", p)
-				}
-			}
-		}
-		checkResources(t, p, c)
+		c := j.Spec.Template.Spec.Containers[0]
 		if sc := c.SecurityContext; sc == nil || sc.Privileged == nil || !*sc.Privileged {
 			t.Errorf("%s: the stage's container is not privileged (the base's fallback; components/userns is the other way)", p)
 		}
@@ -359,6 +317,82 @@ func TestIndexedJobs(t *testing.T) {
 	if stages != 7 {
 		t.Errorf("found %d stage jobs, want 7 (trace func, trace repo, tasks mutate, commits, validate, reward, forage)", stages)
 	}
+}
+
+// checkStageJob checks a stage's Indexed Job: the index reaches cwm's
+// --shard, each index writes its own file, the command line is cwm's,
+// an environment by reference is pulled first. It reports whether j is
+// a stage's Job (false for the merge Job, which it leaves alone).
+func checkStageJob(t *testing.T, p string, j *batchv1.Job) bool {
+	t.Helper()
+	spec := j.Spec.Template.Spec
+	if len(spec.Containers) != 1 {
+		t.Errorf("%s: %d containers, want cwm's one", p, len(spec.Containers))
+		return false
+	}
+	c := spec.Containers[0]
+	if c.Name == "merge" {
+		return false
+	}
+	if j.Spec.CompletionMode == nil || *j.Spec.CompletionMode != batchv1.IndexedCompletion {
+		t.Errorf("%s: completionMode is not Indexed", p)
+	}
+	if j.Spec.Completions == nil || j.Spec.Parallelism == nil || *j.Spec.Parallelism < 1 || *j.Spec.Parallelism > *j.Spec.Completions {
+		t.Errorf("%s: completions %v, parallelism %v", p, j.Spec.Completions, j.Spec.Parallelism)
+		return true
+	}
+	if j.Spec.BackoffLimitPerIndex == nil || *j.Spec.BackoffLimitPerIndex < 1 {
+		t.Errorf("%s: no backoffLimitPerIndex: a failed index would fail them all", p)
+	}
+	if spec.RestartPolicy != corev1.RestartPolicyNever {
+		t.Errorf("%s: restartPolicy %s, want Never (backoffLimitPerIndex and podFailurePolicy need it)", p, spec.RestartPolicy)
+	}
+	// The index reaches --shard: cwm reads JOB_COMPLETION_INDEX and
+	// JOB_COMPLETIONS, the latter equal to completions.
+	idx := envOf(c, "JOB_COMPLETION_INDEX")
+	if idx == nil || idx.ValueFrom == nil || idx.ValueFrom.FieldRef == nil ||
+		idx.ValueFrom.FieldRef.FieldPath != "metadata.annotations['batch.kubernetes.io/job-completion-index']" {
+		t.Errorf("%s: JOB_COMPLETION_INDEX is not the pod's completion index", p)
+	}
+	n := envOf(c, "JOB_COMPLETIONS")
+	if n == nil || n.Value != strconv.Itoa(int(*j.Spec.Completions)) {
+		t.Errorf("%s: JOB_COMPLETIONS %v, want spec.completions %d: the shards would not cover the run", p, n, *j.Spec.Completions)
+	}
+	args := cwmArgs(t, p, c)
+	vals := parseCwm(t, p, args)
+	if s, ok := vals["shard"]; ok {
+		t.Errorf("%s: --shard %s given: the index decides it", p, s)
+	}
+	if _, ok := vals["shard"]; !ok && vals != nil {
+		if out := vals["out"]; !strings.Contains(out, "JOB_COMPLETION_INDEX") {
+			t.Errorf("%s: --out %q is the same file for every index", p, out)
+		}
+	}
+	// Every $(VAR) of the args is a variable of the container.
+	for _, a := range c.Args {
+		for _, mm := range varRef.FindAllStringSubmatch(a, -1) {
+			if envOf(c, mm[1]) == nil {
+				t.Errorf("%s: %s refers to $(%s), which the container does not set", p, a, mm[1])
+			}
+		}
+	}
+	// An environment given by reference is pulled by the init
+	// container into the store the stage reads.
+	if strings.Contains(strings.Join(c.Args, " "), "CWM_ENV") || envOf(c, "CWM_ENV") != nil {
+		if len(spec.InitContainers) != 1 {
+			t.Errorf("%s: no init container pulls the environment", p)
+		} else {
+			ic := spec.InitContainers[0]
+			if got := parseCwm(t, p+" (init)", ic.Args); got == nil || !slices.Equal(ic.Args, []string{"env", "pull", "$(CWM_ENV)"}) {
+				t.Errorf("%s: init container runs %q, want env pull $(CWM_ENV)", p, ic.Args)
+			}
+			if envOf(ic, "CWM_HOME").Value != envOf(c, "CWM_HOME").Value {
+				t.Errorf("%s: the init container pulls into another CWM_HOME", p)
+			}
+		}
+	}
+	checkResources(t, p, c)
+	return true
 }
 
 func checkResources(t *testing.T, where string, c corev1.Container) {
@@ -458,28 +492,7 @@ func serveFlags(t *testing.T, args []string) map[string]string {
 func TestUsernsComponent(t *testing.T) {
 	m := load(t)
 	for p, d := range m.patches {
-		spec := d.Spec.Template.Spec
-		if spec.HostUsers == nil || *spec.HostUsers {
-			t.Errorf("%s: hostUsers is not false", p)
-		}
-		c := spec.Containers[0]
-		if c.Name != "cwm" {
-			t.Errorf("%s patches container %q, the manifests' is cwm", p, c.Name)
-		}
-		sc := c.SecurityContext
-		switch {
-		case sc == nil || sc.Privileged == nil || *sc.Privileged:
-			t.Errorf("%s: privileged is not false", p)
-		case sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Add, "SYS_ADMIN"):
-			t.Errorf("%s: no CAP_SYS_ADMIN (in the pod's user namespace) to mount", p)
-		case sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeUnconfined:
-			t.Errorf("%s: the runtime's seccomp profile would refuse unshare", p)
-		case sc.ProcMount == nil || *sc.ProcMount != corev1.UnmaskedProcMount:
-			t.Errorf("%s: /proc stays masked", p)
-		}
-		if e := envOf(c, "CWM_LIMITS"); e == nil || e.Value != "rlimits" {
-			t.Errorf("%s: CWM_LIMITS is not rlimits: the pod's cgroup is read-only in a user namespace", p)
-		}
+		checkUsernsPod(t, p, d.Spec.Template.Spec)
 	}
 	// Every container the component patches is named cwm.
 	for p, j := range m.jobs {
@@ -487,5 +500,33 @@ func TestUsernsComponent(t *testing.T) {
 			t.Errorf("%s: container %q: components/userns patches the container named cwm", p, c.Name)
 		}
 	}
-	fmt.Fprint(new(bytes.Buffer))
+}
+
+// checkUsernsPod checks a pod template (the component's patch or what it
+// patched) for what the sandbox needs in a user namespace of its own.
+func checkUsernsPod(t *testing.T, p string, spec corev1.PodSpec) {
+	t.Helper()
+	if spec.HostUsers == nil || *spec.HostUsers {
+		t.Errorf("%s: hostUsers is not false", p)
+	}
+	i := slices.IndexFunc(spec.Containers, func(c corev1.Container) bool { return c.Name == "cwm" })
+	if i < 0 {
+		t.Errorf("%s: no container named cwm, the one components/userns patches", p)
+		return
+	}
+	c := spec.Containers[i]
+	sc := c.SecurityContext
+	switch {
+	case sc == nil || sc.Privileged == nil || *sc.Privileged:
+		t.Errorf("%s: privileged is not false", p)
+	case sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Add, "SYS_ADMIN"):
+		t.Errorf("%s: no CAP_SYS_ADMIN (in the pod's user namespace) to mount", p)
+	case sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeUnconfined:
+		t.Errorf("%s: the runtime's seccomp profile would refuse unshare", p)
+	case sc.ProcMount == nil || *sc.ProcMount != corev1.UnmaskedProcMount:
+		t.Errorf("%s: /proc stays masked", p)
+	}
+	if e := envOf(c, "CWM_LIMITS"); e == nil || e.Value != "rlimits" {
+		t.Errorf("%s: CWM_LIMITS is not rlimits: the pod's cgroup is read-only in a user namespace", p)
+	}
 }
