@@ -84,19 +84,25 @@ plain_command() {
 }
 
 # passing_ids reads a plain run's output and prints the ids of the tests
-# it reports passing: pytest's short summary (PASSED nodeid, and XPASS: an
+# it reports passing: pytest's short summary (only there: a test's own
+# output may hold such lines) (PASSED nodeid, and XPASS: an
 # expected failure whose body passed, which cwm counts as a pass, as pytest's
 # JUnit report does) and unittest's
 # verbose lines ("name (id) ... ok", the docstring line in between or not;
-# a doctest's line is "name (module)", its id module.name).
+# a doctest's line is "name (module)", its id module.name). A test pytest
+# also reports as ERROR or FAILED (its body passed, its teardown did not)
+# did not pass, as cwm counts it.
 passing_ids() {
 	perl -ne '
-		if (/^PASSED (.+?)\s*$/) { print "$1\n"; next }
-		if (/^XPASS ((?:[^\s\[]|\[[^\]]*\])+)/) { print "$1\n"; next }
+		if (/^=+ short test summary info =+$/) { $summary = 1; next }
+		if ($summary && /^PASSED (.+?)\s*$/) { $pass{$1} = 1; next }
+		if ($summary && /^XPASS ((?:[^\s\[]|\[[^\]]*\])+)/) { $pass{$1} = 1; next }
+		if ($summary && /^(?:ERROR|FAILED) ((?:[^\s\[]|\[[^\]]*\])+)/) { $bad{$1} = 1; next }
 		if (/^(\w+) \(([\w.]+)\)(.*)$/) { $id = $2; $rest = $3;
 			$id = "$2.$1" unless $2 =~ /\.\Q$1\E$/;
-			if ($rest =~ / \.\.\. ok$/) { print "$id\n"; $id = "" } next }
-		if ($id ne "" && / \.\.\. ok$/) { print "$id\n" } $id = "";
+			if ($rest =~ / \.\.\. ok$/) { $pass{$id} = 1; $id = "" } next }
+		if ($id ne "" && / \.\.\. ok$/) { $pass{$id} = 1 } $id = "";
+		END { print "$_\n" for grep { !$bad{$_} } keys %pass }
 	' | sort -u
 }
 
@@ -133,7 +139,7 @@ while read -r repo commit traits; do
 			id=$(jq -r .id "$man")
 			ok=$(jq -r 'if .usable then "yes" else "no" end' "$man")
 			srcs=$(jq -r '[(.install | map(.provenance) | unique | join("+")), .test.provenance] | map(if . == "" then "-" else . end) | join(" / ")' "$man")
-			jq -r '.baseline[] | select(.status == "pass") | .id' "$man" | sort -u >"$OUT/logs/$key.cwm-pass"
+			jq -r '(.baseline // [])[] | select(.status == "pass") | .id' "$man" | sort -u >"$OUT/logs/$key.cwm-pass"
 			pass=$(wc -l <"$OUT/logs/$key.cwm-pass")
 			mb=$(jq -r '(.layer_bytes / 1048576 * 10 | round) / 10' "$man")
 			bs=$(jq -r '.build_seconds | round' "$man")
