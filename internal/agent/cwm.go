@@ -3,11 +3,11 @@ package agent
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"cwm/internal/episode"
+	"cwm/internal/lazyre"
 	"cwm/internal/model"
 )
 
@@ -114,7 +114,7 @@ func (*CWMProtocol) Tools() []model.Tool { return nil }
 // toolCallRe is CWM's TOOL_CALL_REGEX with DOTALL. Python's \s also matches
 // \v, the ASCII separators and Unicode spaces, which RE2's \s does not; the
 // class spells them out so both accept the same replies.
-var toolCallRe = regexp.MustCompile(`(?s)<tool:[\s\v\x1c-\x1f\x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}]([a-zA-Z_]+)>\n(.*?)\n</tool>`)
+var toolCallRe = lazyre.New(`(?s)<tool:[\s\v\x1c-\x1f\x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}]([a-zA-Z_]+)>\n(.*?)\n</tool>`)
 
 // cwmTools are the tools CWM's environment has with plugins on.
 var cwmTools = map[string]bool{"bash": true, "edit": true, "create": true, "submit": true}
@@ -123,7 +123,7 @@ var cwmTools = map[string]bool{"bash": true, "edit": true, "create": true, "subm
 // tool check of its backend, in that order, with its messages.
 func (*CWMProtocol) Parse(reply model.Message) ([]Call, *FormatError) {
 	text := reply.Content
-	ms := toolCallRe.FindAllStringSubmatch(text, -1)
+	ms := toolCallRe().FindAllStringSubmatch(text, -1)
 	if len(ms) > 1 {
 		names := make([]string, len(ms))
 		for i, m := range ms {

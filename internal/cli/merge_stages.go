@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"cwm/internal/batch"
 	"cwm/internal/eval"
 	"cwm/internal/jsonl"
+	"cwm/internal/lazyre"
 	"cwm/internal/reward"
 	"cwm/internal/task"
 	"cwm/internal/tracer"
@@ -62,11 +62,11 @@ func mergeStageNames() string {
 }
 
 // fuzzSuffix ends the ids of trace func's fuzzed inputs: "<id>/fuzz-<k>".
-var fuzzSuffix = regexp.MustCompile(`/fuzz-[0-9]+$`)
+var fuzzSuffix = lazyre.New(`/fuzz-[0-9]+$`)
 
 func traceFuncItem(line []byte) (string, error) {
 	id, err := jsonl.Field("id")(line)
-	return fuzzSuffix.ReplaceAllString(id, ""), err
+	return fuzzSuffix().ReplaceAllString(id, ""), err
 }
 
 func traceFuncInputs(inputs []string, _ map[string]string) ([]string, error) {

@@ -3,10 +3,10 @@ package env
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
+	"cwm/internal/lazyre"
 	"cwm/internal/testrun"
 )
 
@@ -146,13 +146,13 @@ func (m Missing) String() string {
 }
 
 var (
-	reqName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*`)
-	reqSeps = regexp.MustCompile(`[-_.]+`)
+	reqName = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]*`)
+	reqSeps = lazyre.New(`[-_.]+`)
 )
 
 // RequirementName is the distribution name of a requirement string,
 // normalised (PEP 503): "PyYAML>=5" -> "pyyaml".
 func RequirementName(req string) string {
-	m := reqName.FindString(strings.TrimSpace(req))
-	return strings.ToLower(reqSeps.ReplaceAllString(m, "-"))
+	m := reqName().FindString(strings.TrimSpace(req))
+	return strings.ToLower(reqSeps().ReplaceAllString(m, "-"))
 }

@@ -7,13 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"cwm/internal/env"
+	"cwm/internal/lazyre"
 	"cwm/internal/sandbox"
 )
 
@@ -174,7 +174,7 @@ func debianPackage(ctx context.Context, m env.Missing) string {
 	return ""
 }
 
-var noModule = regexp.MustCompile(`(?:ModuleNotFoundError|ImportError): No module named '?([A-Za-z0-9_.]+)'?`)
+var noModule = lazyre.New(`(?:ModuleNotFoundError|ImportError): No module named '?([A-Za-z0-9_.]+)'?`)
 
 // missingFromOutput finds modules tests failed to import, except the
 // repository's own (a broken import inside the project is a bug, not a
@@ -183,7 +183,7 @@ func missingFromOutput(repo string, outputs ...[]byte) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, o := range outputs {
-		for _, m := range noModule.FindAllSubmatch(o, -1) {
+		for _, m := range noModule().FindAllSubmatch(o, -1) {
 			top := topModule(string(m[1]))
 			if seen[top] || ownModule(repo, top) {
 				continue

@@ -6,10 +6,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"cwm/internal/env"
+	"cwm/internal/lazyre"
 	"cwm/internal/testrun"
 )
 
@@ -19,9 +19,9 @@ const installHint = "see build.log; install what it lacks as Debian packages on 
 var (
 	// errorLine is a line that states a cause: an exception, a
 	// configuration or build error.
-	errorLine = regexp.MustCompile(`(?i)^(configuration error\b|[A-Za-z_][\w.]*(Error|Exception|Invalid[\w]*)\b:|error: [a-z]|fatal error:|ERROR: )`)
+	errorLine = lazyre.New(`(?i)^(configuration error\b|[A-Za-z_][\w.]*(Error|Exception|Invalid[\w]*)\b:|error: [a-z]|fatal error:|ERROR: )`)
 	// genericError are pip's lines that only say that something failed.
-	genericError = regexp.MustCompile(`(?i)^(error: (subprocess-exited-with-error|metadata-generation-failed|legacy-install-failure)|ERROR: (Command errored out|Failed building|Could not build wheels|Exception:$))`)
+	genericError = lazyre.New(`(?i)^(error: (subprocess-exited-with-error|metadata-generation-failed|legacy-install-failure)|ERROR: (Command errored out|Failed building|Could not build wheels|Exception:$))`)
 )
 
 // firstError is the first line of a failed step's output that states a
@@ -30,7 +30,7 @@ var (
 func firstError(out string) string {
 	for _, line := range strings.Split(out, "\n") {
 		t := strings.TrimSpace(strings.TrimLeft(line, " │║|"))
-		if errorLine.MatchString(t) && !genericError.MatchString(t) {
+		if errorLine().MatchString(t) && !genericError().MatchString(t) {
 			if len(t) > 300 {
 				t = t[:300] + "..."
 			}

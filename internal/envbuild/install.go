@@ -7,11 +7,11 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
 	"cwm/internal/env"
+	"cwm/internal/lazyre"
 	"cwm/internal/sandbox"
 	"cwm/internal/testrun"
 )
@@ -252,11 +252,11 @@ func (p *pipPlan) readRequirements(file, cwd string) {
 }
 
 // pipMissing matches pip's message for a requirement it cannot find.
-var pipMissing = regexp.MustCompile(`(?:No matching distribution found for|Could not find a version that satisfies the requirement) ([^\s;]+)`)
+var pipMissing = lazyre.New(`(?:No matching distribution found for|Could not find a version that satisfies the requirement) ([^\s;]+)`)
 
 // backendMissing matches a build backend that is not installed (builds run
 // without isolation, so the backend must be there).
-var backendMissing = regexp.MustCompile(`Cannot import '([A-Za-z0-9_.]+)'|No module named '([A-Za-z0-9_.]+)'`)
+var backendMissing = lazyre.New(`Cannot import '([A-Za-z0-9_.]+)'|No module named '([A-Za-z0-9_.]+)'`)
 
 // command renders the plan as the pip command cwm runs.
 func (p pipPlan) command(online bool) string {
@@ -309,10 +309,10 @@ func (in *installer) runPip(ctx context.Context, st *env.Step, p pipPlan, dir st
 			return nil
 		}
 		out := string(res.Stdout) + "\n" + string(res.Stderr)
-		m := pipMissing.FindStringSubmatch(out)
+		m := pipMissing().FindStringSubmatch(out)
 		if m == nil {
 			cause := firstError(out)
-			if b := backendMissing.FindStringSubmatch(out); b != nil && len(p.editable) > 0 {
+			if b := backendMissing().FindStringSubmatch(out); b != nil && len(p.editable) > 0 {
 				mod := b[1] + b[2]
 				in.addMissing(env.Missing{Import: topModule(mod), Source: "build backend"})
 				cause = "the build backend " + mod + " is not installed"

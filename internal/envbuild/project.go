@@ -4,11 +4,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
 	"cwm/internal/env"
+	"cwm/internal/lazyre"
 )
 
 // hasProjectMetadata reports whether the repository can be installed as
@@ -65,8 +65,8 @@ func pyprojectDescribesPackage(repo string) bool {
 }
 
 var (
-	tomlKey    = regexp.MustCompile(`(?m)^\s*"?([A-Za-z0-9_.-]+)"?\s*=`)
-	setupExtra = regexp.MustCompile(`["'](tests?|testing|dev)["']\s*:`)
+	tomlKey    = lazyre.New(`(?m)^\s*"?([A-Za-z0-9_.-]+)"?\s*=`)
+	setupExtra = lazyre.New(`["'](tests?|testing|dev)["']\s*:`)
 )
 
 // testExtras are the names under which projects declare their test
@@ -79,7 +79,7 @@ func projectExtra(repo string) string {
 	have := map[string]bool{}
 	if data, err := os.ReadFile(filepath.Join(repo, "pyproject.toml")); err == nil {
 		secs := tomlSections(string(data))
-		for _, m := range tomlKey.FindAllStringSubmatch(secs["project.optional-dependencies"], -1) {
+		for _, m := range tomlKey().FindAllStringSubmatch(secs["project.optional-dependencies"], -1) {
 			have[m[1]] = true
 		}
 	}
@@ -89,7 +89,7 @@ func projectExtra(repo string) string {
 		}
 	}
 	if data, err := os.ReadFile(filepath.Join(repo, "setup.py")); err == nil && strings.Contains(string(data), "extras_require") {
-		for _, m := range setupExtra.FindAllStringSubmatch(string(data), -1) {
+		for _, m := range setupExtra().FindAllStringSubmatch(string(data), -1) {
 			have[m[1]] = true
 		}
 	}
@@ -168,8 +168,8 @@ func hasTOMLSection(repo, file, section string) bool {
 }
 
 var (
-	makeVar  = regexp.MustCompile(`\$[({]([A-Za-z_][A-Za-z0-9_]*)[)}]`)
-	makeName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	makeVar  = lazyre.New(`\$[({]([A-Za-z_][A-Za-z0-9_]*)[)}]`)
+	makeName = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
 // makeTarget finds the first recipe line of a Makefile target that runs
@@ -192,15 +192,15 @@ func makeTarget(repo, target string) (env.Step, bool) {
 	for _, l := range lines {
 		if k, v, ok := strings.Cut(l, "="); ok && !strings.HasPrefix(l, "\t") {
 			k = strings.TrimSpace(strings.TrimRight(strings.TrimSpace(k), "?:+"))
-			if makeName.MatchString(k) {
+			if makeName().MatchString(k) {
 				vars[k] = strings.TrimSpace(v)
 			}
 		}
 	}
 	expand := func(s string) string {
-		for i := 0; i < 5 && makeVar.MatchString(s); i++ {
-			s = makeVar.ReplaceAllStringFunc(s, func(m string) string {
-				return vars[makeVar.FindStringSubmatch(m)[1]]
+		for i := 0; i < 5 && makeVar().MatchString(s); i++ {
+			s = makeVar().ReplaceAllStringFunc(s, func(m string) string {
+				return vars[makeVar().FindStringSubmatch(m)[1]]
 			})
 		}
 		return strings.Join(strings.Fields(s), " ")
@@ -237,9 +237,9 @@ func containsWord(ws []string, w string) bool {
 func makeTest(repo string) (env.Step, bool) { return makeTarget(repo, "test") }
 
 var (
-	importsPytest = regexp.MustCompile(`(?m)^\s*(import pytest|from pytest\b)|@pytest\.`)
-	usesUnittest  = regexp.MustCompile(`(?m)^\s*(import unittest|from unittest\b)|unittest\.TestCase|\(TestCase\)`)
-	bareTestFunc  = regexp.MustCompile(`(?m)^def test_`)
+	importsPytest = lazyre.New(`(?m)^\s*(import pytest|from pytest\b)|@pytest\.`)
+	usesUnittest  = lazyre.New(`(?m)^\s*(import unittest|from unittest\b)|unittest\.TestCase|\(TestCase\)`)
+	bareTestFunc  = lazyre.New(`(?m)^def test_`)
 )
 
 // fallbackTest is python -m pytest, unless every test file is a plain
@@ -267,7 +267,7 @@ func fallbackTest(repo string) env.Step {
 			continue
 		}
 		s := string(data)
-		if importsPytest.MatchString(s) || bareTestFunc.MatchString(s) || !usesUnittest.MatchString(s) {
+		if importsPytest().MatchString(s) || bareTestFunc().MatchString(s) || !usesUnittest().MatchString(s) {
 			unittestOnly = false
 		}
 		rel, _ := filepath.Rel(repo, filepath.Dir(f))

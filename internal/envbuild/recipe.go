@@ -5,10 +5,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"cwm/internal/env"
+	"cwm/internal/lazyre"
 	"cwm/internal/testrun"
 )
 
@@ -341,17 +341,17 @@ func readINI(path string) ini {
 
 // toxSubst replaces tox substitutions: {posargs:DEFAULT} by its default,
 // directory variables by the repository root.
-var toxSubst = regexp.MustCompile(`\{(posargs|toxinidir|tox_root|envpython|env_python|envbindir|env_bin_dir|envsitepackagesdir|env_site_packages_dir|envtmpdir|env_tmp_dir|envdir|env_dir|toxworkdir|work_dir|temp_dir|envname|env_name)(?::([^}]*))?\}`)
+var toxSubst = lazyre.New(`\{(posargs|toxinidir|tox_root|envpython|env_python|envbindir|env_bin_dir|envsitepackagesdir|env_site_packages_dir|envtmpdir|env_tmp_dir|envdir|env_dir|toxworkdir|work_dir|temp_dir|envname|env_name)(?::([^}]*))?\}`)
 
 // toxEnvVar is tox's {env:NAME:DEFAULT} (or {env:NAME}, empty).
-var toxEnvVar = regexp.MustCompile(`\{env:[A-Za-z_][A-Za-z0-9_]*:?([^{}]*)\}`)
+var toxEnvVar = lazyre.New(`\{env:[A-Za-z_][A-Za-z0-9_]*:?([^{}]*)\}`)
 
 func substituteTox(s string) string {
 	// tox splits commands into words itself, so spacing carries nothing.
 	s = strings.ReplaceAll(s, "{/}", "/")
-	s = toxEnvVar.ReplaceAllString(s, "$1") // {env:NAME:DEFAULT}: the default
-	return strings.Join(strings.Fields(toxSubst.ReplaceAllStringFunc(s, func(m string) string {
-		sm := toxSubst.FindStringSubmatch(m)
+	s = toxEnvVar().ReplaceAllString(s, "$1") // {env:NAME:DEFAULT}: the default
+	return strings.Join(strings.Fields(toxSubst().ReplaceAllStringFunc(s, func(m string) string {
+		sm := toxSubst().FindStringSubmatch(m)
 		switch sm[1] {
 		case "posargs":
 			return sm[2]
@@ -389,8 +389,8 @@ func quoteArg(s string) string {
 }
 
 var (
-	noxCall   = regexp.MustCompile(`session\.(install|run)\(([^)]*)\)`)
-	pyLiteral = regexp.MustCompile(`^\s*(?:"([^"]*)"|'([^']*)')\s*$`)
+	noxCall   = lazyre.New(`session\.(install|run)\(([^)]*)\)`)
+	pyLiteral = lazyre.New(`^\s*(?:"([^"]*)"|'([^']*)')\s*$`)
 )
 
 // readNox reads session.install and session.run calls whose arguments are
@@ -401,10 +401,10 @@ func readNox(repo string) *runnerRecipe {
 		return nil
 	}
 	var r runnerRecipe
-	for _, m := range noxCall.FindAllStringSubmatch(string(data), -1) {
+	for _, m := range noxCall().FindAllStringSubmatch(string(data), -1) {
 		var args []string
 		for _, a := range strings.Split(m[2], ",") {
-			if lm := pyLiteral.FindStringSubmatch(a); lm != nil {
+			if lm := pyLiteral().FindStringSubmatch(a); lm != nil {
 				args = append(args, quoteArg(lm[1]+lm[2]))
 			}
 		}

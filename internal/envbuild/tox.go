@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/BurntSushi/toml"
 
 	"cwm/internal/env"
+	"cwm/internal/lazyre"
 )
 
 // readTox reads the repository's tox configuration (tox.ini, tox.toml,
@@ -236,7 +236,7 @@ func toxEnvFromTOML(m map[string]any) map[string]string {
 
 // toxFactors is a factor-conditional prefix of a tox setting's line
 // ("unit: pytest", "py311,!lint: dep").
-var toxFactors = regexp.MustCompile(`^([!\w.,-]+):\s+`)
+var toxFactors = lazyre.New(`^([!\w.,-]+):\s+`)
 
 // factors are the factors of the tox environment cwm stands in for
 // (py311-unit: py311 and unit).
@@ -264,7 +264,7 @@ func factorsOf(name, sec string) *factors {
 // naming a test factor (unit, test, tests, pytest) applies too.
 func (f *factors) apply(line string, loose bool) (string, bool) {
 	line = strings.TrimSpace(line)
-	m := toxFactors.FindStringSubmatch(line)
+	m := toxFactors().FindStringSubmatch(line)
 	if m == nil {
 		return line, true
 	}

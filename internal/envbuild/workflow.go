@@ -5,7 +5,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -13,6 +12,7 @@ import (
 
 	// The YAML parser: CI workflows are YAML with anchors, block scalars
 	// and flow sequences, which only a real parser reads correctly.
+	"cwm/internal/lazyre"
 	"gopkg.in/yaml.v3"
 )
 
@@ -119,7 +119,7 @@ func workflowCommands(repo, python string) (install, test []env.Step, err error)
 				}
 				for _, line := range lines {
 					// A cd of its own moves the rest of the step.
-					if m := cdLine.FindStringSubmatch(line); m != nil {
+					if m := cdLine().FindStringSubmatch(line); m != nil {
 						if dir == "" || dir == "." || path.IsAbs(m[1]) {
 							dir = m[1]
 						} else {
@@ -128,7 +128,7 @@ func workflowCommands(repo, python string) (install, test []env.Step, err error)
 						continue
 					}
 					// tox without -e runs the environments TOXENV names.
-					if toxenv := exprString(sctx.env["TOXENV"]); toxenv != "" && toxEnvArg(strings.Fields(line)) == "" && classify(line) == kindTest && regexp.MustCompile(`(^|\s)tox(\s|$)`).MatchString(line) {
+					if toxenv := exprString(sctx.env["TOXENV"]); toxenv != "" && toxEnvArg(strings.Fields(line)) == "" && classify(line) == kindTest && runsTox().MatchString(line) {
 						line += " -e " + toxenv
 					}
 					if dir != "" && dir != "." {
@@ -171,7 +171,7 @@ func workflowCommands(repo, python string) (install, test []env.Step, err error)
 // offTopic names workflows and jobs that test something other than the
 // repository at its commit: other projects downstream, nightly
 // dependency builds, releases, documentation, benchmarks.
-var offTopic = regexp.MustCompile(`(?i)nightly|downstream|flask|integration|publish|release|deploy|docs?\b|bench|wheel|cron|schedule`)
+var offTopic = lazyre.New(`(?i)nightly|downstream|flask|integration|publish|release|deploy|docs?\b|bench|wheel|cron|schedule`)
 
 // nameScore prefers a workflow or job named for tests and passes over
 // off-topic ones.
@@ -181,21 +181,21 @@ func nameScore(file, job string) int {
 	if strings.Contains(base, "test") || strings.Contains(base, "ci") {
 		score++
 	}
-	if offTopic.MatchString(base) {
+	if offTopic().MatchString(base) {
 		score -= 3
 	}
 	return score
 }
 
-var expression = regexp.MustCompile(`\$\{\{\s*(.*?)\s*\}\}`)
+var expression = lazyre.New(`\$\{\{\s*(.*?)\s*\}\}`)
 
 // substituteExpressions evaluates the GitHub expressions in s (ctx has the
 // matrix collapsed to one entry whose Python is the environment's). An
 // expression cwm cannot evaluate becomes the environment's Python when it
 // mentions python, and nothing otherwise.
 func substituteExpressions(s string, ctx exprContext, python string) string {
-	return expression.ReplaceAllStringFunc(s, func(m string) string {
-		inner := expression.FindStringSubmatch(m)[1]
+	return expression().ReplaceAllStringFunc(s, func(m string) string {
+		inner := expression().FindStringSubmatch(m)[1]
 		v, err := evalExpression(inner, ctx)
 		if err != nil {
 			if strings.Contains(inner, "python") {
@@ -214,7 +214,7 @@ func condition(n *yaml.Node, ctx exprContext, python string) bool {
 		return true
 	}
 	src := strings.TrimSpace(n.Value)
-	if m := expression.FindStringSubmatch(src); m != nil && strings.HasPrefix(src, "${{") && strings.HasSuffix(src, "}}") {
+	if m := expression().FindStringSubmatch(src); m != nil && strings.HasPrefix(src, "${{") && strings.HasSuffix(src, "}}") {
 		src = m[1]
 	}
 	v, err := evalExpression(src, ctx)
@@ -363,7 +363,7 @@ func collapseMatrix(n *yaml.Node, python string) map[string]any {
 			default:
 				// An entry for benchmarks, docs or linting is not the
 				// test suite's.
-				if s := exprString(v); notTestEnv.MatchString(s) || offTopic.MatchString(s) || strings.Contains(strings.ToLower(s), "bench") {
+				if s := exprString(v); notTestEnv().MatchString(s) || offTopic().MatchString(s) || strings.Contains(strings.ToLower(s), "bench") {
 					score -= 2
 				}
 			}
@@ -431,42 +431,45 @@ const (
 )
 
 var (
-	installRE = regexp.MustCompile(`(^|[\s/])(pip3?(\.\d+)?|uv pip|pipenv|poetry|pdm|conda|mamba|apt-get|apt|brew)\s+(install|sync)\b|setup\.py\s+(develop|install)\b|(^|\s)uv sync\b`)
-	testRE    = regexp.MustCompile(`(^|[\s/])(pytest|py\.test)(\s|$)|-m\s*(pytest|unittest)\b|(^|\s)(tox|nox)(\s|$)|(^|\s)make\s+(test|check)\b|setup\.py\s+test\b|(^|\s)coverage\s+run\b`)
+	installRE = lazyre.New(`(^|[\s/])(pip3?(\.\d+)?|uv pip|pipenv|poetry|pdm|conda|mamba|apt-get|apt|brew)\s+(install|sync)\b|setup\.py\s+(develop|install)\b|(^|\s)uv sync\b`)
+	testRE    = lazyre.New(`(^|[\s/])(pytest|py\.test)(\s|$)|-m\s*(pytest|unittest)\b|(^|\s)(tox|nox)(\s|$)|(^|\s)make\s+(test|check)\b|setup\.py\s+test\b|(^|\s)coverage\s+run\b`)
 )
 
 // cdLine is a run line that only changes directory.
-var cdLine = regexp.MustCompile(`^cd\s+([^\s;&|]+)\s*$`)
+var cdLine = lazyre.New(`^cd\s+([^\s;&|]+)\s*$`)
 
 // toolInstall matches commands that install a program for the CI runner's
 // own use (uv tool install tox, pipx install nox).
-var toolInstall = regexp.MustCompile(`(^|\s)(uv tool|pipx) (install|upgrade)\b|(^|\s)uv python install\b`)
+var toolInstall = lazyre.New(`(^|\s)(uv tool|pipx) (install|upgrade)\b|(^|\s)uv python install\b`)
+
+// runsTox matches a command line that runs tox.
+var runsTox = lazyre.New(`(^|\s)tox(\s|$)`)
 
 // runsPytest matches a line that runs pytest or unittest itself.
-var runsPytest = regexp.MustCompile(`(^|\s)(pytest|py\.test)(\s|$)|-m\s*(pytest|unittest)\b`)
+var runsPytest = lazyre.New(`(^|\s)(pytest|py\.test)(\s|$)|-m\s*(pytest|unittest)\b`)
 
 // notTestEnv names tox environments and nox sessions that build, lint or
 // type-check rather than test.
-var notTestEnv = regexp.MustCompile(`(?i)^(docs?|lint|style|typing|types|mypy|pyright|pre-commit|precommit|format|fmt|build|release|publish|dist|check-?manifest|coverage-report|report|clean|spell|readme|pkg|package|flake8|ruff|pylint|black|isort)$`)
+var notTestEnv = lazyre.New(`(?i)^(docs?|lint|style|typing|types|mypy|pyright|pre-commit|precommit|format|fmt|build|release|publish|dist|check-?manifest|coverage-report|report|clean|spell|readme|pkg|package|flake8|ruff|pylint|black|isort)$`)
 
 // classify says whether a command line installs or tests. tox and nox
 // count as tests unless the environment or session they run is a
 // documentation, lint or packaging one.
 func classify(line string) lineKind {
 	switch {
-	case installRE.MatchString(line):
+	case installRE().MatchString(line):
 		return kindInstall
-	case toolInstall.MatchString(line):
+	case toolInstall().MatchString(line):
 		return kindOther // installs a runner (tox, nox) for itself, not the project
-	case testRE.MatchString(line):
+	case testRE().MatchString(line):
 		words := strings.Fields(line)
-		if name := toxEnvArg(words); name != "" && notTestEnv.MatchString(name) && !runsPytest.MatchString(line) {
+		if name := toxEnvArg(words); name != "" && notTestEnv().MatchString(name) && !runsPytest().MatchString(line) {
 			return kindOther
 		}
 		if containsWord(words, "--notest") || containsWord(words, "--no-test") {
 			return kindOther // tox preparing its environments only
 		}
-		if name := noxSessionArg(words); name != "" && notTestEnv.MatchString(name) {
+		if name := noxSessionArg(words); name != "" && notTestEnv().MatchString(name) {
 			return kindOther
 		}
 		return kindTest

@@ -7,10 +7,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"cwm/internal/errkind"
+	"cwm/internal/lazyre"
 )
 
 // blobs is cwm's cache of content-addressed blobs, $CWM_HOME/blobs/sha256:
@@ -23,11 +23,11 @@ type blobs struct{ dir string }
 
 func newBlobs(home string) blobs { return blobs{dir: filepath.Join(home, "blobs", "sha256")} }
 
-var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+var digestRE = lazyre.New(`^sha256:[0-9a-f]{64}$`)
 
 // checkDigest refuses what is not a sha256 digest: a digest names a file.
 func checkDigest(d string) error {
-	if !digestRE.MatchString(d) {
+	if !digestRE().MatchString(d) {
 		return errkind.Errorf(errkind.Input, "%q is not a sha256 digest", d)
 	}
 	return nil

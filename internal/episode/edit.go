@@ -1,8 +1,8 @@
 package episode
 
 import (
+	"cwm/internal/lazyre"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -15,7 +15,7 @@ import (
 
 // searchReplaceRe is the plugin's SEARCH_REPLACE_REGEX: the path is the line
 // right before the SEARCH marker.
-var searchReplaceRe = regexp.MustCompile(`(.*)\n<<<<<<< SEARCH\n((?s:.*?))\n=======\n((?s:.*?))\n>>>>>>> REPLACE`)
+var searchReplaceRe = lazyre.New(`(.*)\n<<<<<<< SEARCH\n((?s:.*?))\n=======\n((?s:.*?))\n>>>>>>> REPLACE`)
 
 // EditParseError is the edit tool's feedback for an input that is not an
 // edit block, as CWM's plugin words it.
@@ -27,7 +27,7 @@ const snippetLines = 8
 // parseEdit splits an edit tool input into path, search and replacement.
 // A non-empty msg is the tool's failure message.
 func parseEdit(input string) (path, search, replace, msg string) {
-	ms := searchReplaceRe.FindAllStringSubmatch(input, -1)
+	ms := searchReplaceRe().FindAllStringSubmatch(input, -1)
 	switch {
 	case len(ms) == 0:
 		return "", "", "", EditParseError

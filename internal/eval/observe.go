@@ -11,6 +11,7 @@ import (
 
 	"cwm/internal/errkind"
 	"cwm/internal/jsonl"
+	"cwm/internal/lazyre"
 	"cwm/internal/model"
 	"cwm/internal/reward"
 	"cwm/internal/shard"
@@ -142,30 +143,30 @@ func mergeRoles(msgs []model.Message) []model.Message {
 // predict: durations, clock times and dates, temporary paths, memory
 // addresses, process ids, commit hashes.
 var normalizers = []struct {
-	re  *regexp.Regexp
+	re  func() *regexp.Regexp
 	rep string
 }{
-	{regexp.MustCompile(`\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([+-]\d{2}:?\d{2}|Z)?`), "<DATE>"},
-	{regexp.MustCompile(`\b\d{1,2}:\d{2}:\d{2}(\.\d+)?\b`), "<TIME>"},
-	{regexp.MustCompile(`\b\d+(\.\d+)?\s?(ms|us|µs|ns|s|sec|secs|seconds|m|min|minutes)\b`), "<DURATION>"},
-	{regexp.MustCompile(`/tmp/[^\s'":)\]]+`), "/tmp/<PATH>"},
-	{regexp.MustCompile(`\b0x[0-9a-fA-F]{4,}\b`), "0x<ADDR>"},
-	{regexp.MustCompile(`\b(pid|PID|process) \d+`), "$1 <PID>"},
-	{regexp.MustCompile(`[ \t]+\n`), "\n"},
+	{lazyre.New(`\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([+-]\d{2}:?\d{2}|Z)?`), "<DATE>"},
+	{lazyre.New(`\b\d{1,2}:\d{2}:\d{2}(\.\d+)?\b`), "<TIME>"},
+	{lazyre.New(`\b\d+(\.\d+)?\s?(ms|us|µs|ns|s|sec|secs|seconds|m|min|minutes)\b`), "<DURATION>"},
+	{lazyre.New(`/tmp/[^\s'":)\]]+`), "/tmp/<PATH>"},
+	{lazyre.New(`\b0x[0-9a-fA-F]{4,}\b`), "0x<ADDR>"},
+	{lazyre.New(`\b(pid|PID|process) \d+`), "$1 <PID>"},
+	{lazyre.New(`[ \t]+\n`), "\n"},
 }
 
-var hexID = regexp.MustCompile(`\b[0-9a-f]{7,40}\b`)
+var hexID = lazyre.New(`\b[0-9a-f]{7,40}\b`)
 
 // Normalize rewrites an observation for the normalised match: the
 // patterns of normalizers replaced, trailing spaces of lines and trailing
 // newlines dropped.
 func Normalize(s string) string {
 	for _, n := range normalizers {
-		s = n.re.ReplaceAllString(s, n.rep)
+		s = n.re().ReplaceAllString(s, n.rep)
 	}
 	// Commit hashes and other hex ids: 7 to 40 hex digits with a letter
 	// and a digit among them (plain numbers and words stay).
-	s = hexID.ReplaceAllStringFunc(s, func(m string) string {
+	s = hexID().ReplaceAllStringFunc(s, func(m string) string {
 		if strings.ContainsAny(m, "abcdef") && strings.ContainsAny(m, "0123456789") {
 			return "<HASH>"
 		}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"cwm/internal/eval"
 )
@@ -19,46 +20,50 @@ var pageHTML string
 //go:embed viewer.js
 var viewerJS string
 
-var page = template.Must(template.New("page").Funcs(template.FuncMap{
-	"pct":  func(x float64) string { return strconv.FormatFloat(100*x, 'f', 1, 64) + "%" },
-	"f1":   func(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) },
-	"ci95": func(se float64) string { return "± " + strconv.FormatFloat(196*se, 'f', 1, 64) },
-	"passk": func(m map[string]float64) string {
-		ks := make([]int, 0, len(m))
-		for k := range m {
-			n, _ := strconv.Atoi(k)
-			ks = append(ks, n)
-		}
-		slices.Sort(ks)
-		var parts []string
-		for _, k := range ks {
-			if k > 1 {
-				parts = append(parts, fmt.Sprintf("pass@%d %.1f%%", k, 100*m[strconv.Itoa(k)]))
+// page is the report's template, parsed on first use (not in every cwm
+// process's start-up).
+var page = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("page").Funcs(template.FuncMap{
+		"pct":  func(x float64) string { return strconv.FormatFloat(100*x, 'f', 1, 64) + "%" },
+		"f1":   func(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) },
+		"ci95": func(se float64) string { return "± " + strconv.FormatFloat(196*se, 'f', 1, 64) },
+		"passk": func(m map[string]float64) string {
+			ks := make([]int, 0, len(m))
+			for k := range m {
+				n, _ := strconv.Atoi(k)
+				ks = append(ks, n)
 			}
-		}
-		return strings.Join(parts, ", ")
-	},
-	"counts": func(m map[string]int) string {
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		var parts []string
-		for _, k := range keys {
-			parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
-		}
-		return strings.Join(parts, ", ")
-	},
-	"kinds": func() []string { return eval.ValueKinds },
-	"pctp": func(p *float64) string {
-		if p == nil {
-			return "-"
-		}
-		return strconv.FormatFloat(100**p, 'f', 1, 64) + "%"
-	},
-	"rate": func(c eval.Counts) string { return strconv.FormatFloat(100*c.Rate(), 'f', 1, 64) + "%" },
-}).Parse(pageHTML))
+			slices.Sort(ks)
+			var parts []string
+			for _, k := range ks {
+				if k > 1 {
+					parts = append(parts, fmt.Sprintf("pass@%d %.1f%%", k, 100*m[strconv.Itoa(k)]))
+				}
+			}
+			return strings.Join(parts, ", ")
+		},
+		"counts": func(m map[string]int) string {
+			keys := make([]string, 0, len(m))
+			for k := range m {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			var parts []string
+			for _, k := range keys {
+				parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+			}
+			return strings.Join(parts, ", ")
+		},
+		"kinds": func() []string { return eval.ValueKinds },
+		"pctp": func(p *float64) string {
+			if p == nil {
+				return "-"
+			}
+			return strconv.FormatFloat(100**p, 'f', 1, 64) + "%"
+		},
+		"rate": func(c eval.Counts) string { return strconv.FormatFloat(100*c.Rate(), 'f', 1, 64) + "%" },
+	}).Parse(pageHTML))
+})
 
 // Render writes the page.
 func Render(w io.Writer, r *Report) error {
@@ -68,7 +73,7 @@ func Render(w io.Writer, r *Report) error {
 	}
 	// Inside <script>, "</" must not close the element.
 	js := strings.ReplaceAll(string(data), "</", `<\/`)
-	return page.Execute(w, struct {
+	return page().Execute(w, struct {
 		*Report
 		Charts   map[string]template.HTML
 		Data     template.JS

@@ -1,9 +1,9 @@
 package reward
 
 import (
+	"cwm/internal/lazyre"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -91,20 +91,20 @@ const pySpace = `\t\n\v\f\r \x{1c}-\x{1f}\x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x
 // greedy and lazy parts split names as in Python. Python's $ also matches
 // before a final "\n", hence \n?$.
 var (
-	reSourceFilename = regexp.MustCompile(`^--- ([^\t\n]+)(?:\t([^\n]+))?`)
-	reTargetFilename = regexp.MustCompile(`^\+\+\+ ([^\t\n]+)(?:\t([^\n]+))?`)
-	reGitHeaders     = []*regexp.Regexp{
-		regexp.MustCompile(`^diff --git (a/[^\t\n]+) (b/[^\t\n]+)`),
-		regexp.MustCompile(`^diff --git (.*://[^\t\n]+) (.*://[^\t\n]+)`),
-		regexp.MustCompile(`^diff --git ([^\t\n]+) ([^\t\n]+)`),
-	}
-	reDeletedFile    = regexp.MustCompile(`^deleted file mode \d+\n?$`)
-	reNewFile        = regexp.MustCompile(`^new file mode \d+\n?$`)
-	reHunkHeader     = regexp.MustCompile(`^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@[ ]?(.*)`)
-	reHunkBodyLine   = regexp.MustCompile(`(?s)^([- +\\])(.*)`)
-	reHunkEmptyLine  = regexp.MustCompile(`(?s)^([- +\\]?)([\r\n]{1,2})`)
-	reNoNewline      = regexp.MustCompile(`^\\ No newline at end of file`)
-	reBinaryDiff     = regexp.MustCompile(`^Binary files? ([^\t]+?)(?:\t([` + pySpace + `0-9:+-]+))?(?: and ([^\t]+?)(?:\t([` + pySpace + `0-9:+-]+))?)? (differ|has changed)`)
+	reSourceFilename = lazyre.New(`^--- ([^\t\n]+)(?:\t([^\n]+))?`)
+	reTargetFilename = lazyre.New(`^\+\+\+ ([^\t\n]+)(?:\t([^\n]+))?`)
+	reGitHeaders     = lazyre.List(
+		`^diff --git (a/[^\t\n]+) (b/[^\t\n]+)`,
+		`^diff --git (.*://[^\t\n]+) (.*://[^\t\n]+)`,
+		`^diff --git ([^\t\n]+) ([^\t\n]+)`,
+	)
+	reDeletedFile    = lazyre.New(`^deleted file mode \d+\n?$`)
+	reNewFile        = lazyre.New(`^new file mode \d+\n?$`)
+	reHunkHeader     = lazyre.New(`^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@[ ]?(.*)`)
+	reHunkBodyLine   = lazyre.New(`(?s)^([- +\\])(.*)`)
+	reHunkEmptyLine  = lazyre.New(`(?s)^([- +\\]?)([\r\n]{1,2})`)
+	reNoNewline      = lazyre.New(`^\\ No newline at end of file`)
+	reBinaryDiff     = lazyre.New(`^Binary files? ([^\t]+?)(?:\t([` + pySpace + `0-9:+-]+))?(?: and ([^\t]+?)(?:\t([` + pySpace + `0-9:+-]+))?)? (differ|has changed)`)
 	noNewlineMarker  = "\\ No newline at end of file\n"
 	gitBinaryPatchLn = "GIT binary patch\n"
 )
@@ -178,7 +178,7 @@ func (p *patchParser) parse() error {
 			p.files = append(p.files, p.cur)
 			continue
 		}
-		if reNewFile.MatchString(line) || reDeletedFile.MatchString(line) {
+		if reNewFile().MatchString(line) || reDeletedFile().MatchString(line) {
 			if p.cur == nil || !p.inInfo {
 				return parseErrorf("unexpected %q", strings.TrimSuffix(line, "\n"))
 			}
@@ -189,7 +189,7 @@ func (p *patchParser) parse() error {
 			}
 			continue
 		}
-		if m := reSourceFilename.FindStringSubmatch(line); m != nil {
+		if m := reSourceFilename().FindStringSubmatch(line); m != nil {
 			p.sourceFile, p.sourceBound, p.tsBound = m[1], true, true
 			// A git header's file continues when the names agree.
 			if p.cur != nil && p.cur.SourceFile != m[1] {
@@ -197,7 +197,7 @@ func (p *patchParser) parse() error {
 			}
 			continue
 		}
-		if m := reTargetFilename.FindStringSubmatch(line); m != nil {
+		if m := reTargetFilename().FindStringSubmatch(line); m != nil {
 			if p.cur != nil && p.cur.TargetFile != m[1] {
 				return parseErrorf("target without source: %q", strings.TrimSuffix(line, "\n"))
 			}
@@ -211,7 +211,7 @@ func (p *patchParser) parse() error {
 			}
 			continue
 		}
-		if reHunkHeader.MatchString(line) {
+		if reHunkHeader().MatchString(line) {
 			p.inInfo = false
 			if p.cur == nil {
 				return parseErrorf("hunk outside a file: %q", strings.TrimSuffix(line, "\n"))
@@ -221,7 +221,7 @@ func (p *patchParser) parse() error {
 			}
 			continue
 		}
-		if reNoNewline.MatchString(line) {
+		if reNoNewline().MatchString(line) {
 			if p.cur == nil {
 				return parseErrorf("no-newline marker outside a file")
 			}
@@ -242,7 +242,7 @@ func (p *patchParser) parse() error {
 			p.cur = nil
 			p.inInfo = true
 		}
-		if m := reBinaryDiff.FindStringSubmatch(line); m != nil {
+		if m := reBinaryDiff().FindStringSubmatch(line); m != nil {
 			p.sourceFile, p.sourceBound = m[1], true
 			if p.cur != nil {
 				p.cur.Binary = true
@@ -266,7 +266,7 @@ func (p *patchParser) parse() error {
 }
 
 func gitHeader(line string) []string {
-	for _, re := range reGitHeaders {
+	for _, re := range reGitHeaders() {
 		if m := re.FindStringSubmatch(line); m != nil {
 			return m
 		}
@@ -285,7 +285,7 @@ func (p *patchParser) appendToLastHunk(text, what string) error {
 
 // parseHunk reads a hunk's body: lines until both line counts are reached.
 func (p *patchParser) parseHunk(header string) error {
-	m := reHunkHeader.FindStringSubmatch(header)
+	m := reHunkHeader().FindStringSubmatch(header)
 	nums := [4]int{}
 	for i := range nums {
 		s := m[i+1]
@@ -305,9 +305,9 @@ func (p *patchParser) parseHunk(header string) error {
 	for p.n < len(p.lines) {
 		line := p.lines[p.n]
 		p.n++
-		lm := reHunkBodyLine.FindStringSubmatch(line)
+		lm := reHunkBodyLine().FindStringSubmatch(line)
 		if lm == nil {
-			lm = reHunkEmptyLine.FindStringSubmatch(line)
+			lm = reHunkEmptyLine().FindStringSubmatch(line)
 		}
 		if lm == nil {
 			return parseErrorf("hunk line expected: %q", strings.TrimSuffix(line, "\n"))

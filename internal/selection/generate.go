@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -12,6 +11,7 @@ import (
 
 	_ "embed"
 
+	"cwm/internal/lazyre"
 	"cwm/internal/model"
 	"cwm/internal/task"
 )
@@ -23,7 +23,9 @@ import (
 //go:embed prompts/generate_test.md
 var generatePrompt string
 
-var promptTemplate = template.Must(template.New("generate_test").Parse(generatePrompt))
+var promptTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("generate_test").Parse(generatePrompt))
+})
 
 // File is a file of the unpatched tree shown to the test writer.
 type File struct {
@@ -61,18 +63,18 @@ func (g GeneratedTest) Reproduces() bool { return g.Unpatched == Reproduced }
 // Prompt is the test-generation prompt for t, showing files.
 func Prompt(t *task.Task, files []File) (string, error) {
 	var b bytes.Buffer
-	err := promptTemplate.Execute(&b, struct {
+	err := promptTemplate().Execute(&b, struct {
 		Problem string
 		Files   []File
 	}{t.ProblemStatement, files})
 	return b.String(), err
 }
 
-var codeBlock = regexp.MustCompile("(?s)```(?:python|py)?[ \t]*\n(.*?)```")
+var codeBlock = lazyre.New("(?s)```(?:python|py)?[ \t]*\n(.*?)```")
 
 // extractCode is the first fenced code block of a reply ("" if none).
 func extractCode(reply string) string {
-	m := codeBlock.FindStringSubmatch(reply)
+	m := codeBlock().FindStringSubmatch(reply)
 	if m == nil {
 		return ""
 	}

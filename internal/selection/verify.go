@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"text/template"
 
 	_ "embed"
@@ -21,7 +22,9 @@ var (
 	verifierSystem string
 	//go:embed prompts/verifier_user.md
 	verifierUser     string
-	verifierTemplate = template.Must(template.New("verifier_user").Parse(verifierUser))
+	verifierTemplate = sync.OnceValue(func() *template.Template {
+		return template.Must(template.New("verifier_user").Parse(verifierUser))
+	})
 )
 
 // Caps on the interaction log shown to the verifier: each message cut in
@@ -38,7 +41,7 @@ const (
 // log.
 func VerifierPrompt(problem, patch string, msgs []model.Message) ([]model.Message, error) {
 	var b bytes.Buffer
-	err := verifierTemplate.Execute(&b, struct{ Problem, Log, Patch string }{problem, interactionLog(msgs), patch})
+	err := verifierTemplate().Execute(&b, struct{ Problem, Log, Patch string }{problem, interactionLog(msgs), patch})
 	if err != nil {
 		return nil, err
 	}

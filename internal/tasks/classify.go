@@ -3,9 +3,9 @@ package tasks
 import (
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
 
+	"cwm/internal/lazyre"
 	"cwm/internal/task"
 	"cwm/internal/testrun"
 )
@@ -28,25 +28,25 @@ var (
 	featureWords = words("add", "adds", "added", "adding", "feature", "features", "implement", "implements",
 		"implemented", "support", "supports", "new", "introduce", "introduces", "refactor", "refactoring",
 		"cleanup", "docs", "doc", "documentation", "document", "release", "bump", "version", "deprecate", "rename")
-	wordRE = regexp.MustCompile(`[a-z]+`)
+	wordRE = lazyre.New(`[a-z]+`)
 	// "fixes #12", "closes: gh-12", "resolved #12".
-	closesRE = regexp.MustCompile(`(?i)\b(?:fix(?:e[sd])?|close[sd]?|resolve[sd]?)\b:?\s+(?:[\w.-]+/[\w.-]+)?(?:#|gh-)(\d+)`)
+	closesRE = lazyre.New(`(?i)\b(?:fix(?:e[sd])?|close[sd]?|resolve[sd]?)\b:?\s+(?:[\w.-]+/[\w.-]+)?(?:#|gh-)(\d+)`)
 	// Any other reference: "#12", "gh-12", "(issue 12)".
-	issueRE = regexp.MustCompile(`(?i)(?:^|[\s(\[,])(?:#|gh-|issue\s+)(\d+)\b`)
+	issueRE = lazyre.New(`(?i)(?:^|[\s(\[,])(?:#|gh-|issue\s+)(\d+)\b`)
 	// Failures that say a name is missing, with the name.
-	missingNameREs = []*regexp.Regexp{
-		regexp.MustCompile(`cannot import name '(\w+)'`),
-		regexp.MustCompile(`has no attribute '(\w+)'`),
-		regexp.MustCompile(`name '(\w+)' is not defined`),
-		regexp.MustCompile(`unexpected keyword argument '(\w+)'`),
-		regexp.MustCompile(`No module named '([\w.]+)'`),
-	}
+	missingNameREs = lazyre.List(
+		`cannot import name '(\w+)'`,
+		`has no attribute '(\w+)'`,
+		`name '(\w+)' is not defined`,
+		`unexpected keyword argument '(\w+)'`,
+		`No module named '([\w.]+)'`,
+	)
 	// Definitions in a diff line: def and class names, parameters,
 	// module-level assignments.
-	defRE    = regexp.MustCompile(`^\s*(?:async\s+)?def\s+(\w+)\s*\(([^)]*)`)
-	classRE  = regexp.MustCompile(`^\s*class\s+(\w+)`)
-	assignRE = regexp.MustCompile(`^(\w+)\s*(?::[^=]*)?=[^=]`)
-	paramRE  = regexp.MustCompile(`(?:^|,)\s*\**(\w+)`)
+	defRE    = lazyre.New(`^\s*(?:async\s+)?def\s+(\w+)\s*\(([^)]*)`)
+	classRE  = lazyre.New(`^\s*class\s+(\w+)`)
+	assignRE = lazyre.New(`^(\w+)\s*(?::[^=]*)?=[^=]`)
+	paramRE  = lazyre.New(`(?:^|,)\s*\**(\w+)`)
 )
 
 func words(ws ...string) map[string]bool {
@@ -78,11 +78,11 @@ func classifyFix(message, patch string, f2p []string, failures map[string]testru
 		add(scoreFeatureSubject, "the subject says %s", quoteAll(feat))
 	}
 	closes := map[string]bool{}
-	for _, m := range closesRE.FindAllStringSubmatch(message, -1) {
+	for _, m := range closesRE().FindAllStringSubmatch(message, -1) {
 		closes["#"+m[1]] = true
 	}
 	seen := map[string]bool{}
-	for _, m := range append(closesRE.FindAllStringSubmatch(message, -1), issueRE.FindAllStringSubmatch(message, -1)...) {
+	for _, m := range append(closesRE().FindAllStringSubmatch(message, -1), issueRE().FindAllStringSubmatch(message, -1)...) {
 		if n := "#" + m[1]; !seen[n] {
 			seen[n] = true
 			c.Issues = append(c.Issues, n)
@@ -127,7 +127,7 @@ func classifyFix(message, patch string, f2p []string, failures map[string]testru
 // missingName is the name a failure message says is missing, when the
 // patch adds it ("" otherwise).
 func missingName(msg string, added map[string]bool) string {
-	for _, re := range missingNameREs {
+	for _, re := range missingNameREs() {
 		for _, m := range re.FindAllStringSubmatch(msg, -1) {
 			name := m[1]
 			if i := strings.LastIndexByte(name, '.'); i >= 0 {
@@ -166,14 +166,14 @@ func addedNames(patch string) map[string]bool {
 			continue
 		}
 		src := line[1:]
-		if m := defRE.FindStringSubmatch(src); m != nil {
+		if m := defRE().FindStringSubmatch(src); m != nil {
 			into[m[1]] = true
-			for _, p := range paramRE.FindAllStringSubmatch(m[2], -1) {
+			for _, p := range paramRE().FindAllStringSubmatch(m[2], -1) {
 				into[p[1]] = true
 			}
-		} else if m := classRE.FindStringSubmatch(src); m != nil {
+		} else if m := classRE().FindStringSubmatch(src); m != nil {
 			into[m[1]] = true
-		} else if m := assignRE.FindStringSubmatch(src); m != nil {
+		} else if m := assignRE().FindStringSubmatch(src); m != nil {
 			into[m[1]] = true
 		}
 	}
@@ -202,7 +202,7 @@ func fileModule(file string) string {
 func matching(s string, set map[string]bool) []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, w := range wordRE.FindAllString(strings.ToLower(s), -1) {
+	for _, w := range wordRE().FindAllString(strings.ToLower(s), -1) {
 		if set[w] && !seen[w] {
 			seen[w] = true
 			out = append(out, w)

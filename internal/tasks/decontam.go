@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
 	"cwm/internal/env"
 	"cwm/internal/errkind"
 	"cwm/internal/hostexec"
+	"cwm/internal/lazyre"
 	"cwm/internal/sandbox"
 )
 
@@ -32,7 +32,7 @@ type exclusion struct {
 	roots       map[string]bool
 }
 
-var hashRE = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
+var hashRE = lazyre.New(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
 
 // DefaultExclusions is the SWE-bench repository list cwm ships.
 func DefaultExclusions() *Exclusions {
@@ -75,7 +75,7 @@ func parseExclusions(ctx context.Context, text, origin, dir string) (*Exclusions
 		}
 		e := exclusion{entry: strings.TrimSpace(line), roots: map[string]bool{}}
 		for _, h := range fields[1:] {
-			if !hashRE.MatchString(strings.ToLower(h)) {
+			if !hashRE().MatchString(strings.ToLower(h)) {
 				return nil, fmt.Errorf("%s:%d: %q is not a commit hash", origin, n, h)
 			}
 			e.roots[strings.ToLower(h)] = true

@@ -2,9 +2,9 @@ package tasks
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
+	"cwm/internal/lazyre"
 	"cwm/internal/testrun"
 )
 
@@ -40,16 +40,16 @@ func problemStatement(f2p []string, got map[string]testrun.Test) string {
 
 var (
 	// A path to a Python file, absolute or relative, maybe with :LINE.
-	pyPathRE = regexp.MustCompile(`(?:/[^\s:'"()]+|[\w.\-]+(?:/[\w.\-]+)*)\.py(?::\d+)*`)
+	pyPathRE = lazyre.New(`(?:/[^\s:'"()]+|[\w.\-]+(?:/[\w.\-]+)*)\.py(?::\d+)*`)
 	// ", line 12" from a traceback's File "...", line 12, in f.
-	lineRE = regexp.MustCompile(`,? line \d+`)
+	lineRE = lazyre.New(`,? line \d+`)
 )
 
 // scrub removes where the code under test lives from an error message:
 // paths of non-test Python files and line numbers. Test files stay, since
 // the test ids name them anyway.
 func scrub(msg string) string {
-	msg = pyPathRE.ReplaceAllStringFunc(msg, func(p string) string {
+	msg = pyPathRE().ReplaceAllStringFunc(msg, func(p string) string {
 		file := p
 		if i := strings.Index(file, ".py"); i >= 0 {
 			file = file[:i+3]
@@ -60,5 +60,5 @@ func scrub(msg string) string {
 		}
 		return "<source>"
 	})
-	return strings.TrimSpace(lineRE.ReplaceAllString(msg, ""))
+	return strings.TrimSpace(lineRE().ReplaceAllString(msg, ""))
 }

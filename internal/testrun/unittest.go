@@ -1,7 +1,7 @@
 package testrun
 
 import (
-	"regexp"
+	"cwm/internal/lazyre"
 	"strconv"
 	"strings"
 	"time"
@@ -10,12 +10,12 @@ import (
 var (
 	// "test_x (mod.Class.test_x)" on 3.11+, "test_x (mod.Class)" before;
 	// a subtest adds " (i=2)" and a verbose status follows " ... ".
-	unittestStart = regexp.MustCompile(`^(\s*)(\w+) \(([\w.]+)\)(?: \((.*?)\))?(?: \.\.\. (.*))?$`)
+	unittestStart = lazyre.New(`^(\s*)(\w+) \(([\w.]+)\)(?: \((.*?)\))?(?: \.\.\. (.*))?$`)
 	// "FAIL: test_x (mod.Class.test_x)" in the summary sections.
-	unittestHeader = regexp.MustCompile(`^(FAIL|ERROR|UNEXPECTED SUCCESS): (\w+) \(([\w.]+)\)`)
-	unittestRan    = regexp.MustCompile(`^Ran (\d+) tests? in `)
+	unittestHeader = lazyre.New(`^(FAIL|ERROR|UNEXPECTED SUCCESS): (\w+) \(([\w.]+)\)`)
+	unittestRan    = lazyre.New(`^Ran (\d+) tests? in `)
 	// "0.012s     test_x (mod.Class.test_x)" under "Slowest test durations" (3.12+).
-	unittestDuration = regexp.MustCompile(`^(\d+\.\d+)s\s+(\w+) \(([\w.]+)\)`)
+	unittestDuration = lazyre.New(`^(\d+\.\d+)s\s+(\w+) \(([\w.]+)\)`)
 )
 
 // unittestID turns the name and the parenthesised part of a verbose line
@@ -77,7 +77,7 @@ func ParseUnittest(stderr []byte) (tests []Test, finished bool) {
 	inSummary := false
 	for _, line := range lines {
 		line = strings.TrimRight(line, "\r")
-		if unittestRan.MatchString(line) {
+		if unittestRan().MatchString(line) {
 			finished = true
 			continue
 		}
@@ -86,7 +86,7 @@ func ParseUnittest(stderr []byte) (tests []Test, finished bool) {
 			pending = ""
 			continue
 		}
-		if m := unittestHeader.FindStringSubmatch(line); m != nil {
+		if m := unittestHeader().FindStringSubmatch(line); m != nil {
 			id := unittestID(m[2], m[3])
 			switch m[1] {
 			case "FAIL", "UNEXPECTED SUCCESS":
@@ -96,7 +96,7 @@ func ParseUnittest(stderr []byte) (tests []Test, finished bool) {
 			}
 			continue
 		}
-		if m := unittestDuration.FindStringSubmatch(line); m != nil {
+		if m := unittestDuration().FindStringSubmatch(line); m != nil {
 			if i, ok := index[unittestID(m[2], m[3])]; ok {
 				if f, err := strconv.ParseFloat(m[1], 64); err == nil {
 					tests[i].Time = time.Duration(f * float64(time.Second))
@@ -107,7 +107,7 @@ func ParseUnittest(stderr []byte) (tests []Test, finished bool) {
 		if inSummary {
 			continue
 		}
-		if m := unittestStart.FindStringSubmatch(line); m != nil {
+		if m := unittestStart().FindStringSubmatch(line); m != nil {
 			id := unittestID(m[2], m[3])
 			subtest := m[1] != "" || m[4] != ""
 			if _, ok := index[id]; !ok {

@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"runtime"
 	"sync"
 	"time"
 
+	"cwm/internal/lazyre"
 	"cwm/internal/sandbox"
 	"cwm/internal/trace"
 )
@@ -164,7 +164,7 @@ func (p *Pool) trace(ctx context.Context, f Func, stopAtCap bool) Result {
 	return res
 }
 
-var definesMain = regexp.MustCompile(`(?m)^(async\s+)?def\s+main\s*\(|^main\s*=`)
+var definesMain = lazyre.New(`(?m)^(async\s+)?def\s+main\s*\(|^main\s*=`)
 
 // Unrepresentable says why code cannot be traced (nor run by a Pool) in
 // CWM's frame, or "": it holds one of the format's special tokens, or
@@ -175,7 +175,7 @@ func unrepresentable(code string) string {
 	if tok := trace.SpecialToken(code); tok != "" {
 		return fmt.Sprintf("the code contains the special token %s, which the trace text cannot carry in its context", tok)
 	}
-	if definesMain.MatchString(code) {
+	if definesMain().MatchString(code) {
 		return "the code defines main, the name of the trace's entry point; rename it"
 	}
 	return ""
