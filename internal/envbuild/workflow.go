@@ -9,10 +9,10 @@ import (
 	"strings"
 
 	"cwm/internal/env"
+	"cwm/internal/lazyre"
 
 	// The YAML parser: CI workflows are YAML with anchors, block scalars
 	// and flow sequences, which only a real parser reads correctly.
-	"cwm/internal/lazyre"
 	"gopkg.in/yaml.v3"
 )
 

@@ -35,7 +35,6 @@ func newWarmer(sbs *env.Sandboxes) *warmer {
 // topUp starts up to n sandboxes of e in the background, at most
 // warmPerEnv at a time, into the warm pool, until it holds n idle ones.
 func (w *warmer) topUp(e *env.Env, n int) {
-	want := n
 	for i := 0; i < n; i++ {
 		w.mu.Lock()
 		if w.closed || w.inflight[e.ID] >= warmPerEnv {
@@ -49,7 +48,7 @@ func (w *warmer) topUp(e *env.Env, n int) {
 			defer w.wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			w.sbs.Prewarm(ctx, e, want)
+			w.sbs.Prewarm(ctx, e, n)
 			w.mu.Lock()
 			w.inflight[e.ID]--
 			w.mu.Unlock()

@@ -366,11 +366,7 @@ func (rt *Runtime) Prewarm(ctx context.Context, cfg Config, want int) error {
 		return err
 	}
 	rt.mu.Lock()
-	n := 0
-	for _, l := range rt.idle {
-		n += len(l)
-	}
-	if rt.closed || n >= rt.warm || len(rt.idle[key]) >= want {
+	if rt.closed || rt.idleCount() >= rt.warm || len(rt.idle[key]) >= want {
 		rt.mu.Unlock()
 		return s.destroy()
 	}
@@ -404,6 +400,16 @@ func (rt *Runtime) takeWarm(key string) *Sandbox {
 		return s
 	}
 	return nil
+}
+
+// idleCount is how many warm sandboxes the pool holds, of every
+// configuration. rt.mu must be held.
+func (rt *Runtime) idleCount() int {
+	n := 0
+	for _, l := range rt.idle {
+		n += len(l)
+	}
+	return n
 }
 
 // readyIdle picks from list, the idle sandboxes of one key, the most
@@ -453,11 +459,7 @@ func (rt *Runtime) check(cfg Config) (Config, error) {
 func (rt *Runtime) release(s *Sandbox, reusable bool) error {
 	rt.mu.Lock()
 	delete(rt.live, s)
-	n := 0
-	for _, l := range rt.idle {
-		n += len(l)
-	}
-	keep := reusable && !rt.closed && rt.warm > 0 && n < rt.warm
+	keep := reusable && !rt.closed && rt.warm > 0 && rt.idleCount() < rt.warm
 	if keep && !s.busy() {
 		// Every command has been waited for, so init has already killed
 		// all the sandbox's processes: nothing of it runs any more. The

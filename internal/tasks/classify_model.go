@@ -20,9 +20,16 @@ Answer with one line that is exactly FIX or NOT A FIX, then one short sentence s
 // maxClassifyDiff bounds the source diff shown to the classifier model.
 const maxClassifyDiff = 8000
 
-// modelVerdict asks m whether the commit is a fix. ok is false when the
-// model failed or its reply had no verdict; note says what happened.
-func modelVerdict(ctx context.Context, m Completer, message, fix string, f2p []string, failures map[string]testrun.Test) (isFix bool, why string, ok bool, note string) {
+// modelAnswer is a classifier model's answer: a fix or not, and why.
+type modelAnswer struct {
+	fix bool
+	why string
+}
+
+// modelVerdict asks m whether the commit is a fix. Without an answer (the
+// model failed, or its reply had no verdict) it returns nil and a note
+// saying what happened.
+func modelVerdict(ctx context.Context, m Completer, message, fix string, f2p []string, failures map[string]testrun.Test) (*modelAnswer, string) {
 	var b strings.Builder
 	b.WriteString("The commit message:\n\n" + strings.TrimSpace(message) + "\n\n")
 	b.WriteString(failingTests(f2p, failures))
@@ -30,16 +37,15 @@ func modelVerdict(ctx context.Context, m Completer, message, fix string, f2p []s
 	rep, err := m.Complete(ctx, model.Request{Messages: []model.Message{
 		{Role: model.RoleSystem, Content: classifySystem}, {Role: model.RoleUser, Content: b.String()}}})
 	if err != nil {
-		return false, "", false, fmt.Sprintf("model classification failed: %v", err)
+		return nil, fmt.Sprintf("model classification failed: %v", err)
 	}
-	verdict, why := parseVerdict(rep.Message.Content)
-	switch verdict {
+	switch v, why := parseVerdict(rep.Message.Content); v {
 	case "FIX":
-		return true, why, true, ""
+		return &modelAnswer{true, why}, ""
 	case "NOT A FIX":
-		return false, why, true, ""
+		return &modelAnswer{false, why}, ""
 	}
-	return false, "", false, fmt.Sprintf("model classification ignored: no FIX or NOT A FIX in its reply %q", clip(strings.TrimSpace(rep.Message.Content), 80))
+	return nil, fmt.Sprintf("model classification ignored: no FIX or NOT A FIX in its reply %q", clip(strings.TrimSpace(rep.Message.Content), 80))
 }
 
 // parseVerdict reads a classifier reply: the verdict on its first
@@ -64,23 +70,23 @@ func parseVerdict(reply string) (verdict, why string) {
 	return "", ""
 }
 
-// applyModelVerdict makes the model's verdict the classifier's: the
+// applyModelVerdict makes the model's verdict v the classifier's: the
 // rules' score and reasons stay as evidence, and a reason says what the
-// model answered. Without a verdict (ok false) the rules decide.
-func applyModelVerdict(c *task.FixClass, name string, isFix bool, why string, ok bool, note string) {
-	if !ok {
+// model answered. Without a verdict (v nil) the rules decide and note
+// says why.
+func applyModelVerdict(c *task.FixClass, name string, v *modelAnswer, note string) {
+	if v == nil {
 		c.Reasons = append(c.Reasons, note+": the rules decide")
 		return
 	}
-	v := "not a fix"
-	if isFix {
-		v = "a fix"
+	what := "not a fix"
+	if v.fix {
+		what = "a fix"
 	}
-	c.Model = name
-	c.Fix = isFix
-	r := fmt.Sprintf("model %s: %s", name, v)
-	if why != "" {
-		r += " (" + why + ")"
+	c.Model, c.Fix = name, v.fix
+	r := fmt.Sprintf("model %s: %s", name, what)
+	if v.why != "" {
+		r += " (" + v.why + ")"
 	}
 	c.Reasons = append(c.Reasons, r)
 }

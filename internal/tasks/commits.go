@@ -382,8 +382,8 @@ func commitTask(ctx context.Context, sbs *env.Sandboxes, sb *sandbox.Sandbox, e 
 	}
 	t.FixClass = classifyFix(message, fix, t.FailToPass, before[0])
 	if opts.Model != nil {
-		isFix, why, ok, note := modelVerdict(ctx, opts.Model, message, fix, t.FailToPass, before[0])
-		applyModelVerdict(t.FixClass, opts.ModelName, isFix, why, ok, note)
+		v, note := modelVerdict(ctx, opts.Model, message, fix, t.FailToPass, before[0])
+		applyModelVerdict(t.FixClass, opts.ModelName, v, note)
 	}
 	d.FixClass = t.FixClass
 	if opts.Auto && !opts.KeepAll && !t.FixClass.Fix {

@@ -88,8 +88,7 @@ class Connection:
         else:
             head += bytes([0x80 | 127]) + struct.pack("!Q", n)
         mask = os.urandom(4)
-        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload)) if n < 4096 else _mask(payload, mask)
-        self._sock.sendall(head + mask + masked)
+        self._sock.sendall(head + mask + _mask(payload, mask))
 
     def _recv_frame(self):
         b0, b1 = self._read(2)
