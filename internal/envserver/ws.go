@@ -158,13 +158,22 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	for b := range msgs {
 		c.last.Store(time.Now().UnixNano())
 		c.busy.Store(true)
+		// The message counts as in flight until its reply is written, so
+		// a drain waits for the reply before it sends the close frame.
+		held := s.begin() == nil
 		reply, end := c.handle(b)
 		c.busy.Store(false)
 		c.last.Store(time.Now().UnixNano())
 		if reply != nil {
 			if err := c.send(*reply); err != nil {
+				if held {
+					s.inflight.Done()
+				}
 				return
 			}
+		}
+		if held {
+			s.inflight.Done()
 		}
 		if end {
 			// The handshake before the cancel: a cancelled read would
