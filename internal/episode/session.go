@@ -45,24 +45,20 @@ func (t *Toolbox) Session(ctx context.Context) (Session, error) {
 // Restore brings the toolbox's session to s: its variables exported as s
 // has them, then its directory. Variables the session has that s lacks
 // are left alone; a restored variable that is read-only in the new
-// session keeps its value.
-func (t *Toolbox) Restore(ctx context.Context, s Session) error {
+// session keeps its value. The state is queued, not waited for: bash sets
+// it up before the session's next command, so a branch's restore costs no
+// round trip of its own.
+func (t *Toolbox) Restore(s Session) error {
 	if s == (Session{}) {
 		return nil
 	}
 	var cmd strings.Builder
-	cmd.WriteString("{\n")
 	cmd.WriteString(s.Exports)
 	if s.Dir != "" {
 		cmd.WriteString("\nbuiltin cd -- " + singleQuote(s.Dir))
 	}
-	cmd.WriteString("\n} >/dev/null 2>&1; builtin true")
-	r, err := t.sh.Run(ctx, cmd.String(), sessionTimeout)
-	if err != nil {
+	if err := t.sh.Queue(cmd.String()); err != nil {
 		return fmt.Errorf("restore session state: %w", err)
-	}
-	if r.Restarted {
-		return fmt.Errorf("restore session state: %s", r.Message)
 	}
 	return nil
 }
@@ -111,7 +107,7 @@ func (t *Toolbox) forkOnto(ctx context.Context, sb *sandbox.Sandbox, s Session) 
 		sb.Close()
 		return nil, err
 	}
-	if err := nt.Restore(ctx, s); err != nil {
+	if err := nt.Restore(s); err != nil {
 		nt.Close()
 		sb.Close()
 		return nil, err

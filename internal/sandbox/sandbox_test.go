@@ -261,6 +261,35 @@ func TestShell(t *testing.T) {
 	}
 }
 
+// A queued command runs before the next Run's, silently: its state stays,
+// its output, status and stdin do not reach the Run.
+func TestShellQueue(t *testing.T) {
+	rt := newRuntime(t, Options{})
+	s := newSandbox(t, rt, Config{Workdir: "/tmp"})
+	ctx := context.Background()
+	sess, err := s.Shell(ctx, ShellOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	if err := sess.Queue("echo noise; echo err >&2; cat; declare -x Q='it''s'\ncd /etc; false"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := sess.Run(ctx, "echo $?; pwd; echo \"$Q\"", 10*time.Second)
+	if err != nil || r.Output != "0\n/etc\nits\n" || r.Restarted {
+		t.Errorf("Run after Queue = %+v, %v; want the queued state without its output or status", r, err)
+	}
+	if _, err := sess.Run(ctx, "exit 3", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Queue("cd /etc"); err != nil {
+		t.Fatalf("Queue on the restarted session: %v", err)
+	}
+	if r, _ := sess.Run(ctx, "pwd", time.Second); r.Output != "/etc\n" {
+		t.Errorf("Queue on the restarted session: pwd = %q", r.Output)
+	}
+}
+
 func TestBashQuote(t *testing.T) {
 	for _, s := range []string{"", "plain", "it's", `back\slash`, "nl\nand\ttab", "\x01\x7f", "ünïcødé", `$(rm -rf /)`, "'; exit; '"} {
 		rt := bashQuote(s)

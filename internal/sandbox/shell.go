@@ -207,6 +207,23 @@ func (sh *Shell) Run(ctx context.Context, command string, timeout time.Duration)
 	}
 }
 
+// Queue writes command to the session without waiting for it: bash runs
+// it before the next Run's command, with stdin from /dev/null, its output
+// discarded and $? 0 after it. A session restarted before then never runs it.
+// It is for builtins that set up state (cd, export), whose round trip the
+// caller would rather not wait for.
+func (sh *Shell) Queue(command string) error {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.in == nil {
+		return errors.New("queue shell command: the session has ended")
+	}
+	if _, err := sh.in.WriteString("{ eval " + bashQuote(command) + "; } </dev/null >/dev/null 2>&1; builtin true\n"); err != nil {
+		return fmt.Errorf("queue shell command: %w", err)
+	}
+	return nil
+}
+
 func (sh *Shell) restart(ctx context.Context, why Reason, start time.Time) (ShellResult, error) {
 	out := sh.buf
 	if len(out) > sh.opts.MaxOutput {
