@@ -125,8 +125,9 @@ boot() {
 	# bounds they assert are scaled (internal/testtime), not the limits.
 	# A shorter run: CWM_VM_SUITES (the ordinary user's suites),
 	# CWM_VM_ROOT_SUITES (root's), CWM_VM_SKIP (tests to skip, a -test.skip
-	# pattern).
+	# pattern; "none" for no root suites), CWM_VM_BENCH=0 (no benchmarks).
 	printf '%s' "${CWM_VM_SUITES:-}" >"$out/suites"
+	printf '%s' "${CWM_VM_BENCH:-1}" >"$out/bench"
 	printf '%s' "${CWM_VM_ROOT_SUITES:-}" >"$out/root-suites"
 	printf '%s' "${CWM_VM_SKIP:-}" >"$out/skip"
 	if [ "$accel" = tcg ]; then echo "${CWM_VM_TIME_SCALE:-30}" >"$out/time-scale"; else echo "${CWM_VM_TIME_SCALE:-2}" >"$out/time-scale"; fi
