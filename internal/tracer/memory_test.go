@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"cwm/internal/testtime"
 )
 
 // TestMemoryStatus runs functions whose processes need far more memory
@@ -18,9 +20,10 @@ func TestMemoryStatus(t *testing.T) {
 	if v, why := rt.Cgroups(); v == 0 {
 		t.Skipf("no memory cgroup: %s", why)
 	}
-	// The wall clock must outlast forty forks on a loaded machine: a
-	// timeout before the cgroup fills is a timeout, rightly.
-	p, err := NewPool(context.Background(), rt, Options{Workers: 1, Timeout: 10 * time.Second, Memory: 64 << 20})
+	// The wall clock must outlast forty forks on a loaded machine (and
+	// under emulation, CWM_TEST_TIME_SCALE): a timeout before the cgroup
+	// fills is a timeout, rightly.
+	p, err := NewPool(context.Background(), rt, Options{Workers: 1, Timeout: testtime.Scale(10 * time.Second), Memory: 64 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
