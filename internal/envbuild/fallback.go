@@ -47,15 +47,20 @@ func firstError(out string) string {
 // requirements are installed as requirements. The step says so in its
 // note and provenance.
 func (in *installer) importRootFallback(ctx context.Context, st *env.Step, p pipPlan, dir string, vars []string, cause string) error {
-	var roots, deps, versions []string
+	var roots, lines, deps, versions []string
 	for _, e := range p.editable {
 		base, _, _ := strings.Cut(e, "[")
 		host := filepath.Join(in.repo, dir, base)
 		root := path.Join(env.RepoRoot, dir, base)
+		hostRoot := host
 		if hasPythonSources(filepath.Join(host, "src")) {
-			root = path.Join(root, "src")
+			root, hostRoot = path.Join(root, "src"), filepath.Join(host, "src")
 		}
 		roots = append(roots, root)
+		lines = append(lines, root)
+		for _, ns := range namespacePortions(hostRoot) {
+			lines = append(lines, namespaceFirst(ns, path.Join(root, ns)))
+		}
 		proj := readPyproject(host)
 		deps = append(deps, proj.Project.Dependencies...)
 		versions = append(versions, versionFiles(proj, path.Join(env.RepoRoot, dir, base), host)...)
@@ -63,7 +68,7 @@ func (in *installer) importRootFallback(ctx context.Context, st *env.Step, p pip
 			deps = append(deps, proj.Project.OptionalDependencies[x]...)
 		}
 	}
-	pth := "printf '%s\\n' " + testrun.Join(roots) + ` > "$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/_cwm_import_root.pth"`
+	pth := "printf '%s\\n' " + testrun.Join(lines) + ` > "$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/_cwm_import_root.pth"`
 	for _, v := range versions {
 		// The version module a VCS hook would have written at build time.
 		pth += " && printf '%s\\n' " + testrun.Join([]string{versionModule}) + " > " + testrun.Join([]string{v})
@@ -105,6 +110,62 @@ func (in *installer) importRootFallback(ctx context.Context, st *env.Step, p pip
 	st.Status, st.Note = "ok", note
 	st.Provenance += " (fallback: import root on the path)"
 	return nil
+}
+
+// namespacePortions are the top-level namespace packages of an import
+// root: its directories without __init__.py whose contents are packages
+// only (zope/interface/__init__.py), as a distribution's portion of a
+// namespace is; a directory of modules (tests/ without __init__.py) is not
+// one.
+func namespacePortions(root string) []string {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, d := range ents {
+		n := d.Name()
+		if !d.IsDir() || !identifier().MatchString(n) {
+			continue
+		}
+		sub, err := os.ReadDir(filepath.Join(root, n))
+		if err != nil {
+			continue
+		}
+		pkgs, modules := 0, 0
+		for _, e := range sub {
+			switch {
+			case !e.IsDir() && strings.HasSuffix(e.Name(), ".py"):
+				modules++
+			case e.IsDir():
+				if _, err := os.Stat(filepath.Join(root, n, e.Name(), "__init__.py")); err == nil {
+					pkgs++
+				}
+			}
+		}
+		if pkgs > 0 && modules == 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+var identifier = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// namespaceFirst is a .pth line that makes the repository's portion of the
+// namespace package name the first place Python looks for its modules.
+// Without it, an older copy of the same distribution installed in the
+// system's site-packages wins (Debian's zope.interface under the
+// repository's own): such distributions declare their namespace with an
+// -nspkg.pth file that makes the namespace module, from their directory
+// alone, before any import runs. This line runs first (the venv's .pth
+// files are read before the system's) and makes the module with the
+// repository's directory first, then every other portion on the path or
+// in a site directory; the -nspkg.pth files then find the module made and
+// add their own directories after it.
+func namespaceFirst(name, dir string) string {
+	return fmt.Sprintf("import os, site, sys, types; m = sys.modules.setdefault(%[1]q, types.ModuleType(%[1]q)); p = m.__dict__.setdefault('__path__', []); "+
+		"%[2]q in p or p.insert(0, %[2]q); [p.append(d) for d in [os.path.join(e, %[1]q) for e in sys.path + site.getsitepackages()] if d not in p and os.path.isdir(d)]", name, dir)
 }
 
 // hasPythonSources reports whether dir holds Python code: a module, or a

@@ -44,6 +44,66 @@ build.hooks.vcs.version-file = "src/shout/_version.py"
 	}
 }
 
+// TestImportRootFallbackNamespace builds a project whose package is a
+// portion of a namespace (src/nsp/mod, no src/nsp/__init__.py) while an
+// older distribution of the same name, installed by its CI first, declares
+// the namespace the legacy way (an -nspkg.pth file, as Debian's zope.*
+// packages do): with the import root merely on the path, the old copy
+// wins; the fallback makes the repository's portion come first.
+func TestImportRootFallbackNamespace(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		".github/workflows/ci.yml": `on: push
+jobs:
+  test:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - run: pip install ./legacy
+      - run: pip install -e .
+      - run: pytest tests
+`,
+		"legacy/setup.py": `from setuptools import setup
+setup(name="nsp.mod", version="1.0", packages=["nsp", "nsp.mod"], namespace_packages=["nsp"])
+`,
+		"legacy/nsp/__init__.py":     "__import__('pkg_resources').declare_namespace(__name__)\n",
+		"legacy/nsp/mod/__init__.py": "VERSION = 1\n",
+		"pyproject.toml": `[build-system]
+requires = ["flit_core>=4,<5"]
+build-backend = "flit_core.buildapi"
+
+[project]
+name = "nsp.mod"
+version = "2.0"
+license = "MIT"
+`,
+		"src/nsp/mod/__init__.py": "VERSION = 2\n",
+		"tests/test_ns.py":        "import nsp.mod\n\n\ndef test_version():\n    assert nsp.mod.VERSION == 2, nsp.mod.__file__\n",
+	})
+	e := mustBuild(t, buildOpts(dir))
+	if !e.Usable || e.Counts.Pass != 1 {
+		t.Fatalf("Build = usable %v, %v (reason %q)", e.Usable, e.Counts, e.Reason)
+	}
+	st := e.Install[len(e.Install)-1]
+	if !strings.Contains(st.Provenance, "fallback: import root on the path") || !strings.Contains(st.Run, `p.insert(0, "/repo/src/nsp")`) {
+		t.Errorf("install step = %s %q, run %q; want the fallback with the namespace's portion first", st.Status, st.Provenance, st.Run)
+	}
+}
+
+func TestNamespacePortions(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"zope/interface/__init__.py": "",
+		"zope/event/__init__.py":     "",
+		"pkg/__init__.py":            "",
+		"tests/test_a.py":            "",
+		"tests/helpers/__init__.py":  "",
+		"docs/conf.py":               "",
+		"not-a-name/x/__init__.py":   "",
+	})
+	if got := namespacePortions(dir); strings.Join(got, " ") != "zope" {
+		t.Errorf("namespacePortions = %q, want [zope]", got)
+	}
+}
+
 func TestHasPythonSources(t *testing.T) {
 	dir := writeTree(t, map[string]string{
 		"ns/src/zope/interface/__init__.py": "", // a namespace package: no src/zope/__init__.py
