@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"cwm/internal/env"
 )
 
 // TestImportRootFallback builds a src-layout project whose build backend
@@ -29,11 +31,7 @@ build.hooks.vcs.version-file = "src/shout/_version.py"
 		"src/shout/__init__.py": "from shout._version import __version__\n\n\ndef shout(s):\n    return s.upper() + '!'\n",
 		"tests/test_shout.py":   "from shout import shout\n\n\ndef test_shout():\n    assert shout('a') == 'A!'\n",
 	})
-	e := mustBuild(t, buildOpts(dir))
-	if !e.Usable || e.Counts.Pass != 1 {
-		t.Fatalf("Build = usable %v, %v (reason %q)", e.Usable, e.Counts, e.Reason)
-	}
-	st := e.Install[len(e.Install)-1]
+	st := lastInstallStep(t, dir)
 	if st.Status != "ok" || !strings.Contains(st.Provenance, "fallback: import root on the path") ||
 		!strings.Contains(st.Note, "/repo/src put on the path") || !strings.Contains(st.Note, "the build step failed (") ||
 		!strings.Contains(st.Note, "version file written: /repo/src/shout/_version.py") {
@@ -79,14 +77,21 @@ license = "MIT"
 		"src/nsp/mod/__init__.py": "VERSION = 2\n",
 		"tests/test_ns.py":        "import nsp.mod\n\n\ndef test_version():\n    assert nsp.mod.VERSION == 2, nsp.mod.__file__\n",
 	})
+	st := lastInstallStep(t, dir)
+	if !strings.Contains(st.Provenance, "fallback: import root on the path") || !strings.Contains(st.Run, `p.insert(0, "/repo/src/nsp")`) {
+		t.Errorf("install step = %s %q, run %q; want the fallback with the namespace's portion first", st.Status, st.Provenance, st.Run)
+	}
+}
+
+// lastInstallStep builds the project in dir, which must be usable with its
+// one test passing, and returns its last install step.
+func lastInstallStep(t *testing.T, dir string) env.Step {
+	t.Helper()
 	e := mustBuild(t, buildOpts(dir))
 	if !e.Usable || e.Counts.Pass != 1 {
 		t.Fatalf("Build = usable %v, %v (reason %q)", e.Usable, e.Counts, e.Reason)
 	}
-	st := e.Install[len(e.Install)-1]
-	if !strings.Contains(st.Provenance, "fallback: import root on the path") || !strings.Contains(st.Run, `p.insert(0, "/repo/src/nsp")`) {
-		t.Errorf("install step = %s %q, run %q; want the fallback with the namespace's portion first", st.Status, st.Provenance, st.Run)
-	}
+	return e.Install[len(e.Install)-1]
 }
 
 func TestNamespacePortions(t *testing.T) {
