@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +24,8 @@ func TestMemoryStatus(t *testing.T) {
 	// The wall clock must outlast forty forks on a loaded machine (and
 	// under emulation, CWM_TEST_TIME_SCALE): a timeout before the cgroup
 	// fills is a timeout, rightly.
-	p, err := NewPool(context.Background(), rt, Options{Workers: 1, Timeout: testtime.Scale(10 * time.Second), Memory: 64 << 20})
+	timeout := testtime.Scale(10 * time.Second)
+	p, err := NewPool(context.Background(), rt, Options{Workers: 1, Timeout: timeout, Memory: 64 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,8 +35,9 @@ func TestMemoryStatus(t *testing.T) {
 		status           Status
 		output           string
 	}{
-		// Forty children of 20 MiB each, waited for: a killed child leaves
-		// the program waiting until the wall clock runs out.
+		// Forty children of 20 MiB each, waited for: those the killer
+		// spares sleep past the wall clock, which runs out while the
+		// program waits for them.
 		{"forked children", `import os, time
 
 def f(k, n):
@@ -45,7 +48,7 @@ def f(k, n):
             try:
                 x = bytearray(n)
                 x[::4096] = b"x" * len(x[::4096])
-                time.sleep(30)
+                time.sleep(` + strconv.Itoa(int(3*timeout/time.Second)) + `)
             finally:
                 os._exit(0)
         pids.append(pid)
