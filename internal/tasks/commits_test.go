@@ -80,7 +80,7 @@ func TestCommits(t *testing.T) {
 	e, repo := calcEnv(t)
 	ctx := context.Background()
 	out := filepath.Join(t.TempDir(), "tasks.jsonl")
-	ds, err := Commits(ctx, testSandboxes, e, CommitOptions{Out: out, Commits: []string{repo.fix, repo.extra}, Build: atParent})
+	ds, err := Commits(ctx, testSandboxes, e, CommitOptions{Out: out, Commits: []string{repo.fix, repo.extra}, Build: atParent, TimeoutFactor: timeoutFactor(3)})
 	if err != nil {
 		t.Fatalf("Commits: %v", err)
 	}
@@ -120,14 +120,14 @@ func TestCommits(t *testing.T) {
 	if tk.EnvID == e.ID || tk.BugPatch != "" {
 		t.Errorf("task env %s (HEAD's is %s), bug_patch %q: want the parent's environment and no bug_patch", tk.EnvID, e.ID, tk.BugPatch)
 	}
-	verdicts, err := Validate(ctx, testSandboxes, tasks, ValidateOptions{Store: env.NewStore(testHome)})
+	verdicts, err := Validate(ctx, testSandboxes, tasks, ValidateOptions{Store: env.NewStore(testHome), TimeoutFactor: timeoutFactor(3)})
 	if err != nil || !verdicts[0].OK {
 		t.Errorf("Validate(commit task) = %+v, %v; want it to hold", verdicts, err)
 	}
 
 	// Resuming decides nothing twice; --auto proposes exactly the two
 	// commits that touch tests and source (not the root).
-	again, err := Commits(ctx, testSandboxes, e, CommitOptions{Out: out, Auto: true, Build: atParent})
+	again, err := Commits(ctx, testSandboxes, e, CommitOptions{Out: out, Auto: true, Build: atParent, TimeoutFactor: timeoutFactor(3)})
 	if err != nil || len(again) != 0 {
 		t.Errorf("--auto after deciding both commits: %+v, %v; want nothing new", again, err)
 	}

@@ -15,7 +15,16 @@ import (
 	"cwm/internal/envbuild"
 	"cwm/internal/sandbox"
 	"cwm/internal/sandbox/sandboxtest"
+	"cwm/internal/testtime"
 )
+
+// timeoutFactor is f, the factor of the baseline's durations a test run may
+// take before it counts as hanging, widened under emulation
+// (CWM_TEST_TIME_SCALE), where one run's speed swings far more than on the
+// host.
+func timeoutFactor(f float64) float64 {
+	return f * float64(testtime.Scale(time.Second)) / float64(time.Second)
+}
 
 // The tests share one runtime and one $CWM_HOME; each environment is built
 // once for the whole package.

@@ -29,7 +29,7 @@ func TestMutateTextkit(t *testing.T) {
 	e := textkitEnv(t)
 	ctx := context.Background()
 	out := filepath.Join(t.TempDir(), "tasks.jsonl")
-	opts := MutateOptions{Out: out, Max: 32, PerFunction: 2, Seed: 1, Workers: 2}
+	opts := MutateOptions{Out: out, Max: 32, PerFunction: 2, Seed: 1, Workers: 2, TimeoutFactor: timeoutFactor(3)}
 	sum, err := Mutate(ctx, testSandboxes, e, opts)
 	if err != nil {
 		t.Fatalf("Mutate: %v", err)
@@ -86,7 +86,7 @@ func TestMutateTextkit(t *testing.T) {
 	checkPatchesApply(t, e, tasks)
 
 	for i := 1; i <= 3; i++ {
-		verdicts, err := Validate(ctx, testSandboxes, tasks, ValidateOptions{Store: env.NewStore(testHome), Workers: 2})
+		verdicts, err := Validate(ctx, testSandboxes, tasks, ValidateOptions{Store: env.NewStore(testHome), Workers: 2, TimeoutFactor: timeoutFactor(3)})
 		if err != nil {
 			t.Fatalf("Validate (pass %d): %v", i, err)
 		}
@@ -154,7 +154,7 @@ func TestHazards(t *testing.T) {
 	e := buildEnv(t, envbuild.Options{Source: "testdata/hazards"})
 	out := filepath.Join(t.TempDir(), "tasks.jsonl")
 	sum, err := Mutate(context.Background(), testSandboxes, e, MutateOptions{Out: out, Seed: 1, Workers: 2,
-		Families: []string{mutate.Functions, mutate.Statements, mutate.Operators}, TimeoutFactor: 2})
+		Families: []string{mutate.Functions, mutate.Statements, mutate.Operators}, TimeoutFactor: timeoutFactor(2)})
 	if err != nil {
 		t.Fatalf("Mutate: %v", err)
 	}
