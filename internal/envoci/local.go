@@ -9,7 +9,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
+	"sync"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -162,11 +164,26 @@ func install(st *env.Store, b blobs, a *artifact, from string) (*env.Env, error)
 	if err := os.Mkdir(stage.LayerDir(), 0o755); err != nil {
 		return nil, err
 	}
-	// Layers in order of their names, whatever the manifest's order.
+	// Layers in order of their names, whatever the manifest's order. They
+	// are disjoint directories, so they unpack at once (as many at a time
+	// as there are CPUs: creating files mostly waits on the file system);
+	// the first layer's error in that order is the one reported.
 	layers := append([]layerDesc(nil), a.layers...)
 	sort.Slice(layers, func(i, j int) bool { return layers[i].top < layers[j].top })
-	for _, l := range layers {
-		if err := unpackCached(b, l, stage.LayerDir()); err != nil {
+	errs := make([]error, len(layers))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i, l := range layers {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = unpackCached(b, l, stage.LayerDir())
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
 			return nil, fmt.Errorf("%s: %w", from, err)
 		}
 	}
