@@ -53,8 +53,8 @@ func (in *installer) importRootFallback(ctx context.Context, st *env.Step, p pip
 		host := filepath.Join(in.repo, dir, base)
 		root := path.Join(env.RepoRoot, dir, base)
 		hostRoot := host
-		if hasPythonSources(filepath.Join(host, "src")) {
-			root, hostRoot = path.Join(root, "src"), filepath.Join(host, "src")
+		if src := filepath.Join(host, "src"); hasPythonSources(src) {
+			root, hostRoot = path.Join(root, "src"), src
 		}
 		roots = append(roots, root)
 		lines = append(lines, root)

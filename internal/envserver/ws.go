@@ -164,16 +164,15 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		reply, end := c.handle(b)
 		c.busy.Store(false)
 		c.last.Store(time.Now().UnixNano())
+		var err error
 		if reply != nil {
-			if err := c.send(*reply); err != nil {
-				if held {
-					s.inflight.Done()
-				}
-				return
-			}
+			err = c.send(*reply)
 		}
 		if held {
 			s.inflight.Done()
+		}
+		if err != nil {
+			return
 		}
 		if end {
 			// The handshake before the cancel: a cancelled read would
