@@ -8,26 +8,33 @@ import (
 	"cwm/internal/command"
 	"cwm/internal/env"
 	"cwm/internal/envoci"
+	"cwm/internal/layertar"
 )
 
 type envImportCmd struct {
-	fs   *flag.FlagSet
-	json bool
+	fs          *flag.FlagSet
+	json        bool
+	maxUnpacked command.ByteSize
 }
 
 func (*envImportCmd) Name() string     { return "env import" }
 func (*envImportCmd) Synopsis() string { return "put an exported environment into the store" }
 func (*envImportCmd) Usage() string {
-	return `FILE [--json]
+	return `FILE [--max-unpacked SIZE] [--json]
 Puts the environments of FILE (written by cwm env export) into the store
 and prints their ids. Every blob is checked against its digest; a file
 cut short or damaged is refused and nothing is added. An environment the
-store already has is not read again.`
+store already has is not read again.
+
+Layers are unpacked under the rules cwm env pull describes, within
+--max-unpacked bytes (default 32G) per environment.`
 }
 
 func (c *envImportCmd) Flags(fs *flag.FlagSet) {
 	c.fs = fs
 	fs.BoolVar(&c.json, "json", false, "print the result as JSON")
+	c.maxUnpacked = layertar.DefaultMaxBytes
+	fs.Var(&c.maxUnpacked, "max-unpacked", "the ceiling on the environment's unpacked size in `SIZE` (suffixes K, M, G, T); a layer past it is refused")
 }
 
 func (c *envImportCmd) Run(ctx context.Context, e *command.Env, args []string) error {
@@ -38,7 +45,7 @@ func (c *envImportCmd) Run(ctx context.Context, e *command.Env, args []string) e
 	if len(args) != 1 {
 		return command.Usagef("want one file")
 	}
-	res, err := envoci.Import(env.NewStore(e.Home), args[0], e.Home)
+	res, err := envoci.Import(env.NewStore(e.Home), args[0], envoci.Options{Home: e.Home, MaxUnpacked: int64(c.maxUnpacked)})
 	if err != nil {
 		return err
 	}

@@ -8,17 +8,19 @@ import (
 	"cwm/internal/command"
 	"cwm/internal/env"
 	"cwm/internal/envoci"
+	"cwm/internal/layertar"
 )
 
 type envPullCmd struct {
-	fs   *flag.FlagSet
-	json bool
+	fs          *flag.FlagSet
+	json        bool
+	maxUnpacked command.ByteSize
 }
 
 func (*envPullCmd) Name() string     { return "env pull" }
 func (*envPullCmd) Synopsis() string { return "fetch an environment from an OCI registry" }
 func (*envPullCmd) Usage() string {
-	return `REF [--json]
+	return `REF [--max-unpacked SIZE] [--json]
 Puts the environment REF names (REGISTRY/REPOSITORY:TAG or
 REGISTRY/REPOSITORY@sha256:..., as cwm env push printed it) into the
 store, unless it is there, and prints its id. Only the blobs the blob
@@ -28,6 +30,13 @@ a reference by digest), and one that shares layers with an environment
 pulled before fetches only what is new. A blob that does not match its
 digest is refused, and an interrupted pull leaves nothing in the store.
 
+A layer is unpacked under the rules of docs/scale.md ("What a layer may
+hold"): nothing outside its directory or through a symbolic link, no
+devices, FIFOs, sparse files or whiteouts, hard links only to its own
+files; and no more than --max-unpacked bytes (default 32G) in all, nor
+more than the destination's free space, nor more than 1,048,576 entries.
+A layer that breaks a rule is refused, naming the layer and the entry.
+
 Every command that takes an environment also takes REF and pulls it on
 first use. Credentials and plain-HTTP registries: see cwm env push.`
 }
@@ -35,6 +44,8 @@ first use. Credentials and plain-HTTP registries: see cwm env push.`
 func (c *envPullCmd) Flags(fs *flag.FlagSet) {
 	c.fs = fs
 	fs.BoolVar(&c.json, "json", false, "print the result as JSON")
+	c.maxUnpacked = layertar.DefaultMaxBytes
+	fs.Var(&c.maxUnpacked, "max-unpacked", "the ceiling on the environment's unpacked size in `SIZE` (suffixes K, M, G, T); a layer past it is refused")
 }
 
 func (c *envPullCmd) Run(ctx context.Context, e *command.Env, args []string) error {
@@ -45,7 +56,7 @@ func (c *envPullCmd) Run(ctx context.Context, e *command.Env, args []string) err
 	if len(args) != 1 {
 		return command.Usagef("want one registry reference")
 	}
-	res, err := envoci.Pull(ctx, env.NewStore(e.Home), args[0], envoci.Options{Home: e.Home})
+	res, err := envoci.Pull(ctx, env.NewStore(e.Home), args[0], envoci.Options{Home: e.Home, MaxUnpacked: int64(c.maxUnpacked)})
 	if err != nil {
 		return err
 	}

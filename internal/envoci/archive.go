@@ -114,14 +114,14 @@ type ImportResult struct {
 // Import puts the environments of an exported file into st. Every blob is
 // checked against its digest as it is read; a file cut short or damaged
 // is refused and nothing is added to the store.
-func Import(st *env.Store, file, home string) (*ImportResult, error) {
+func Import(st *env.Store, file string, o Options) (*ImportResult, error) {
 	start := time.Now()
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, errkind.Wrap(errkind.NotFound, fmt.Errorf("import: %w", err))
 	}
 	defer f.Close()
-	b := newBlobs(home)
+	b := newBlobs(o.Home)
 	tr := tar.NewReader(f)
 	var index *v1.IndexManifest
 	res := &ImportResult{}
@@ -196,7 +196,7 @@ func Import(st *env.Store, file, home string) (*ImportResult, error) {
 				return nil, corrupt("%s lacks blob %s (%s) of environment %s: the file is incomplete", file, short(bd.Digest.String()), blobWhat(bd), a.id)
 			}
 		}
-		e, err := install(st, b, a, file)
+		e, err := install(st, b, a, file, o)
 		if err != nil {
 			return nil, err
 		}

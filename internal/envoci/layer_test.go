@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 
 	"cwm/internal/env"
 	"cwm/internal/env/envtest"
+	"cwm/internal/layertar"
 )
 
 // fixed is the modification time of the fixture's files.
@@ -172,7 +174,7 @@ func TestPackIsATreeRoundTrip(t *testing.T) {
 			t.Errorf("packLayer(%s) digest %s size %d, the bytes are %s, %d", top, pa.Digest, pa.Size, got, a.Len())
 		}
 		dst := t.TempDir()
-		if err := unpackLayer(&a, dst, top, pa.DiffID, pa.TarSize); err != nil {
+		if err := unpackInto(t, &a, dst, top, pa.DiffID, pa.TarSize); err != nil {
 			t.Fatalf("unpackLayer(%s): %v", top, err)
 		}
 		want := snapshot(t, filepath.Join(e.LayerDir(), top))
@@ -180,6 +182,20 @@ func TestPackIsATreeRoundTrip(t *testing.T) {
 			t.Errorf("%s after pack and unpack (-before +after):\n%s", top, diff)
 		}
 	}
+}
+
+// unpackInto unpacks one layer blob into dst, as install does.
+func unpackInto(t *testing.T, r io.Reader, dst, top, diffID string, size int64) error {
+	t.Helper()
+	u, err := layertar.New(dst, layertar.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	if err := unpackLayer(r, u, top, diffID, size); err != nil {
+		return err
+	}
+	return u.Finish()
 }
 
 // hostileTar is a layer blob of the given entries.
@@ -213,17 +229,17 @@ func TestUnpackRefusesHostileLayers(t *testing.T) {
 		bodies []string
 		want   string
 	}{
-		{"up and out", []*tar.Header{reg("repo/../../escape")}, []string{"x"}, "outside its directory repo/"},
-		{"absolute", []*tar.Header{reg("/etc/escape")}, []string{"x"}, "outside its directory"},
+		{"up and out", []*tar.Header{reg("repo/../../escape")}, []string{"x"}, "outside the destination"},
+		{"absolute", []*tar.Header{reg("/etc/escape")}, []string{"x"}, "outside the destination"},
 		{"another layer's directory", []*tar.Header{reg("venv/bin/python")}, []string{"x"}, "outside its directory repo/"},
 		{"through a symbolic link", []*tar.Header{
 			{Name: "repo/l", Typeflag: tar.TypeSymlink, Linkname: "/tmp"}, reg("repo/l/escape")},
-			[]string{"", "x"}, "which is not a directory"},
-		{"hard link outside", []*tar.Header{{Name: "repo/h", Typeflag: tar.TypeLink, Linkname: "/etc/passwd"}}, []string{""}, "outside its directory"},
+			[]string{"", "x"}, "goes through a symbolic link"},
+		{"hard link outside", []*tar.Header{{Name: "repo/h", Typeflag: tar.TypeLink, Linkname: "/etc/passwd"}}, []string{""}, "outside the destination"},
 		{"hard link to a link", []*tar.Header{
 			{Name: "repo/l", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"}, {Name: "repo/h", Typeflag: tar.TypeLink, Linkname: "repo/l"}},
-			[]string{"", ""}, "not a file of the layer"},
-		{"device", []*tar.Header{{Name: "repo/null", Typeflag: tar.TypeChar, Devmajor: 1, Devminor: 3}}, []string{""}, "files, directories and links only"},
+			[]string{"", ""}, "not a regular file this unpack extracted"},
+		{"device", []*tar.Header{{Name: "repo/null", Typeflag: tar.TypeChar, Devmajor: 1, Devminor: 3}}, []string{""}, "is a device"},
 		{"twice", []*tar.Header{reg("repo/a"), reg("repo/a")}, []string{"1", "2"}, "file exists"},
 	}
 	for _, c := range cases {
@@ -232,7 +248,7 @@ func TestUnpackRefusesHostileLayers(t *testing.T) {
 			dst := filepath.Join(outside, "layer")
 			os.Mkdir(dst, 0o755)
 			blob, diffID, size := hostileTar(t, c.hdrs, c.bodies, "")
-			err := unpackLayer(bytes.NewReader(blob), dst, "repo", diffID, size)
+			err := unpackInto(t, bytes.NewReader(blob), dst, "repo", diffID, size)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("unpackLayer = %v, want an error containing %q", err, c.want)
 			}
@@ -253,7 +269,7 @@ func TestUnpackRefusesHostileLayers(t *testing.T) {
 		{"shorter than said", diffID, size + 1, "holds"},
 		{"another digest", "sha256:" + strings.Repeat("0", 64), size, "its tar's digest is"},
 	} {
-		err := unpackLayer(bytes.NewReader(blob), t.TempDir(), "repo", c.diffID, c.size)
+		err := unpackInto(t, bytes.NewReader(blob), t.TempDir(), "repo", c.diffID, c.size)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: unpackLayer = %v, want an error containing %q", c.name, err, c.want)
 		}
@@ -261,7 +277,7 @@ func TestUnpackRefusesHostileLayers(t *testing.T) {
 	// Set-user-id and set-group-id bits are dropped; the rest is kept.
 	blob, diffID, size = hostileTar(t, []*tar.Header{{Name: "repo/suid", Mode: 0o6755, Typeflag: tar.TypeReg}}, []string{"#!/bin/sh\n"}, "")
 	dst := t.TempDir()
-	if err := unpackLayer(bytes.NewReader(blob), dst, "repo", diffID, size); err != nil {
+	if err := unpackInto(t, bytes.NewReader(blob), dst, "repo", diffID, size); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Stat(filepath.Join(dst, "repo/suid"))

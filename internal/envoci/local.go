@@ -20,6 +20,7 @@ import (
 
 	"cwm/internal/env"
 	"cwm/internal/errkind"
+	"cwm/internal/layertar"
 )
 
 // prepare packs an environment into the blob cache and returns its
@@ -139,7 +140,7 @@ const originFile = "origin.json"
 // manifest written, and the stage published. Until then nothing is in the
 // store but a hidden stage directory, which a failure removes (and env gc
 // removes after a crash).
-func install(st *env.Store, b blobs, a *artifact, from string) (*env.Env, error) {
+func install(st *env.Store, b blobs, a *artifact, from string, o Options) (*env.Env, error) {
 	config, err := b.readSmall(a.m.Config.Digest.String(), maxConfig)
 	if err != nil {
 		return nil, err
@@ -164,6 +165,11 @@ func install(st *env.Store, b blobs, a *artifact, from string) (*env.Env, error)
 	if err := os.Mkdir(stage.LayerDir(), 0o755); err != nil {
 		return nil, err
 	}
+	u, err := layertar.New(stage.LayerDir(), layertar.Options{MaxBytes: o.MaxUnpacked, MaxEntries: o.MaxEntries})
+	if err != nil {
+		return nil, err
+	}
+	defer u.Close()
 	// Layers in order of their names, whatever the manifest's order. They
 	// are disjoint directories, so they unpack at once (as many at a time
 	// as there are CPUs: creating files mostly waits on the file system);
@@ -178,7 +184,7 @@ func install(st *env.Store, b blobs, a *artifact, from string) (*env.Env, error)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			errs[i] = unpackCached(b, l, stage.LayerDir())
+			errs[i] = unpackCached(b, l, u)
 		}()
 	}
 	wg.Wait()
@@ -186,6 +192,9 @@ func install(st *env.Store, b blobs, a *artifact, from string) (*env.Env, error)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", from, err)
 		}
+	}
+	if err := u.Finish(); err != nil {
+		return nil, fmt.Errorf("%s: %w", from, err)
 	}
 	for _, f := range a.files {
 		if err := copyBlob(b, f.Digest.String(), filepath.Join(stage.Dir(), f.name)); err != nil {
@@ -222,14 +231,14 @@ func validID(id string) bool {
 
 // unpackCached unpacks a cached layer blob, checking its digest as it is
 // read: a blob damaged on disk is removed and refused.
-func unpackCached(b blobs, l layerDesc, dst string) error {
+func unpackCached(b blobs, l layerDesc, u *layertar.Unpacker) error {
 	f, err := b.open(l.Digest.String())
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	h := newCountingHash()
-	err = unpackLayer(io.TeeReader(f, h), dst, l.top, l.diffID, l.tarSize)
+	err = unpackLayer(io.TeeReader(f, h), u, l.top, l.diffID, l.tarSize)
 	if err == nil {
 		_, err = io.Copy(h, f) // the rest of the blob, for its digest
 	}

@@ -77,7 +77,7 @@ func Pull(ctx context.Context, st *env.Store, ref string, o Options) (*PullResul
 		res.Fetched++
 		res.Bytes += d.Size
 	}
-	e, err := install(st, b, a, r.String())
+	e, err := install(st, b, a, r.String(), o)
 	if err != nil {
 		return nil, err
 	}

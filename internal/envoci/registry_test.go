@@ -408,14 +408,14 @@ func TestExportImport(t *testing.T) {
 	}
 	dst := t.TempDir()
 	st := env.NewStore(dst)
-	res, err := Import(st, file, dst)
+	res, err := Import(st, file, Options{Home: dst})
 	if err != nil || len(res.Envs) != 1 || res.Present != 0 {
 		t.Fatalf("Import = %+v, %v", res, err)
 	}
 	if diff := cmp.Diff(snapshot(t, e1.LayerDir()), snapshot(t, res.Envs[0].LayerDir())); diff != "" {
 		t.Errorf("imported layer (-exported +imported):\n%s", diff)
 	}
-	if res, err := Import(st, file, dst); err != nil || res.Present != 1 {
+	if res, err := Import(st, file, Options{Home: dst}); err != nil || res.Present != 1 {
 		t.Errorf("Import again = %+v, %v; want it present", res, err)
 	}
 	data, _ := os.ReadFile(file)
@@ -434,7 +434,7 @@ func TestExportImport(t *testing.T) {
 		bad := filepath.Join(t.TempDir(), "bad.tar")
 		os.WriteFile(bad, c.spoil(data), 0o644)
 		home := t.TempDir()
-		_, err := Import(env.NewStore(home), bad, home)
+		_, err := Import(env.NewStore(home), bad, Options{Home: home})
 		if err == nil || errkind.Of(err) != errkind.Input {
 			t.Errorf("Import of a file %s = %v (kind %v), want an input error", c.name, err, errkind.Of(err))
 		}

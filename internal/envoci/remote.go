@@ -37,6 +37,11 @@ type Options struct {
 	Insecure []string
 	// Jobs is how many blobs move at once (default 4).
 	Jobs int
+	// MaxUnpacked is the ceiling on an environment's unpacked size, and
+	// MaxEntries the cap on its layers' entries, on pull and import
+	// (default: layertar's).
+	MaxUnpacked int64
+	MaxEntries  int
 }
 
 func (o Options) remote(ctx context.Context) []remote.Option {
