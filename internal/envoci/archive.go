@@ -137,13 +137,19 @@ func Import(st *env.Store, file string, o Options) (*ImportResult, error) {
 		switch name := strings.TrimPrefix(hdr.Name, "./"); {
 		case name == "oci-layout" || hdr.Typeflag == tar.TypeDir:
 		case name == "index.json":
-			data, err := io.ReadAll(io.LimitReader(tr, maxManifest))
+			data, err := io.ReadAll(io.LimitReader(tr, maxManifest+1))
 			if err != nil {
 				return nil, corrupt("%s: index.json: %v", file, err)
+			}
+			if len(data) > maxManifest {
+				return nil, corrupt("%s: index.json is larger than %d bytes: not an exported environment's", file, maxManifest)
 			}
 			index = &v1.IndexManifest{}
 			if err := json.Unmarshal(data, index); err != nil {
 				return nil, corrupt("%s: index.json: %v", file, err)
+			}
+			if len(index.Manifests) > maxIndex {
+				return nil, corrupt("%s: index.json lists %d manifests; an exported file holds at most %d environments", file, len(index.Manifests), maxIndex)
 			}
 			for _, m := range index.Manifests {
 				pending[m.Digest.String()] = true

@@ -29,7 +29,8 @@ type Options struct {
 	// the credential helpers it names).
 	Keychain authn.Keychain
 	// Transport is the HTTP transport (default: go-containerregistry's,
-	// which honours HTTPS_PROXY and SSL_CERT_FILE).
+	// which honours HTTPS_PROXY and SSL_CERT_FILE). Whichever it is, cwm
+	// refuses link-local and cloud metadata addresses (guard.go).
 	Transport http.RoundTripper
 	// Insecure lists the registries (host:port) spoken to over plain
 	// HTTP; loopback addresses always are. Default: $CWM_INSECURE_REGISTRIES,
@@ -49,11 +50,8 @@ func (o Options) remote(ctx context.Context) []remote.Option {
 	if kc == nil {
 		kc = authn.DefaultKeychain
 	}
-	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc), remote.WithUserAgent("cwm")}
-	if o.Transport != nil {
-		opts = append(opts, remote.WithTransport(o.Transport))
-	}
-	return opts
+	return []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc), remote.WithUserAgent("cwm"),
+		remote.WithTransport(guardedTransport(o.Transport))}
 }
 
 func (o Options) jobs() int {
@@ -118,6 +116,8 @@ func registryError(what string, err error) error {
 		return errkind.Errorf(errkind.Unavailable, "%s: %v", what, err)
 	case errors.As(err, &ne), strings.Contains(err.Error(), "connection refused"), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return errkind.Errorf(errkind.Unavailable, "%s: the registry cannot be reached or broke off: %v", what, err)
+	case strings.Contains(err.Error(), "does not match requested digest"):
+		return errkind.Errorf(errkind.Input, "%s: the registry sent a manifest that does not match the digest asked for: refused: %v", what, err)
 	case strings.Contains(err.Error(), "error verifying sha256 checksum") || strings.Contains(err.Error(), "Content-Length"):
 		return errkind.Errorf(errkind.Input, "%s: the registry sent bytes that do not match the digest: refused: %v", what, err)
 	}
