@@ -27,6 +27,10 @@ import (
 
 const refNameAnnotation = "org.opencontainers.image.ref.name"
 
+// maxIndex caps the manifests of an exported file's index.json (cwm env
+// export writes one).
+const maxIndex = 256
+
 // ExportResult is what an export wrote.
 type ExportResult struct {
 	EnvID  string `json:"env_id"`

@@ -56,9 +56,6 @@ const (
 const (
 	maxManifest = 4 << 20
 	maxConfig   = 256 << 20 // env.json lists every test of a suite
-	// maxIndex caps the manifests of an exported file's index.json (cwm
-	// env export writes one).
-	maxIndex = 256
 )
 
 // artifact is an environment's manifest, parsed and checked.
