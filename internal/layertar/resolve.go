@@ -88,6 +88,10 @@ func (u *Unpacker) walk(l Layer, entry, name string, create bool) (dirOf, error)
 				fd, err = unix.Openat(cur.fd, part, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			}
 		}
+		var st unix.Stat_t
+		if errors.Is(err, unix.ENOTDIR) && unix.Fstatat(cur.fd, part, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			err = unix.ELOOP // as openat2 says it
+		}
 		cur.close()
 		if err != nil {
 			return dirOf{}, u.walkError(l, entry, strings.Join(parts[:i+1], "/"), err)
