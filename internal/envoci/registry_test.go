@@ -40,6 +40,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
 	}
+	if file := os.Getenv("ENVOCI_TEST_HOSTILE"); file != "" {
+		hostileChild(file, os.Getenv("ENVOCI_TEST_HOME"))
+	}
+	if file := os.Getenv("ENVOCI_TEST_BOUNDED"); file != "" {
+		boundedChild(file)
+	}
 	sandboxtest.Main(m, "envoci", func(rt *sandbox.Runtime, _ string) { testRT = rt })
 }
 
