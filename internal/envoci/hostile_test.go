@@ -101,7 +101,9 @@ func hostileTarOf(t *testing.T, hdrs ...any) []byte {
 }
 
 func hreg(name string) *tar.Header { return &tar.Header{Name: name, Typeflag: tar.TypeReg} }
-func hdir(name string) *tar.Header { return &tar.Header{Name: name, Typeflag: tar.TypeDir, Mode: 0o755} }
+func hdir(name string) *tar.Header {
+	return &tar.Header{Name: name, Typeflag: tar.TypeDir, Mode: 0o755}
+}
 func hsym(name, to string) *tar.Header {
 	return &tar.Header{Name: name, Typeflag: tar.TypeSymlink, Linkname: to}
 }
