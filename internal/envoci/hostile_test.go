@@ -28,6 +28,7 @@ import (
 
 	"cwm/internal/env"
 	"cwm/internal/envoci/ocitest"
+	"cwm/internal/layertar/layertartest"
 )
 
 // The hostile-artifact suite: environments crafted here as an attacker
@@ -111,53 +112,10 @@ func hlink(name, to string) *tar.Header {
 	return &tar.Header{Name: name, Typeflag: tar.TypeLink, Linkname: to}
 }
 
-// rawTarEntry is one entry's blocks (no end marker) with a type flag
-// archive/tar would not write; edit changes the header first.
-func rawTarEntry(t *testing.T, name string, flag byte, body []byte, edit func(h []byte)) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	tw := tar.NewWriter(&b)
-	if err := tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Size: int64(len(body)), Mode: 0o644, Format: tar.FormatGNU}); err != nil {
-		t.Fatal(err)
-	}
-	tw.Write(body)
-	tw.Flush()
-	raw := b.Bytes()
-	h := raw[:512]
-	h[156] = flag
-	if edit != nil {
-		edit(h)
-	}
-	copy(h[148:156], "        ")
-	sum := 0
-	for _, c := range h {
-		sum += int(c)
-	}
-	copy(h[148:156], fmt.Sprintf("%06o\x00 ", sum))
-	return raw
-}
-
 // sparseTars are a GNU sparse entry and a PAX (GNU 1.0) one, each
 // declaring 3 GiB in a few KiB.
 func sparseTars(t *testing.T) (gnu, pax []byte) {
-	end := make([]byte, 1024)
-	gnu = rawTarEntry(t, "repo/sparse", tar.TypeGNUSparse, make([]byte, 512), func(h []byte) {
-		copy(h[386:398], fmt.Sprintf("%011o\x00", 0))
-		copy(h[398:410], fmt.Sprintf("%011o\x00", 512))
-		copy(h[483:495], fmt.Sprintf("%011o\x00", int64(3)<<30))
-	})
-	gnu = append(gnu, end...)
-	var recs string
-	for _, kv := range [][2]string{{"GNU.sparse.major", "1"}, {"GNU.sparse.minor", "0"}, {"GNU.sparse.name", "repo/sparse"}, {"GNU.sparse.realsize", fmt.Sprint(int64(3) << 30)}} {
-		rec := " " + kv[0] + "=" + kv[1] + "\n"
-		n := len(rec) + 2
-		recs += fmt.Sprint(n) + rec
-	}
-	m := "1\n0\n512\n"
-	body := m + strings.Repeat("\x00", 512-len(m)) + strings.Repeat("x", 512)
-	pax = rawTarEntry(t, "repo/PaxHeaders/sparse", tar.TypeXHeader, []byte(recs), nil)
-	pax = append(pax, rawTarEntry(t, "repo/sparse", tar.TypeReg, []byte(body), nil)...)
-	return gnu, append(pax, end...)
+	return layertartest.GNUSparse("repo/sparse", 3<<30), layertartest.PAXSparse("repo/sparse", 3<<30)
 }
 
 // gz compresses a tar as a layer blob.

@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
+
+	"cwm/internal/layertar/layertartest"
 )
 
 // ent is a tar entry of a test: a header and, for a file, its content.
@@ -57,68 +59,6 @@ func tarOf(t *testing.T, ents ...ent) []byte {
 		t.Fatal(err)
 	}
 	return b.Bytes()
-}
-
-// rawEntry is the blocks of one entry (no end marker) with the given
-// type flag, whatever archive/tar would write; edit changes its header
-// before the checksum is computed.
-func rawEntry(t *testing.T, name string, flag byte, body []byte, edit func(h []byte)) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	tw := tar.NewWriter(&b)
-	if err := tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Size: int64(len(body)), Mode: 0o644, Format: tar.FormatGNU}); err != nil {
-		t.Fatal(err)
-	}
-	tw.Write(body)
-	tw.Flush()
-	raw := b.Bytes()
-	h := raw[:512]
-	h[156] = flag
-	if edit != nil {
-		edit(h)
-	}
-	copy(h[148:156], "        ")
-	sum := 0
-	for _, c := range h {
-		sum += int(c)
-	}
-	copy(h[148:156], fmt.Sprintf("%06o\x00 ", sum))
-	return raw
-}
-
-var endMarker = make([]byte, 1024)
-
-// gnuSparse is a tar of one old-style GNU sparse entry ('S') that
-// declares realSize bytes and stores 512.
-func gnuSparse(t *testing.T, name string, realSize int64) []byte {
-	t.Helper()
-	raw := rawEntry(t, name, tar.TypeGNUSparse, make([]byte, 512), func(h []byte) {
-		copy(h[386:398], fmt.Sprintf("%011o\x00", 0))   // the one data region: offset 0,
-		copy(h[398:410], fmt.Sprintf("%011o\x00", 512)) // 512 bytes
-		copy(h[483:495], fmt.Sprintf("%011o\x00", realSize))
-	})
-	return append(raw, endMarker...)
-}
-
-// paxSparse is a tar of one PAX (GNU 1.0) sparse entry declaring
-// realSize bytes (archive/tar does not write the records: they are
-// written here).
-func paxSparse(t *testing.T, name string, realSize int64) []byte {
-	t.Helper()
-	var recs string
-	for _, kv := range [][2]string{{"GNU.sparse.major", "1"}, {"GNU.sparse.minor", "0"}, {"GNU.sparse.name", name}, {"GNU.sparse.realsize", fmt.Sprint(realSize)}} {
-		rec := " " + kv[0] + "=" + kv[1] + "\n"
-		n := len(rec) + 2
-		if len(fmt.Sprint(n)) > 2 {
-			n++
-		}
-		recs += fmt.Sprint(n) + rec
-	}
-	sparseMap := "1\n0\n512\n"
-	body := sparseMap + strings.Repeat("\x00", 512-len(sparseMap)) + strings.Repeat("x", 512)
-	raw := rawEntry(t, "PaxHeaders/"+name, tar.TypeXHeader, []byte(recs), nil)
-	raw = append(raw, rawEntry(t, name, tar.TypeReg, []byte(body), nil)...)
-	return append(raw, endMarker...)
 }
 
 // canary is a file outside the destination that no layer may reach.
@@ -230,8 +170,8 @@ func TestRefused(t *testing.T) {
 			return tarOf(t, ent{hdr: tar.Header{Name: "sda", Typeflag: tar.TypeBlock, Devmajor: 8}})
 		}, Options{}, Layer{}, "is a device"},
 		{"a FIFO", func(string) []byte { return tarOf(t, ent{hdr: tar.Header{Name: "p", Typeflag: tar.TypeFifo}}) }, Options{}, Layer{}, "is a FIFO"},
-		{"GNU sparse", func(string) []byte { return gnuSparse(t, "big", 3<<30) }, Options{}, Layer{}, `entry "big" is a sparse file (GNU)`},
-		{"PAX sparse", func(string) []byte { return paxSparse(t, "big", 3<<30) }, Options{}, Layer{}, "is a sparse file (PAX GNU.sparse."},
+		{"GNU sparse", func(string) []byte { return layertartest.GNUSparse("big", 3<<30) }, Options{}, Layer{}, `entry "big" is a sparse file (GNU)`},
+		{"PAX sparse", func(string) []byte { return layertartest.PAXSparse("big", 3<<30) }, Options{}, Layer{}, "is a sparse file (PAX GNU.sparse."},
 		{"a whiteout in an environment", func(string) []byte { return tarOf(t, file("repo/.wh.x", "")) }, Options{}, Layer{}, "is an OCI whiteout"},
 		{"a whiteout aimed outside", func(string) []byte { return tarOf(t, file("../.wh.canary", "")) }, Options{Whiteouts: true}, Layer{}, "lies outside the destination"},
 		{"a whiteout through a symlink", func(out string) []byte {
