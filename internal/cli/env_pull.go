@@ -45,7 +45,7 @@ func (c *envPullCmd) Flags(fs *flag.FlagSet) {
 	c.fs = fs
 	fs.BoolVar(&c.json, "json", false, "print the result as JSON")
 	c.maxUnpacked = layertar.DefaultMaxBytes
-	fs.Var(&c.maxUnpacked, "max-unpacked", "the ceiling on the environment's unpacked size in `SIZE` (suffixes K, M, G, T); a layer past it is refused")
+	fs.Var(&c.maxUnpacked, "max-unpacked", "the `SIZE` the environment may take unpacked (suffixes K, M, G, T); a layer past it is refused")
 }
 
 func (c *envPullCmd) Run(ctx context.Context, e *command.Env, args []string) error {
