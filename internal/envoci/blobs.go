@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"cwm/internal/errkind"
 	"cwm/internal/lazyre"
 )
@@ -53,6 +55,13 @@ func (b blobs) put(d string, size int64, r io.Reader) error {
 	}
 	if err := os.MkdirAll(b.dir, 0o755); err != nil {
 		return err
+	}
+	// The size is the artifact's word: it must fit before a byte is
+	// written, or a blob declaring a TiB fills the disk on its way to
+	// being refused.
+	var st unix.Statfs_t
+	if err := unix.Statfs(b.dir, &st); err == nil && size > int64(st.Bavail)*st.Bsize {
+		return corrupt("blob %s declares %d bytes; the blob cache %s has %d bytes free", short(d), size, b.dir, int64(st.Bavail)*st.Bsize)
 	}
 	f, err := os.CreateTemp(b.dir, ".tmp-")
 	if err != nil {

@@ -398,7 +398,22 @@ func hostileSet(t *testing.T, dir, registry, proxy string, can *hostileCanary) [
 	idxData, _ := json.Marshal(idx)
 	many5000 := filepath.Join(dir, "index.tar")
 	good.layout(t, many5000, idxData, nil)
+	// A blob that declares a TiB in a file of a few KiB.
+	huge := filepath.Join(dir, "huge.tar")
+	good.layout(t, huge, nil, nil)
+	f, err := os.OpenFile(huge, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := f.Stat()
+	f.Truncate(fi.Size() - 1024) // the end marker, where the blob's header goes
+	f.Seek(0, io.SeekEnd)
+	tw := tar.NewWriter(f)
+	tw.WriteHeader(&tar.Header{Name: blobName(sha([]byte("huge"))), Mode: 0o644, Size: 1 << 40, Typeflag: tar.TypeReg})
+	tw.Write(make([]byte, 4096))
+	f.Close() // cut there: the tar is not finished
 	return append(cases,
+		hostileCase{Name: "a blob declaring a TiB (import)", File: huge, Want: "declares 1099511627776 bytes; the blob cache"},
 		hostileCase{Name: "a manifest whose digest lies (import)", File: lie, Want: "the bytes received hash to"},
 		hostileCase{Name: "a manifest whose digest lies (pull)", Ref: proxy + "/hostile/lie@" + good.digest, Want: "does not match the digest asked for"},
 		hostileCase{Name: "an index of thousands (import)", File: many5000, Want: "index.json lists 5000 manifests"},
