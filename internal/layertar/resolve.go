@@ -58,10 +58,16 @@ func (u *Unpacker) openDir(l Layer, entry, name string, create bool) (dirOf, err
 		return dirOf{fd: u.root}, nil
 	}
 	if !noOpenat2.Load() {
-		fd, err := unix.Openat2(u.root, name, &unix.OpenHow{
+		how := &unix.OpenHow{
 			Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
 			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-		})
+		}
+		fd, err := unix.Openat2(u.root, name, how)
+		for i := 0; i < 8 && errors.Is(err, unix.EAGAIN); i++ {
+			// A rename elsewhere on the system raced the lookup: the
+			// kernel asks to try again.
+			fd, err = unix.Openat2(u.root, name, how)
+		}
 		switch {
 		case err == nil:
 			return dirOf{fd, true}, nil
