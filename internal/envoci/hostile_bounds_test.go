@@ -110,7 +110,7 @@ func TestHostileImportBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gnu, pax := sparseTars(t)
+	gnu, pax := sparseTars()
 	cases := []struct {
 		name  string
 		layer craftLayer

@@ -114,7 +114,7 @@ func hlink(name, to string) *tar.Header {
 
 // sparseTars are a GNU sparse entry and a PAX (GNU 1.0) one, each
 // declaring 3 GiB in a few KiB.
-func sparseTars(t *testing.T) (gnu, pax []byte) {
+func sparseTars() (gnu, pax []byte) {
 	return layertartest.GNUSparse("repo/sparse", 3<<30), layertartest.PAXSparse("repo/sparse", 3<<30)
 }
 
@@ -341,7 +341,7 @@ func hostileSet(t *testing.T, dir, registry, proxy string, can *hostileCanary) [
 	}
 	repo := func(tops ...craftLayer) crafted { return craft(t, e.ID, config, tops...) }
 	layer := func(hdrs ...any) craftLayer { return craftLayer{top: "repo", tar: hostileTarOf(t, hdrs...)} }
-	gnu, pax := sparseTars(t)
+	gnu, pax := sparseTars()
 	var many []any
 	for i := range hostileMaxEntries + 1 {
 		many = append(many, hreg(fmt.Sprintf("repo/f%d", i)), "")
