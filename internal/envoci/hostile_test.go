@@ -423,7 +423,7 @@ func hostileSet(t *testing.T, dir, registry, proxy string, can *hostileCanary) [
 		// itself; cwm's guard, one to 100.100.100.200 and any address a
 		// name resolves to (TestDialRefusesMetadata).
 		hostileCase{Name: "a blob redirected to cloud metadata (pull)", Ref: proxy + "/hostile/redirect:t",
-			Want: `to private/link-local host "169.254.169.254" denied`},
+			Want: `the registry redirected to a private or link-local address: refused: Get "http://169.254.169.254/`},
 		hostileCase{Name: "a blob redirected to Alibaba Cloud's metadata (pull)", Ref: proxy + "/hostile/redirect-alibaba:t",
 			Want: "refused to fetch http://100.100.100.200/latest/meta-data/ram/security-credentials/: a link-local or cloud metadata address is never a registry's"},
 	)

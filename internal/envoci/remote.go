@@ -114,6 +114,10 @@ func registryError(what string, err error) error {
 		return errkind.Errorf(errkind.NotFound, "%s: not in the registry: %v", what, err)
 	case errors.As(err, &te):
 		return errkind.Errorf(errkind.Unavailable, "%s: %v", what, err)
+	case strings.Contains(err.Error(), "SSRF protection"):
+		// go-containerregistry's own check of a redirect to a private
+		// or link-local address literal, before guard.go's.
+		return errkind.Errorf(errkind.Input, "%s: the registry redirected to a private or link-local address: refused: %v", what, err)
 	case errors.As(err, &ne), strings.Contains(err.Error(), "connection refused"), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return errkind.Errorf(errkind.Unavailable, "%s: the registry cannot be reached or broke off: %v", what, err)
 	case strings.Contains(err.Error(), "does not match requested digest"):
