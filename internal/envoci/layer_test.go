@@ -102,6 +102,8 @@ func putEnv(t *testing.T, home, id string, src map[string]string) *env.Env {
 	os.Chmod(filepath.Join(layer, "repo/.git"), 0o555)
 	touchAll(t, layer)
 	e := envtest.Put(t, home, id, layer)
+	// An ordinary user cannot remove what a read-only directory holds.
+	t.Cleanup(func() { os.Chmod(filepath.Join(e.LayerDir(), "repo/.git"), 0o755) })
 	if err := os.WriteFile(e.File(env.CoverageFile), []byte(`{"tests":{}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
