@@ -11,23 +11,27 @@ import (
 )
 
 type envImportCmd struct {
-	fs   *flag.FlagSet
-	json bool
+	fs    *flag.FlagSet
+	json  bool
+	grant grantFlags
 }
 
 func (*envImportCmd) Name() string     { return "env import" }
 func (*envImportCmd) Synopsis() string { return "put an exported environment into the store" }
 func (*envImportCmd) Usage() string {
-	return `FILE [--json]
+	return `FILE [--json] [--base DIR] [--timeout D] [--memory BYTES] [--disk BYTES] [--pids N]
 Puts the environments of FILE (written by cwm env export) into the store
 and prints their ids. Every blob is checked against its digest; a file
 cut short or damaged is refused and nothing is added. An environment the
-store already has is not read again.`
+store already has is not read again. The store records where each came
+from (the file, its sha256 and the manifest's digest; cwm env show prints
+it).`+grantHelp
 }
 
 func (c *envImportCmd) Flags(fs *flag.FlagSet) {
 	c.fs = fs
 	fs.BoolVar(&c.json, "json", false, "print the result as JSON")
+	c.grant.register(fs)
 }
 
 func (c *envImportCmd) Run(ctx context.Context, e *command.Env, args []string) error {
@@ -38,7 +42,11 @@ func (c *envImportCmd) Run(ctx context.Context, e *command.Env, args []string) e
 	if len(args) != 1 {
 		return command.Usagef("want one file")
 	}
-	res, err := envoci.Import(env.NewStore(e.Home), args[0], e.Home)
+	g, err := c.grant.grant()
+	if err != nil {
+		return err
+	}
+	res, err := envoci.ImportWith(env.NewStore(e.Home), args[0], envoci.Options{Home: e.Home, Grant: g})
 	if err != nil {
 		return err
 	}

@@ -11,14 +11,15 @@ import (
 )
 
 type envPullCmd struct {
-	fs   *flag.FlagSet
-	json bool
+	fs    *flag.FlagSet
+	json  bool
+	grant grantFlags
 }
 
 func (*envPullCmd) Name() string     { return "env pull" }
 func (*envPullCmd) Synopsis() string { return "fetch an environment from an OCI registry" }
 func (*envPullCmd) Usage() string {
-	return `REF [--json]
+	return `REF [--json] [--base DIR] [--timeout D] [--memory BYTES] [--disk BYTES] [--pids N]
 Puts the environment REF names (REGISTRY/REPOSITORY:TAG or
 REGISTRY/REPOSITORY@sha256:..., as cwm env push printed it) into the
 store, unless it is there, and prints its id. Only the blobs the blob
@@ -29,12 +30,15 @@ pulled before fetches only what is new. A blob that does not match its
 digest is refused, and an interrupted pull leaves nothing in the store.
 
 Every command that takes an environment also takes REF and pulls it on
-first use. Credentials and plain-HTTP registries: see cwm env push.`
+first use. Credentials and plain-HTTP registries: see cwm env push.
+The store records where the environment came from (the reference and the
+manifest's digest; cwm env show prints it).`+grantHelp
 }
 
 func (c *envPullCmd) Flags(fs *flag.FlagSet) {
 	c.fs = fs
 	fs.BoolVar(&c.json, "json", false, "print the result as JSON")
+	c.grant.register(fs)
 }
 
 func (c *envPullCmd) Run(ctx context.Context, e *command.Env, args []string) error {
@@ -45,7 +49,11 @@ func (c *envPullCmd) Run(ctx context.Context, e *command.Env, args []string) err
 	if len(args) != 1 {
 		return command.Usagef("want one registry reference")
 	}
-	res, err := envoci.Pull(ctx, env.NewStore(e.Home), args[0], envoci.Options{Home: e.Home})
+	g, err := c.grant.grant()
+	if err != nil {
+		return err
+	}
+	res, err := envoci.Pull(ctx, env.NewStore(e.Home), args[0], envoci.Options{Home: e.Home, Grant: g})
 	if err != nil {
 		return err
 	}

@@ -36,11 +36,17 @@ type ExportResult struct {
 }
 
 // Export writes e to file: its artifact (packed into the blob cache of
-// home) as an OCI image layout in a tar. The file appears complete or not
-// at all.
+// home) as an OCI image layout in a tar, without its build log. The file
+// appears complete or not at all.
 func Export(e *env.Env, file, home string) (*ExportResult, error) {
-	b := newBlobs(home)
-	a, err := prepare(e, b)
+	return ExportWith(e, file, Options{Home: home})
+}
+
+// ExportWith is Export with options: o.Home's blob cache, the build log
+// when o.WithBuildLog is set.
+func ExportWith(e *env.Env, file string, o Options) (*ExportResult, error) {
+	b := newBlobs(o.Home)
+	a, err := prepare(e, b, o.WithBuildLog)
 	if err != nil {
 		return nil, err
 	}
@@ -113,16 +119,25 @@ type ImportResult struct {
 
 // Import puts the environments of an exported file into st. Every blob is
 // checked against its digest as it is read; a file cut short or damaged
-// is refused and nothing is added to the store.
+// is refused and nothing is added to the store. The environments get the
+// host's base and the host's default limits as ceilings (ImportWith names
+// others).
 func Import(st *env.Store, file, home string) (*ImportResult, error) {
+	return ImportWith(st, file, Options{Home: home})
+}
+
+// ImportWith is Import with options: o.Home's blob cache, o.Grant for the
+// environments imported. The file's sha256 is recorded as their origin.
+func ImportWith(st *env.Store, file string, o Options) (*ImportResult, error) {
 	start := time.Now()
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, errkind.Wrap(errkind.NotFound, fmt.Errorf("import: %w", err))
 	}
 	defer f.Close()
-	b := newBlobs(home)
-	tr := tar.NewReader(f)
+	b := newBlobs(o.Home)
+	fh := newCountingHash()
+	tr := tar.NewReader(io.TeeReader(f, fh))
 	var index *v1.IndexManifest
 	res := &ImportResult{}
 	pending := map[string]bool{} // manifests whose environment the store lacks
@@ -164,7 +179,11 @@ func Import(st *env.Store, file, home string) (*ImportResult, error) {
 			if pending[d] {
 				// A manifest: if the store has its environment, the
 				// rest of the file is not needed for it.
-				if a, err := cachedArtifact(b, d, file); err == nil && a.id != "" && st.Get(a.id) != nil {
+				a, err := cachedArtifact(b, d, file)
+				if err != nil {
+					return nil, err // refused before its blobs are read
+				}
+				if a.id != "" && st.Get(a.id) != nil {
 					delete(pending, d)
 					res.Present++
 					res.Envs = append(res.Envs, st.Get(a.id))
@@ -182,6 +201,14 @@ func Import(st *env.Store, file, home string) (*ImportResult, error) {
 	if index == nil {
 		return nil, corrupt("%s has no index.json: not an exported environment", file)
 	}
+	if _, err := io.Copy(fh, f); err != nil { // what follows the tar's end, for the file's digest
+		return nil, fmt.Errorf("import %s: %w", file, err)
+	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return nil, fmt.Errorf("import %s: %w", file, err)
+	}
+	origin := env.Origin{Kind: env.OriginImported, From: abs, FileDigest: fh.digest(), Grant: o.Grant}
 	for _, m := range index.Manifests {
 		d := m.Digest.String()
 		if !pending[d] {
@@ -196,7 +223,7 @@ func Import(st *env.Store, file, home string) (*ImportResult, error) {
 				return nil, corrupt("%s lacks blob %s (%s) of environment %s: the file is incomplete", file, short(bd.Digest.String()), blobWhat(bd), a.id)
 			}
 		}
-		e, err := install(st, b, a, file)
+		e, err := install(st, b, a, origin)
 		if err != nil {
 			return nil, err
 		}

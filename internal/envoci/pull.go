@@ -77,7 +77,7 @@ func Pull(ctx context.Context, st *env.Store, ref string, o Options) (*PullResul
 		res.Fetched++
 		res.Bytes += d.Size
 	}
-	e, err := install(st, b, a, r.String())
+	e, err := install(st, b, a, env.Origin{Kind: env.OriginPulled, From: r.String(), Grant: o.Grant})
 	if err != nil {
 		return nil, err
 	}

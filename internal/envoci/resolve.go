@@ -18,7 +18,7 @@ import (
 // or an import that moved something.
 func Resolve(ctx context.Context, st *env.Store, ref string, o Options, pulled func(what string, seconds float64)) (*env.Env, error) {
 	if fi, err := os.Stat(ref); err == nil && fi.Mode().IsRegular() {
-		res, err := Import(st, ref, o.Home)
+		res, err := ImportWith(st, ref, o)
 		if err != nil {
 			return nil, err
 		}
