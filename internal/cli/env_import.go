@@ -25,7 +25,7 @@ and prints their ids. Every blob is checked against its digest; a file
 cut short or damaged is refused and nothing is added. An environment the
 store already has is not read again. The store records where each came
 from (the file, its sha256 and the manifest's digest; cwm env show prints
-it).`+grantHelp
+it).` + grantHelp
 }
 
 func (c *envImportCmd) Flags(fs *flag.FlagSet) {

@@ -32,7 +32,7 @@ digest is refused, and an interrupted pull leaves nothing in the store.
 Every command that takes an environment also takes REF and pulls it on
 first use. Credentials and plain-HTTP registries: see cwm env push.
 The store records where the environment came from (the reference and the
-manifest's digest; cwm env show prints it).`+grantHelp
+manifest's digest; cwm env show prints it).` + grantHelp
 }
 
 func (c *envPullCmd) Flags(fs *flag.FlagSet) {

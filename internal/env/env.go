@@ -48,15 +48,15 @@ type Env struct {
 	// Baseline is kept apart from env.json, in BaselineFile: it grows with
 	// the suite, and listing environments must not read it. Store.Get and
 	// Store.Resolve fill it in; Store.List leaves it nil.
-	Baseline []TestResult `json:"-"`
-	Missing     []Missing       `json:"missing_dependencies,omitempty"`
-	Usable      bool            `json:"usable"`
-	Reason      string          `json:"reason,omitempty"`
-	Coverage    *CoverageInfo   `json:"coverage,omitempty"`
-	BuiltAt     time.Time       `json:"built_at"`
-	BuildSecs   float64         `json:"build_seconds"`
-	LayerBytes  int64           `json:"layer_bytes"`
-	BuildLog    string          `json:"build_log"`
+	Baseline   []TestResult  `json:"-"`
+	Missing    []Missing     `json:"missing_dependencies,omitempty"`
+	Usable     bool          `json:"usable"`
+	Reason     string        `json:"reason,omitempty"`
+	Coverage   *CoverageInfo `json:"coverage,omitempty"`
+	BuiltAt    time.Time     `json:"built_at"`
+	BuildSecs  float64       `json:"build_seconds"`
+	LayerBytes int64         `json:"layer_bytes"`
+	BuildLog   string        `json:"build_log"`
 
 	// dir is the environment's directory: in the store, or the stage of
 	// the build making it.

@@ -39,7 +39,7 @@ type Origin struct {
 	// Manifest is the digest of the artifact's OCI manifest.
 	Manifest string `json:"manifest,omitempty"`
 	// FileDigest is the sha256 of the imported file.
-	FileDigest string `json:"file_digest,omitempty"`
+	FileDigest string    `json:"file_digest,omitempty"`
 	At         time.Time `json:"at"`
 	Grant
 }
