@@ -63,7 +63,7 @@ func (c *envShowCmd) Run(ctx context.Context, e *command.Env, args []string) err
 	fmt.Fprintf(w, "revision:    %s\n", en.Revision)
 	fmt.Fprintf(w, "origin:      %s\n", en.Origin())
 	fmt.Fprintf(w, "base:        %s, Python %s\n", en.Base, en.Python)
-	fmt.Fprintf(w, "limits:      %s (ceilings %s)\n", en.Limits, en.Ceilings())
+	fmt.Fprintf(w, "limits:      %s (env.json: %s)\n", en.SandboxLimits(), en.Limits)
 	fmt.Fprintf(w, "built:       %s in %.1fs, layer %s\n", en.BuiltAt.Local().Format("2006-01-02 15:04:05"), en.BuildSecs, humanBytes(en.LayerBytes))
 	fmt.Fprintf(w, "layer:       %s\n", en.LayerDir())
 	fmt.Fprintf(w, "build log:   %s\n", en.BuildLog)

@@ -157,6 +157,10 @@ func (e *Env) Ceilings() RunLimits {
 	return c
 }
 
+// SandboxLimits are the limits sandboxes on e start under: env.json's,
+// clamped to what this machine grants (Ceilings).
+func (e *Env) SandboxLimits() RunLimits { return e.clamp(e.Limits) }
+
 // clamp bounds l by e's ceilings, whatever env.json asked for; a build in
 // progress runs under the builder's own limits. Zero fields of l, which
 // take the sandbox's defaults, are bounded too (a ceiling may be lower).
