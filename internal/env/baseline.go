@@ -41,10 +41,20 @@ func readCapped(path string, max int64, what string) ([]byte, error) {
 	}
 	if int64(len(data)) > max {
 		fi, _ := f.Stat()
-		return nil, errkind.Errorf(errkind.Input, "%s is %d bytes, past the %d MiB a %s may have: %s",
-			path, fi.Size(), max>>20, what, rebuildHint)
+		return nil, errkind.Wrap(errkind.Input, &tooBigError{path, fi.Size(), max, what})
 	}
 	return data, nil
+}
+
+// tooBigError is a file past its cap.
+type tooBigError struct {
+	path      string
+	size, max int64
+	what      string
+}
+
+func (e *tooBigError) Error() string {
+	return fmt.Sprintf("%s is %d bytes, past the %d MiB a %s may have: %s", e.path, e.size, e.max>>20, e.what, rebuildHint)
 }
 
 // rebuildHint is what to do with an environment cwm refuses to read.

@@ -33,10 +33,17 @@ const ManifestFile = "env.json"
 
 // load reads an environment's manifest and origin, not its baseline
 // (loadBaseline): listing the store reads env.json alone. A manifest past
-// MaxManifest is refused unread.
+// MaxManifest is refused (unread, or, for a version 2 one whose baseline
+// made it large, once its baseline is out).
 func load(dir string) (*Env, error) {
 	path := filepath.Join(dir, ManifestFile)
 	data, err := readCapped(path, MaxManifest, "manifest (env.json)")
+	var big *tooBigError
+	if errors.As(err, &big) {
+		// A version 2 manifest held the baseline: it is split as it is
+		// read, in bounded memory; any other is refused.
+		data, err = splitLegacy(dir, big)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package env
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -205,5 +206,42 @@ func TestMigrateV2(t *testing.T) {
 	}
 	if !p.Origin().Foreign() || p.SandboxLimits().Memory != sandbox.DefaultLimits.Memory {
 		t.Errorf("a migrated pull: origin %v, memory %d; want foreign, the default", p.Origin(), p.SandboxLimits().Memory)
+	}
+}
+
+// TestMigrateLargeV2: a version 2 env.json past MaxManifest because of its
+// baseline (a suite of 20,000 tests) is split as it is read; one large
+// for another reason is refused, as is a version 3 one.
+func TestMigrateLargeV2(t *testing.T) {
+	st := NewStore(t.TempDir())
+	var tests []map[string]any
+	for i := range 20000 {
+		tests = append(tests, map[string]any{"id": fmt.Sprintf("tests/test_m.py::test_%d", i), "status": "pass",
+			"outcomes": []string{"pass", "pass", "pass"}, "seconds": []float64{0.01, 0.01, 0.01}})
+	}
+	dir := storeEnv(t, st, map[string]any{"version": 2, "id": "big", "name": "n", "usable": true, "base": "host", "baseline": tests}, nil)
+	if fi, _ := os.Stat(filepath.Join(dir, ManifestFile)); fi.Size() <= MaxManifest {
+		t.Fatalf("the test's env.json is %d bytes, want it past the cap", fi.Size())
+	}
+	all, err := st.List()
+	if err != nil || len(all) != 1 {
+		t.Fatalf("List = %d, %v; want the migrated environment", len(all), err)
+	}
+	if fi, _ := os.Stat(filepath.Join(dir, ManifestFile)); fi.Size() > 4096 {
+		t.Errorf("env.json is %d bytes after migration, want a few hundred", fi.Size())
+	}
+	e, err := st.Resolve("n")
+	if err != nil || len(e.Baseline) != 20000 || e.Baseline[19999].ID != "tests/test_m.py::test_19999" || len(e.Baseline[0].Outcomes) != 3 {
+		t.Fatalf("Resolve after migration: %v; want the 20000 tests", err)
+	}
+	for name, fields := range map[string]map[string]any{
+		"v2reason": {"version": 2, "id": "v2reason", "usable": true, "reason": strings.Repeat("x", 3<<20), "baseline": tests[:1]},
+		"v2test":   {"version": 2, "id": "v2test", "usable": true, "baseline": []map[string]any{{"id": strings.Repeat("x", 8<<20)}}},
+		"v3":       {"version": 3, "id": "v3", "usable": true, "baseline": tests},
+	} {
+		storeEnv(t, st, fields, nil)
+		if _, err := st.Resolve(name); err == nil || !strings.Contains(err.Error(), "past the 1 MiB a manifest (env.json) may have") {
+			t.Errorf("Resolve(%s) = %v, want it refused", name, err)
+		}
 	}
 }
