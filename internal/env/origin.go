@@ -184,3 +184,30 @@ func (e *Env) clamp(l RunLimits) RunLimits {
 	out.Timeout = time.Duration(min(int64(l.Timeout), int64(d.Timeout), int64(c.Timeout)))
 	return out
 }
+
+// Regrant records a new grant for e, an environment made elsewhere that
+// the store already holds (pulled or imported again with --base or limit
+// flags): its sandboxes start on g's base, env.json saying so, under g's
+// ceilings. An environment built here keeps the grant of its build.
+func (st *Store) Regrant(e *Env, g Grant) error {
+	if !e.origin.Foreign() {
+		return errkind.Errorf(errkind.Input, "environment %s was built on this machine: its base and limits are its build's (build it again to change them)", e.ID)
+	}
+	o := Origin{}
+	if e.origin != nil {
+		o = *e.origin
+	}
+	if g.Base == "" {
+		g.Base = "host"
+	}
+	o.Grant = g
+	if err := writeOrigin(e.dir, &o); err != nil {
+		return fmt.Errorf("grant %s: %w", e.ID, err)
+	}
+	e.origin = &o
+	e.Base = g.Base
+	if err := e.save(); err != nil {
+		return fmt.Errorf("grant %s: %w", e.ID, err)
+	}
+	return nil
+}

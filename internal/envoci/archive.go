@@ -127,7 +127,7 @@ func Import(st *env.Store, file, home string) (*ImportResult, error) {
 }
 
 // ImportWith is Import with options: o.Home's blob cache, o.Grant for the
-// environments imported. The file's sha256 is recorded as their origin.
+// environments imported (and, when set, for those the store already had). The file's sha256 is recorded as their origin.
 func ImportWith(st *env.Store, file string, o Options) (*ImportResult, error) {
 	start := time.Now()
 	f, err := os.Open(file)
@@ -183,10 +183,15 @@ func ImportWith(st *env.Store, file string, o Options) (*ImportResult, error) {
 				if err != nil {
 					return nil, err // refused before its blobs are read
 				}
-				if a.id != "" && st.Get(a.id) != nil {
+				if e := st.Get(a.id); a.id != "" && e != nil {
+					if o.Grant != (env.Grant{}) {
+						if err := st.Regrant(e, o.Grant); err != nil {
+							return nil, err
+						}
+					}
 					delete(pending, d)
 					res.Present++
-					res.Envs = append(res.Envs, st.Get(a.id))
+					res.Envs = append(res.Envs, e)
 					res.IDs = append(res.IDs, a.id)
 					if len(pending) == 0 && index != nil {
 						res.Seconds = time.Since(start).Seconds()

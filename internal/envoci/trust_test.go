@@ -294,7 +294,7 @@ func checkDisk(t *testing.T, e *env.Env, want int64) {
 // TestHostileStore: a store that already holds foreign manifests (pulled
 // before this machine granted bases and limits, or copied in): a base
 // env.json chose is refused when a sandbox starts, with a message that
-// says what to do; absurd limits are clamped.
+// says what to do, and doing it works; absurd limits are clamped.
 func TestHostileStore(t *testing.T) {
 	home := t.TempDir()
 	e := putEnv(t, home, "5555eeee5555eeee", map[string]string{"pkg/mod.py": "x = 1\n"})
@@ -319,6 +319,20 @@ func TestHostileStore(t *testing.T) {
 		!strings.Contains(err.Error(), "pulled or imported from reg.example/envs/x:1") {
 		t.Errorf("Open on a stored foreign base = %v, want it refused", err)
 	}
+	// What the message says to do: import it again, naming the base.
+	file := filepath.Join(t.TempDir(), "e.tar")
+	if _, err := Export(hostile, file, home); err != nil {
+		t.Fatal(err)
+	}
+	res, err := ImportWith(env.NewStore(home), file, Options{Home: home, Grant: env.Grant{Base: "host"}})
+	if err != nil || res.Present != 1 {
+		t.Fatalf("ImportWith --base host of the stored environment = %+v, %v; want it present, granted", res, err)
+	}
+	sb, err := env.NewSandboxes(testRT).Open(context.Background(), res.Envs[0])
+	if err != nil {
+		t.Fatalf("Open after the operator named the base: %v", err)
+	}
+	sb.Close()
 	absurd := rewrite(func(m map[string]any) {
 		m["base"] = "host"
 		m["limits"] = map[string]any{"timeout_seconds": 1e8, "memory_bytes": int64(1) << 50, "disk_bytes": int64(1) << 40}
