@@ -50,11 +50,7 @@ func (c *envShowCmd) Run(ctx context.Context, e *command.Env, args []string) err
 		return err
 	}
 	if c.json {
-		return writeJSON(e.Stdout, struct {
-			*env.Env
-			Origin   *env.Origin      `json:"origin"`
-			Baseline []env.TestResult `json:"baseline"`
-		}{en, en.Origin(), en.Baseline})
+		return writeJSON(e.Stdout, manifestJSON(en))
 	}
 	w := e.Stdout
 	fmt.Fprintf(w, "id:          %s\n", en.ID)
@@ -112,6 +108,16 @@ func (c *envShowCmd) Run(ctx context.Context, e *command.Env, args []string) err
 		printBaseline(w, en.Baseline)
 	}
 	return nil
+}
+
+// manifestJSON is how --json prints an environment: env.json's fields with
+// its origin and baseline, which the store keeps apart.
+func manifestJSON(en *env.Env) any {
+	return struct {
+		*env.Env
+		Origin   *env.Origin      `json:"origin"`
+		Baseline []env.TestResult `json:"baseline"`
+	}{en, en.Origin(), en.Baseline}
 }
 
 func printBaseline(w io.Writer, tests []env.TestResult) {

@@ -182,15 +182,19 @@ func (st *Store) Resolve(ref string) (*Env, error) {
 	}
 	switch {
 	case len(prefix) == 1:
-		return st.get(prefix[0].ID)
+		named = prefix[0]
 	case len(prefix) > 1:
 		var ids []string
 		for _, e := range prefix {
 			ids = append(ids, e.ID)
 		}
 		return nil, errkind.Errorf(errkind.Input, "environment %q is ambiguous: it starts %s", ref, strings.Join(ids, ", "))
-	case named != nil:
-		return st.get(named.ID)
+	}
+	if named != nil {
+		// Read again, with its baseline (List reads none).
+		if e, err := st.get(named.ID); e != nil || err != nil {
+			return e, err
+		}
 	}
 	return nil, errkind.Errorf(errkind.NotFound, "no environment %q (see cwm env ls)", ref)
 }
