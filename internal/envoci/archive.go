@@ -127,7 +127,8 @@ func Import(st *env.Store, file, home string) (*ImportResult, error) {
 }
 
 // ImportWith is Import with options: o.Home's blob cache, o.Grant for the
-// environments imported (and, when set, for those the store already had). The file's sha256 is recorded as their origin.
+// environments imported (and, when set, for those the store already had).
+// The file's sha256 is recorded in their origin.
 func ImportWith(st *env.Store, file string, o Options) (*ImportResult, error) {
 	start := time.Now()
 	f, err := os.Open(file)
