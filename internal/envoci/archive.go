@@ -129,7 +129,7 @@ func Import(st *env.Store, file, home string) (*ImportResult, error) {
 // ImportWith is Import with options: o.Home's blob cache, o.Grant for the
 // environments imported (and, when set, for those the store already had).
 // The file's sha256 is recorded in their origin.
-func ImportWith(st *env.Store, file string, o Options) (*ImportResult, error) {
+func ImportWith(st *env.Store, file string, o Options) (res *ImportResult, err error) {
 	start := time.Now()
 	f, err := os.Open(file)
 	if err != nil {
@@ -137,10 +137,20 @@ func ImportWith(st *env.Store, file string, o Options) (*ImportResult, error) {
 	}
 	defer f.Close()
 	b := newBlobs(o.Home)
+	// A refused import leaves none of the blobs it brought into the cache
+	// (a crafted file may hold a large one that no environment uses).
+	var added []string
+	defer func() {
+		if err != nil {
+			for _, d := range added {
+				os.Remove(b.path(d))
+			}
+		}
+	}()
 	fh := newCountingHash()
 	tr := tar.NewReader(io.TeeReader(f, fh))
 	var index *v1.IndexManifest
-	res := &ImportResult{}
+	res = &ImportResult{}
 	pending := map[string]bool{} // manifests whose environment the store lacks
 	for {
 		hdr, err := tr.Next()
@@ -176,6 +186,7 @@ func ImportWith(st *env.Store, file string, o Options) (*ImportResult, error) {
 					}
 					return nil, fmt.Errorf("%s: %w", file, err)
 				}
+				added = append(added, d)
 			}
 			if pending[d] {
 				// A manifest: if the store has its environment, the

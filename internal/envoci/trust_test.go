@@ -347,7 +347,7 @@ func TestHostileStore(t *testing.T) {
 // error: a pull before it fetches it, an import (run as a child process,
 // the config blob placed before the manifest so that it is read) with
 // its peak memory (VmHWM) far below the blob's size; nothing is left in
-// the store.
+// the store, nor in the blob cache.
 func TestHugeManifest(t *testing.T) {
 	e, src := hostileEnv(t)
 	huge := func(size int) *crafted {
@@ -398,6 +398,10 @@ func TestHugeManifest(t *testing.T) {
 		}
 		t.Logf("import of a 200 MiB env.json: refused, peak memory %d MiB", rss>>20)
 		storeIsClean(t, home)
+		cached, _ := filepath.Glob(filepath.Join(home, "blobs", "sha256", "*"))
+		if len(cached) > 0 {
+			t.Errorf("a refused import left %d blobs in the cache", len(cached))
+		}
 	})
 }
 
