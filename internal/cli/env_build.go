@@ -172,11 +172,11 @@ func (c *envBuildCmd) Run(ctx context.Context, e *command.Env, args []string) er
 	}
 	switch {
 	case c.json && c.history > 0:
-		if err := writeJSON(e.Stdout, map[string]any{"env": built, "history": history}); err != nil {
+		if err := writeJSON(e.Stdout, map[string]any{"env": manifestJSON(built), "history": history}); err != nil {
 			return err
 		}
 	case c.json:
-		if err := writeJSON(e.Stdout, built); err != nil {
+		if err := writeJSON(e.Stdout, manifestJSON(built)); err != nil {
 			return err
 		}
 	default:

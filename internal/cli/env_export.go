@@ -11,25 +11,27 @@ import (
 )
 
 type envExportCmd struct {
-	fs   *flag.FlagSet
-	json bool
+	fs      *flag.FlagSet
+	json    bool
+	withLog bool
 }
 
 func (*envExportCmd) Name() string     { return "env export" }
 func (*envExportCmd) Synopsis() string { return "write an environment to one file" }
 func (*envExportCmd) Usage() string {
-	return `ID FILE [--json]
+	return `ID FILE [--json] [--with-build-log]
 Writes environment ID to FILE: the artifact cwm env push would store, as
 an OCI image layout in a tar (what skopeo and others call oci-archive),
 for machines that share a file system rather than a registry. FILE
 appears complete or not at all. cwm env import FILE puts it into a store;
 every command that takes an environment also takes FILE and imports it
-on first use.`
+on first use. The build log stays here unless --with-build-log.`
 }
 
 func (c *envExportCmd) Flags(fs *flag.FlagSet) {
 	c.fs = fs
 	fs.BoolVar(&c.json, "json", false, "print the result as JSON")
+	fs.BoolVar(&c.withLog, "with-build-log", false, "ship the build log too (it stays here otherwise)")
 }
 
 func (c *envExportCmd) Run(ctx context.Context, e *command.Env, args []string) error {
@@ -44,7 +46,7 @@ func (c *envExportCmd) Run(ctx context.Context, e *command.Env, args []string) e
 	if err != nil {
 		return err
 	}
-	res, err := envoci.Export(en, args[1], e.Home)
+	res, err := envoci.ExportWith(en, args[1], envoci.Options{Home: e.Home, WithBuildLog: c.withLog})
 	if err != nil {
 		return err
 	}

@@ -15,19 +15,22 @@ type envImportCmd struct {
 	fs          *flag.FlagSet
 	json        bool
 	maxUnpacked command.ByteSize
+	grant       grantFlags
 }
 
 func (*envImportCmd) Name() string     { return "env import" }
 func (*envImportCmd) Synopsis() string { return "put an exported environment into the store" }
 func (*envImportCmd) Usage() string {
-	return `FILE [--max-unpacked SIZE] [--json]
+	return `FILE [--json] [--max-unpacked SIZE] [--base DIR] [--timeout D] [--memory BYTES] [--disk BYTES] [--pids N]
 Puts the environments of FILE (written by cwm env export) into the store
 and prints their ids. Every blob is checked against its digest; a file
 cut short or damaged is refused and nothing is added. An environment the
-store already has is not read again.
+store already has is not read again. The store records where each came
+from (the file, its sha256 and the manifest's digest; cwm env show prints
+it).
 
 Layers are unpacked under the rules cwm env pull describes, within
---max-unpacked bytes (default 32G) per environment.`
+--max-unpacked bytes (default 32G) per environment.` + grantHelp
 }
 
 func (c *envImportCmd) Flags(fs *flag.FlagSet) {
@@ -35,6 +38,7 @@ func (c *envImportCmd) Flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.json, "json", false, "print the result as JSON")
 	c.maxUnpacked = layertar.DefaultMaxBytes
 	fs.Var(&c.maxUnpacked, "max-unpacked", "the `SIZE` the environment may take unpacked (suffixes K, M, G, T); a layer past it is refused")
+	c.grant.register(fs)
 }
 
 func (c *envImportCmd) Run(ctx context.Context, e *command.Env, args []string) error {
@@ -45,7 +49,11 @@ func (c *envImportCmd) Run(ctx context.Context, e *command.Env, args []string) e
 	if len(args) != 1 {
 		return command.Usagef("want one file")
 	}
-	res, err := envoci.Import(env.NewStore(e.Home), args[0], envoci.Options{Home: e.Home, MaxUnpacked: int64(c.maxUnpacked)})
+	g, err := c.grant.grant()
+	if err != nil {
+		return err
+	}
+	res, err := envoci.Import(env.NewStore(e.Home), args[0], envoci.Options{Home: e.Home, MaxUnpacked: int64(c.maxUnpacked), Grant: g})
 	if err != nil {
 		return err
 	}

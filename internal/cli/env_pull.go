@@ -15,12 +15,13 @@ type envPullCmd struct {
 	fs          *flag.FlagSet
 	json        bool
 	maxUnpacked command.ByteSize
+	grant       grantFlags
 }
 
 func (*envPullCmd) Name() string     { return "env pull" }
 func (*envPullCmd) Synopsis() string { return "fetch an environment from an OCI registry" }
 func (*envPullCmd) Usage() string {
-	return `REF [--max-unpacked SIZE] [--json]
+	return `REF [--json] [--max-unpacked SIZE] [--base DIR] [--timeout D] [--memory BYTES] [--disk BYTES] [--pids N]
 Puts the environment REF names (REGISTRY/REPOSITORY:TAG or
 REGISTRY/REPOSITORY@sha256:..., as cwm env push printed it) into the
 store, unless it is there, and prints its id. Only the blobs the blob
@@ -38,7 +39,9 @@ more than the destination's free space, nor more than 1,048,576 entries.
 A layer that breaks a rule is refused, naming the layer and the entry.
 
 Every command that takes an environment also takes REF and pulls it on
-first use. Credentials and plain-HTTP registries: see cwm env push.`
+first use. Credentials and plain-HTTP registries: see cwm env push.
+The store records where the environment came from (the reference and the
+manifest's digest; cwm env show prints it).` + grantHelp
 }
 
 func (c *envPullCmd) Flags(fs *flag.FlagSet) {
@@ -46,6 +49,7 @@ func (c *envPullCmd) Flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.json, "json", false, "print the result as JSON")
 	c.maxUnpacked = layertar.DefaultMaxBytes
 	fs.Var(&c.maxUnpacked, "max-unpacked", "the `SIZE` the environment may take unpacked (suffixes K, M, G, T); a layer past it is refused")
+	c.grant.register(fs)
 }
 
 func (c *envPullCmd) Run(ctx context.Context, e *command.Env, args []string) error {
@@ -56,7 +60,11 @@ func (c *envPullCmd) Run(ctx context.Context, e *command.Env, args []string) err
 	if len(args) != 1 {
 		return command.Usagef("want one registry reference")
 	}
-	res, err := envoci.Pull(ctx, env.NewStore(e.Home), args[0], envoci.Options{Home: e.Home, MaxUnpacked: int64(c.maxUnpacked)})
+	g, err := c.grant.grant()
+	if err != nil {
+		return err
+	}
+	res, err := envoci.Pull(ctx, env.NewStore(e.Home), args[0], envoci.Options{Home: e.Home, MaxUnpacked: int64(c.maxUnpacked), Grant: g})
 	if err != nil {
 		return err
 	}

@@ -11,21 +11,24 @@ import (
 )
 
 type envPushCmd struct {
-	fs   *flag.FlagSet
-	json bool
+	fs      *flag.FlagSet
+	json    bool
+	withLog bool
 }
 
 func (*envPushCmd) Name() string     { return "env push" }
 func (*envPushCmd) Synopsis() string { return "store an environment in an OCI registry" }
 func (*envPushCmd) Usage() string {
-	return `ID REF [--json]
+	return `ID REF [--json] [--with-build-log]
 Stores environment ID (id, unique id prefix or name) in an OCI registry
 as REF, REGISTRY/REPOSITORY[:TAG] (registry.example.com/team/envs; no
 tag: the environment's id). The artifact is an OCI image manifest whose
 config is the environment's env.json and whose layers are its layer's
 top-level directories (repo/, venv/), each a compressed tar, with its
-coverage map and build log. Blobs the registry already has, such as a
-layer another environment shares, are not sent again.
+baseline and coverage map, and its build log with --with-build-log (a log
+may hold what an install printed of this machine). Blobs the registry
+already has, such as a layer another environment shares, are not sent
+again.
 
 Prints the reference with the manifest's digest, which pulls exactly
 this artifact: cwm env pull REF@sha256:..., or --env REF@sha256:... on
@@ -38,6 +41,7 @@ See docs/scale.md.`
 func (c *envPushCmd) Flags(fs *flag.FlagSet) {
 	c.fs = fs
 	fs.BoolVar(&c.json, "json", false, "print the result as JSON")
+	fs.BoolVar(&c.withLog, "with-build-log", false, "ship the build log too (it stays here otherwise)")
 }
 
 func (c *envPushCmd) Run(ctx context.Context, e *command.Env, args []string) error {
@@ -52,7 +56,7 @@ func (c *envPushCmd) Run(ctx context.Context, e *command.Env, args []string) err
 	if err != nil {
 		return err
 	}
-	res, err := envoci.Push(ctx, en, args[1], envoci.Options{Home: e.Home})
+	res, err := envoci.Push(ctx, en, args[1], envoci.Options{Home: e.Home, WithBuildLog: c.withLog})
 	if err != nil {
 		return err
 	}

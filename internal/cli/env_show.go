@@ -22,14 +22,18 @@ func (*envShowCmd) Synopsis() string { return "describe an environment" }
 func (*envShowCmd) Usage() string {
 	return `[--json] [--tests] ID
 Shows how an environment was built (source, revision, install and test
-commands with where each came from), its baseline and whether it is usable.
-ID is an id, a unique id prefix or a name. --json prints env.json; --tests
-lists every test with its outcome in each baseline run.`
+commands with where each came from), where it came from (built here, or
+the registry reference or file it was pulled or imported from, with the
+digests), the base and limit ceilings this machine grants it, its baseline
+and whether it is usable. ID is an id, a unique id prefix or a name.
+--json prints env.json with "origin" (origin.json) and "baseline"
+(baseline.json) added; --tests lists every test with its outcome in each
+baseline run.`
 }
 
 func (c *envShowCmd) Flags(fs *flag.FlagSet) {
 	c.fs = fs
-	fs.BoolVar(&c.json, "json", false, "print the manifest (env.json)")
+	fs.BoolVar(&c.json, "json", false, "print the manifest (env.json), its origin and baseline")
 	fs.BoolVar(&c.tests, "tests", false, "list every test's baseline")
 }
 
@@ -41,24 +45,26 @@ func (c *envShowCmd) Run(ctx context.Context, e *command.Env, args []string) err
 	if len(args) != 1 {
 		return command.Usagef("want one environment id or name")
 	}
-	env, err := resolveEnv(ctx, e, args[0])
+	en, err := resolveEnv(ctx, e, args[0])
 	if err != nil {
 		return err
 	}
 	if c.json {
-		return writeJSON(e.Stdout, env)
+		return writeJSON(e.Stdout, manifestJSON(en))
 	}
 	w := e.Stdout
-	fmt.Fprintf(w, "id:          %s\n", env.ID)
-	fmt.Fprintf(w, "name:        %s\n", env.Name)
-	fmt.Fprintf(w, "repository:  %s (%s)\n", env.Repository.Location, env.Repository.Kind)
-	fmt.Fprintf(w, "revision:    %s\n", env.Revision)
-	fmt.Fprintf(w, "base:        %s, Python %s\n", env.Base, env.Python)
-	fmt.Fprintf(w, "built:       %s in %.1fs, layer %s\n", env.BuiltAt.Local().Format("2006-01-02 15:04:05"), env.BuildSecs, humanBytes(env.LayerBytes))
-	fmt.Fprintf(w, "layer:       %s\n", env.LayerDir())
-	fmt.Fprintf(w, "build log:   %s\n", env.BuildLog)
+	fmt.Fprintf(w, "id:          %s\n", en.ID)
+	fmt.Fprintf(w, "name:        %s\n", en.Name)
+	fmt.Fprintf(w, "repository:  %s (%s)\n", en.Repository.Location, en.Repository.Kind)
+	fmt.Fprintf(w, "revision:    %s\n", en.Revision)
+	fmt.Fprintf(w, "origin:      %s\n", en.Origin())
+	fmt.Fprintf(w, "base:        %s, Python %s\n", en.Base, en.Python)
+	fmt.Fprintf(w, "limits:      %s (env.json: %s)\n", en.SandboxLimits(), en.Limits)
+	fmt.Fprintf(w, "built:       %s in %.1fs, layer %s\n", en.BuiltAt.Local().Format("2006-01-02 15:04:05"), en.BuildSecs, humanBytes(en.LayerBytes))
+	fmt.Fprintf(w, "layer:       %s\n", en.LayerDir())
+	fmt.Fprintf(w, "build log:   %s\n", en.BuildLog)
 	fmt.Fprintln(w, "install:")
-	for _, s := range env.Install {
+	for _, s := range en.Install {
 		fmt.Fprintf(w, "  %s  [%s] %s", s.Command, s.Provenance, s.Status)
 		if s.Note != "" {
 			fmt.Fprintf(w, ": %s", s.Note)
@@ -68,40 +74,50 @@ func (c *envShowCmd) Run(ctx context.Context, e *command.Env, args []string) err
 			fmt.Fprintf(w, "    ran: %s\n", s.Run)
 		}
 	}
-	fmt.Fprintf(w, "test:        %s  [%s]\n", env.Test.Command, env.Test.Provenance)
-	if run := env.TestCommand.String(); run != env.Test.Command {
+	fmt.Fprintf(w, "test:        %s  [%s]\n", en.Test.Command, en.Test.Provenance)
+	if run := en.TestCommand.String(); run != en.Test.Command {
 		fmt.Fprintf(w, "    runs as: %s\n", run)
 	}
-	if len(env.TestCommand.Dropped) > 0 {
-		fmt.Fprintf(w, "    dropped: %s\n", strings.Join(env.TestCommand.Dropped, " "))
+	if len(en.TestCommand.Dropped) > 0 {
+		fmt.Fprintf(w, "    dropped: %s\n", strings.Join(en.TestCommand.Dropped, " "))
 	}
-	for i, r := range env.Runs {
+	for i, r := range en.Runs {
 		fmt.Fprintf(w, "run %d:       %d tests, %s, %.2fs", i+1, r.Tests, r.Exit, r.Seconds)
 		if r.Note != "" {
 			fmt.Fprintf(w, " (%s)", r.Note)
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "baseline:    %s\n", env.Counts)
-	for _, m := range env.Missing {
+	fmt.Fprintf(w, "baseline:    %s\n", en.Counts)
+	for _, m := range en.Missing {
 		fmt.Fprintf(w, "missing:     %s\n", m)
 	}
-	if env.Coverage != nil {
-		fmt.Fprintf(w, "coverage:    %d functions, %d tests", env.Coverage.Functions, env.Coverage.Tests)
-		if env.Coverage.Note != "" {
-			fmt.Fprintf(w, " (%s)", env.Coverage.Note)
+	if en.Coverage != nil {
+		fmt.Fprintf(w, "coverage:    %d functions, %d tests", en.Coverage.Functions, en.Coverage.Tests)
+		if en.Coverage.Note != "" {
+			fmt.Fprintf(w, " (%s)", en.Coverage.Note)
 		}
 		fmt.Fprintln(w)
 	}
-	if env.Usable {
+	if en.Usable {
 		fmt.Fprintln(w, "usable:      yes")
 	} else {
-		fmt.Fprintf(w, "usable:      no: %s\n", env.Reason)
+		fmt.Fprintf(w, "usable:      no: %s\n", en.Reason)
 	}
 	if c.tests {
-		printBaseline(w, env.Baseline)
+		printBaseline(w, en.Baseline)
 	}
 	return nil
+}
+
+// manifestJSON is how --json prints an environment: env.json's fields with
+// its origin and baseline, which the store keeps apart.
+func manifestJSON(en *env.Env) any {
+	return struct {
+		*env.Env
+		Origin   *env.Origin      `json:"origin"`
+		Baseline []env.TestResult `json:"baseline"`
+	}{en, en.Origin(), en.Baseline}
 }
 
 func printBaseline(w io.Writer, tests []env.TestResult) {

@@ -45,27 +45,39 @@ type Env struct {
 	Limits      RunLimits       `json:"limits"`
 	Runs        []RunRecord     `json:"runs"`
 	Counts      Counts          `json:"counts"`
-	Baseline    []TestResult    `json:"baseline"`
-	Missing     []Missing       `json:"missing_dependencies,omitempty"`
-	Usable      bool            `json:"usable"`
-	Reason      string          `json:"reason,omitempty"`
-	Coverage    *CoverageInfo   `json:"coverage,omitempty"`
-	BuiltAt     time.Time       `json:"built_at"`
-	BuildSecs   float64         `json:"build_seconds"`
-	LayerBytes  int64           `json:"layer_bytes"`
-	BuildLog    string          `json:"build_log"`
+	// Baseline is kept apart from env.json, in BaselineFile: it grows with
+	// the suite, and listing environments must not read it. Store.Get and
+	// Store.Resolve fill it in; Store.List leaves it nil.
+	Baseline   []TestResult  `json:"-"`
+	Missing    []Missing     `json:"missing_dependencies,omitempty"`
+	Usable     bool          `json:"usable"`
+	Reason     string        `json:"reason,omitempty"`
+	Coverage   *CoverageInfo `json:"coverage,omitempty"`
+	BuiltAt    time.Time     `json:"built_at"`
+	BuildSecs  float64       `json:"build_seconds"`
+	LayerBytes int64         `json:"layer_bytes"`
+	BuildLog   string        `json:"build_log"`
 
 	// dir is the environment's directory: in the store, or the stage of
 	// the build making it.
 	dir string
+	// origin is where the environment came from, read from OriginFile,
+	// which this machine's store writes and no artifact carries; nil when
+	// it is unknown (treated as foreign).
+	origin *Origin
+	// building is set on the environment of a build in progress, whose
+	// base and limits are the builder's own flags.
+	building bool
 }
 
-// ManifestVersion is the env.json format version. Version 2 stores the
-// layer's files with the owners the sandbox sees (uid 0 is the sandbox's
-// root), which sandboxes show through an idmapped mount; version 1 layers
-// kept files of the sandbox's other users at host uids 100001-165535 and
-// are migrated on first use (migrate.go).
-const ManifestVersion = 2
+// ManifestVersion is the env.json format version. Version 3 keeps the
+// baseline apart, in BaselineFile, so that env.json stays small (at most
+// MaxManifest); version 2 held it inline and is migrated on first use.
+// Version 2 stores the layer's files with the owners the sandbox sees
+// (uid 0 is the sandbox's root), which sandboxes show through an idmapped
+// mount; version 1 layers kept files of the sandbox's other users at host
+// uids 100001-165535 and are migrated on first use (migrate.go).
+const ManifestVersion = 3
 
 // LayerDir is the host directory of the environment's layer. It is for
 // the builder, which writes the layer, and for people (env show says

@@ -102,6 +102,28 @@ func (l RunLimits) MarshalJSON() ([]byte, error) {
 	return json.Marshal(runLimitsJSON{l.Timeout.Seconds(), l.Memory, l.Pids, l.Output, l.Disk})
 }
 
+// String shows the limits, "default" for zero fields.
+func (l RunLimits) String() string {
+	size := func(n int64) string {
+		switch {
+		case n <= 0:
+			return "default"
+		case n%(1<<30) == 0:
+			return fmt.Sprintf("%d GiB", n>>30)
+		default:
+			return fmt.Sprintf("%d MiB", n>>20)
+		}
+	}
+	timeout, pids := "default", "default"
+	if l.Timeout > 0 {
+		timeout = l.Timeout.String()
+	}
+	if l.Pids > 0 {
+		pids = fmt.Sprint(l.Pids)
+	}
+	return fmt.Sprintf("timeout %s, memory %s, disk %s, %s processes, output %s", timeout, size(l.Memory), size(l.Disk), pids, size(l.Output))
+}
+
 // UnmarshalJSON reads what MarshalJSON wrote.
 func (l *RunLimits) UnmarshalJSON(b []byte) error {
 	var j runLimitsJSON

@@ -27,14 +27,20 @@ func NewSandboxes(rt *sandbox.Runtime) *Sandboxes { return &Sandboxes{rt: rt} }
 
 // Open starts a sandbox on e under e's limits: its layer over its base,
 // the repository at RepoRoot as the working directory, the virtual
-// environment first on PATH.
+// environment first on PATH. The base is the one this machine granted and
+// the limits are clamped to its ceilings (Env.Ceilings), whatever env.json
+// says: stores are shared, and hold environments made elsewhere.
 func (s *Sandboxes) Open(ctx context.Context, e *Env) (*sandbox.Sandbox, error) {
 	return s.OpenWith(ctx, e, e.Limits)
 }
 
 // OpenWith is Open under other limits (a build's install steps).
 func (s *Sandboxes) OpenWith(ctx context.Context, e *Env, l RunLimits) (*sandbox.Sandbox, error) {
-	sb, err := s.rt.New(ctx, config(e, l))
+	cfg, err := config(e, l)
+	if err != nil {
+		return nil, fmt.Errorf("start sandbox on %s: %w", name(e), err)
+	}
+	sb, err := s.rt.New(ctx, cfg)
 	if err != nil {
 		var ce *sandbox.ConfigError
 		if errors.As(err, &ce) {
@@ -50,7 +56,11 @@ func (s *Sandboxes) OpenWith(ctx context.Context, e *Env, l RunLimits) (*sandbox
 // Prewarm makes sure the runtime's warm pool holds a sandbox of e (under
 // e's limits), starting one when fewer than want are idle.
 func (s *Sandboxes) Prewarm(ctx context.Context, e *Env, want int) error {
-	return s.rt.Prewarm(ctx, config(e, e.Limits), want)
+	cfg, err := config(e, e.Limits)
+	if err != nil {
+		return fmt.Errorf("start sandbox on %s: %w", name(e), err)
+	}
+	return s.rt.Prewarm(ctx, cfg, want)
 }
 
 func name(e *Env) string {
@@ -64,11 +74,12 @@ func name(e *Env) string {
 const sandboxPath = "PATH=" + VenvRoot + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // config is the configuration of a sandbox on e's layer.
-func config(e *Env, l RunLimits) sandbox.Config {
-	base := e.Base
-	if base == "host" {
-		base = ""
+func config(e *Env, l RunLimits) (sandbox.Config, error) {
+	base, err := e.base()
+	if err != nil {
+		return sandbox.Config{}, err
 	}
+	l = e.clamp(l)
 	return sandbox.Config{
 		Base: base, Layers: []string{e.LayerDir()}, Workdir: RepoRoot,
 		Env: []string{
@@ -80,5 +91,5 @@ func config(e *Env, l RunLimits) sandbox.Config {
 			"PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_INPUT=1", "PIP_ROOT_USER_ACTION=ignore",
 		},
 		Limits: sandbox.Limits{Timeout: l.Timeout, Memory: l.Memory, Pids: l.Pids, Output: l.Output, Disk: l.Disk},
-	}
+	}, nil
 }

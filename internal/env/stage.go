@@ -46,7 +46,7 @@ func (st *Store) NewStage() (*Stage, error) {
 		sandbox.RemoveAll(dir)
 		return nil, fmt.Errorf("lock build directory: %w", err)
 	}
-	return &Stage{store: st, dir: dir, lock: lock, env: &Env{Version: ManifestVersion, dir: dir}}, nil
+	return &Stage{store: st, dir: dir, lock: lock, env: &Env{Version: ManifestVersion, dir: dir, building: true}}, nil
 }
 
 // Dir is the build's directory, for its scratch files and its log.
@@ -62,9 +62,11 @@ func (s *Stage) Env() *Env { return s.env }
 // BuildLog is the name of the build's log in the environment's directory.
 const BuildLog = "build.log"
 
-// Publish stores the environment: its manifest is written (with the
-// layer's size and where the build log will be) and the stage becomes the
-// environment's directory. An environment already stored under the id is
+// Publish stores the environment: its manifest, baseline and origin are
+// written (with the layer's size and where the build log will be) and the
+// stage becomes the environment's directory. A build's origin grants the
+// base and limits it was built with; an adopted environment's is the one
+// Adopt was given. An environment already stored under the id is
 // replaced when it is unusable or force is set; otherwise (another build of
 // the same id won the race) it is kept and the stage dropped. Either way
 // Env then lives in the store.
@@ -73,13 +75,24 @@ func (s *Stage) Publish(force bool) error {
 	final := filepath.Join(s.store.dir, e.ID)
 	e.LayerBytes = diskUsage(s.LayerDir())
 	e.BuildLog = filepath.Join(final, BuildLog)
+	if e.building {
+		e.origin = &Origin{Kind: OriginBuilt, At: e.BuiltAt, Grant: Grant{Base: e.Base, Limits: e.Limits}}
+	}
+	if err := writeOrigin(s.dir, e.origin); err != nil {
+		return fmt.Errorf("write origin: %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(s.dir, BaselineFile)); e.Baseline != nil || errors.Is(err, fs.ErrNotExist) {
+		if err := e.saveBaseline(); err != nil {
+			return fmt.Errorf("write baseline: %w", err)
+		}
+	}
 	if err := e.save(); err != nil {
 		return fmt.Errorf("write manifest: %w", err)
 	}
 	if old, err := load(final); err == nil || !errors.Is(err, os.ErrNotExist) {
 		if err == nil && old.Usable && !force {
 			s.Discard()
-			e.dir = final
+			e.dir, e.building = final, false
 			return nil
 		}
 		trash := filepath.Join(s.store.dir, ".trash-"+randomSuffix())
@@ -94,6 +107,7 @@ func (s *Stage) Publish(force bool) error {
 	os.Remove(filepath.Join(final, "lock"))
 	s.lock.Close()
 	e.dir = final
+	e.building = false
 	return nil
 }
 
@@ -139,8 +153,14 @@ func diskUsage(root string) int64 {
 
 // Adopt makes the stage's manifest m, an environment made elsewhere (a
 // pulled or imported one), whose layer is being written into LayerDir;
-// the stage keeps its directory.
-func (s *Stage) Adopt(m Env) {
+// the stage keeps its directory. o says where it came from and what this
+// machine grants it: m's base must be the granted one (the caller sets it
+// so), and its limits are clamped to the grant whenever a sandbox starts.
+// m's baseline, when set, is written; otherwise BaselineFile is expected
+// in the stage's directory (copied from the artifact).
+func (s *Stage) Adopt(m Env, o Origin) {
 	m.dir = s.dir
+	m.origin = &o
+	m.building = false
 	*s.env = m
 }

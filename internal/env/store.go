@@ -12,8 +12,6 @@ import (
 	"sort"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"cwm/internal/errkind"
 	"cwm/internal/sandbox"
 )
@@ -33,22 +31,38 @@ func (st *Store) Dir() string { return st.dir }
 // ManifestFile is the manifest's file in an environment's directory.
 const ManifestFile = "env.json"
 
-// load reads an environment's manifest.
+// load reads an environment's manifest and origin, not its baseline
+// (loadBaseline): listing the store reads env.json alone. A manifest past
+// MaxManifest is refused (unread, or, for a version 2 one whose baseline
+// made it large, once its baseline is out).
 func load(dir string) (*Env, error) {
-	data, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	path := filepath.Join(dir, ManifestFile)
+	data, err := readCapped(path, MaxManifest, "manifest (env.json)")
+	var big *tooBigError
+	if errors.As(err, &big) {
+		// A version 2 manifest held the baseline: it is split as it is
+		// read, in bounded memory; any other is refused.
+		data, err = splitLegacy(dir, big)
+	}
 	if err != nil {
 		return nil, err
 	}
 	var e Env
 	if err := json.Unmarshal(data, &e); err != nil {
-		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, ManifestFile), err)
+		return nil, errkind.Errorf(errkind.Input, "read %s: %v", path, err)
 	}
 	if e.ID != filepath.Base(dir) {
-		return nil, fmt.Errorf("%s: manifest id %q does not match its directory", dir, e.ID)
+		return nil, errkind.Errorf(errkind.Input, "%s: manifest id %q does not match its directory", dir, e.ID)
+	}
+	if e.Version > ManifestVersion {
+		return nil, errkind.Errorf(errkind.Input, "%s: manifest version %d; this cwm reads up to %d: upgrade cwm", dir, e.Version, ManifestVersion)
 	}
 	e.dir = dir
+	if e.origin, err = readOrigin(dir); err != nil {
+		return nil, err
+	}
 	if e.Version < ManifestVersion {
-		if err := e.migrate(); err != nil {
+		if err := e.migrate(data); err != nil {
 			return nil, fmt.Errorf("migrate environment %s: %w", e.ID, err)
 		}
 	}
@@ -113,16 +127,31 @@ func (st *Store) List() ([]*Env, error) {
 	return out, nil
 }
 
-// Get returns the environment with exactly this id, or nil.
+// Get returns the environment with exactly this id, its baseline read, or
+// nil.
 func (st *Store) Get(id string) *Env {
-	if id == "" || strings.ContainsAny(id, "/.") {
-		return nil
-	}
-	e, err := load(filepath.Join(st.dir, id))
-	if err != nil {
-		return nil
-	}
+	e, _ := st.get(id)
 	return e
+}
+
+// get is Get with the reason an environment whose directory is there
+// cannot be read (nil, nil when there is none).
+func (st *Store) get(id string) (*Env, error) {
+	if id == "" || strings.ContainsAny(id, "/.") {
+		return nil, nil
+	}
+	dir := filepath.Join(st.dir, id)
+	e, err := load(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err == nil {
+		err = e.loadBaseline()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("environment %s: %w", id, err)
+	}
+	return e, nil
 }
 
 // Resolve finds an environment by id, unique id prefix, or name. When
@@ -134,8 +163,8 @@ func (st *Store) Resolve(ref string) (*Env, error) {
 	if ref == "" {
 		return nil, errkind.New(errkind.Input, "no environment given")
 	}
-	if e := st.Get(ref); e != nil {
-		return e, nil
+	if e, err := st.get(ref); e != nil || err != nil {
+		return e, err
 	}
 	all, err := st.List()
 	if err != nil {
@@ -153,15 +182,19 @@ func (st *Store) Resolve(ref string) (*Env, error) {
 	}
 	switch {
 	case len(prefix) == 1:
-		return prefix[0], nil
+		named = prefix[0]
 	case len(prefix) > 1:
 		var ids []string
 		for _, e := range prefix {
 			ids = append(ids, e.ID)
 		}
 		return nil, errkind.Errorf(errkind.Input, "environment %q is ambiguous: it starts %s", ref, strings.Join(ids, ", "))
-	case named != nil:
-		return named, nil
+	}
+	if named != nil {
+		// Read again, with its baseline (List reads none).
+		if e, err := st.get(named.ID); e != nil || err != nil {
+			return e, err
+		}
 	}
 	return nil, errkind.Errorf(errkind.NotFound, "no environment %q (see cwm env ls)", ref)
 }
@@ -217,42 +250,4 @@ func (st *Store) GC() ([]string, error) {
 		removed = append(removed, name)
 	}
 	return removed, first
-}
-
-// migrate brings a version 1 environment to the current version: files its
-// sandboxes' other users (uids and gids 1-65535) owned were stored at host
-// ids 100001-165535, which the idmapped mount of a version 2 layer would
-// show as nobody's; they get their sandbox ids back. As another user than
-// root there were no such files. The manifest is rewritten last, so an
-// interrupted migration is redone.
-func (e *Env) migrate() error {
-	if os.Getuid() == 0 {
-		err := filepath.WalkDir(e.LayerDir(), func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			var st unix.Stat_t
-			if err := unix.Lstat(p, &st); err != nil {
-				return err
-			}
-			uid, gid := legacyID(st.Uid), legacyID(st.Gid)
-			if uid == int(st.Uid) && gid == int(st.Gid) {
-				return nil
-			}
-			return unix.Lchown(p, uid, gid)
-		})
-		if err != nil {
-			return err
-		}
-	}
-	e.Version = ManifestVersion
-	return e.save()
-}
-
-// legacyID maps a host id of a version 1 layer to its sandbox id.
-func legacyID(id uint32) int {
-	if id > 100000 && id <= 165535 {
-		return int(id) - 100000
-	}
-	return int(id)
 }

@@ -122,10 +122,11 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 			stg.Discard()
 		}
 	}()
-	logf, err := os.Create(filepath.Join(stg.Dir(), env.BuildLog))
+	lf, err := os.Create(filepath.Join(stg.Dir(), env.BuildLog))
 	if err != nil {
 		return nil, err
 	}
+	logf := newCappedLog(lf)
 	defer logf.Close()
 
 	layer := stg.LayerDir()

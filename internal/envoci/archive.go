@@ -40,11 +40,17 @@ type ExportResult struct {
 }
 
 // Export writes e to file: its artifact (packed into the blob cache of
-// home) as an OCI image layout in a tar. The file appears complete or not
-// at all.
+// home) as an OCI image layout in a tar, without its build log. The file
+// appears complete or not at all.
 func Export(e *env.Env, file, home string) (*ExportResult, error) {
-	b := newBlobs(home)
-	a, err := prepare(e, b)
+	return ExportWith(e, file, Options{Home: home})
+}
+
+// ExportWith is Export with options: o.Home's blob cache, the build log
+// when o.WithBuildLog is set.
+func ExportWith(e *env.Env, file string, o Options) (*ExportResult, error) {
+	b := newBlobs(o.Home)
+	a, err := prepare(e, b, o.WithBuildLog)
 	if err != nil {
 		return nil, err
 	}
@@ -117,8 +123,12 @@ type ImportResult struct {
 
 // Import puts the environments of an exported file into st. Every blob is
 // checked against its digest as it is read; a file cut short or damaged
-// is refused and nothing is added to the store.
-func Import(st *env.Store, file string, o Options) (*ImportResult, error) {
+// is refused and nothing is added to the store. o names the blob cache
+// (o.Home), bounds the unpacking, and grants the environments imported
+// (and, when set, those the store already had) their base and limits
+// (o.Grant: the host's base and default limits when zero). The file's
+// sha256 is recorded in their origin.
+func Import(st *env.Store, file string, o Options) (res *ImportResult, err error) {
 	start := time.Now()
 	f, err := os.Open(file)
 	if err != nil {
@@ -126,9 +136,20 @@ func Import(st *env.Store, file string, o Options) (*ImportResult, error) {
 	}
 	defer f.Close()
 	b := newBlobs(o.Home)
-	tr := tar.NewReader(f)
+	// A refused import leaves none of the blobs it brought into the cache
+	// (a crafted file may hold a large one that no environment uses).
+	var added []string
+	defer func() {
+		if err != nil {
+			for _, d := range added {
+				os.Remove(b.path(d))
+			}
+		}
+	}()
+	fh := newCountingHash()
+	tr := tar.NewReader(io.TeeReader(f, fh))
 	var index *v1.IndexManifest
-	res := &ImportResult{}
+	res = &ImportResult{}
 	pending := map[string]bool{} // manifests whose environment the store lacks
 	for {
 		hdr, err := tr.Next()
@@ -170,14 +191,24 @@ func Import(st *env.Store, file string, o Options) (*ImportResult, error) {
 					}
 					return nil, fmt.Errorf("%s: %w", file, err)
 				}
+				added = append(added, d)
 			}
 			if pending[d] {
 				// A manifest: if the store has its environment, the
 				// rest of the file is not needed for it.
-				if a, err := cachedArtifact(b, d, file); err == nil && a.id != "" && st.Get(a.id) != nil {
+				a, err := cachedArtifact(b, d, file)
+				if err != nil {
+					return nil, err // refused before its blobs are read
+				}
+				if e := st.Get(a.id); a.id != "" && e != nil {
+					if o.Grant != (env.Grant{}) {
+						if err := st.Regrant(e, o.Grant); err != nil {
+							return nil, err
+						}
+					}
 					delete(pending, d)
 					res.Present++
-					res.Envs = append(res.Envs, st.Get(a.id))
+					res.Envs = append(res.Envs, e)
 					res.IDs = append(res.IDs, a.id)
 					if len(pending) == 0 && index != nil {
 						res.Seconds = time.Since(start).Seconds()
@@ -192,6 +223,14 @@ func Import(st *env.Store, file string, o Options) (*ImportResult, error) {
 	if index == nil {
 		return nil, corrupt("%s has no index.json: not an exported environment", file)
 	}
+	if _, err := io.Copy(fh, f); err != nil { // what follows the tar's end, for the file's digest
+		return nil, fmt.Errorf("import %s: %w", file, err)
+	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return nil, fmt.Errorf("import %s: %w", file, err)
+	}
+	origin := env.Origin{Kind: env.OriginImported, From: abs, FileDigest: fh.digest(), Grant: o.Grant}
 	for _, m := range index.Manifests {
 		d := m.Digest.String()
 		if !pending[d] {
@@ -206,7 +245,7 @@ func Import(st *env.Store, file string, o Options) (*ImportResult, error) {
 				return nil, corrupt("%s lacks blob %s (%s) of environment %s: the file is incomplete", file, short(bd.Digest.String()), blobWhat(bd), a.id)
 			}
 		}
-		e, err := install(st, b, a, file, o)
+		e, err := install(st, b, a, origin, o)
 		if err != nil {
 			return nil, err
 		}

@@ -4,11 +4,13 @@
 // systems.
 //
 // An environment's artifact is an OCI image manifest whose config blob is
-// its env.json (media type ConfigMediaType) and whose layers are one
-// gzip-compressed tar per top-level directory of its layer (repo/, venv/;
-// standard OCI layer blobs, which unpacked at / give the paths the
-// sandboxes see), plus its coverage map and build log as blobs of their
-// own. Blobs are content-addressed: a registry stores a layer two
+// its env.json (media type ConfigMediaType, at most env.MaxManifest) and
+// whose layers are one gzip-compressed tar per top-level directory of its
+// layer (repo/, venv/; standard OCI layer blobs, which unpacked at / give
+// the paths the sandboxes see), plus its baseline, coverage map and (when
+// asked) build log as blobs of their own. What env.json says of the
+// sandbox's base and limits is the sender's word: the receiving machine
+// grants its own (env.Grant, env.Origin). Blobs are content-addressed: a registry stores a layer two
 // environments share once, and cwm's blob cache ($CWM_HOME/blobs) fetches
 // it once. Every blob is checked against its digest before it is used,
 // and an environment appears in the store only once all of it is there
@@ -30,6 +32,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"cwm/internal/env"
 )
 
 // The media types of an environment's artifact.
@@ -39,6 +43,7 @@ const (
 	LayerMediaType    = string(types.OCILayer) // tar+gzip
 	CoverageMediaType = "application/vnd.cwm.env.coverage.v1+json"
 	BuildLogMediaType = "application/vnd.cwm.env.buildlog.v1+text"
+	BaselineMediaType = "application/vnd.cwm.env.baseline.v1+json"
 )
 
 // Annotations of the manifest and its layers.
@@ -55,7 +60,10 @@ const (
 // Limits on what is read into memory from a registry or an archive.
 const (
 	maxManifest = 4 << 20
-	maxConfig   = 256 << 20 // env.json lists every test of a suite
+	maxConfig   = env.MaxManifest // the baseline, which grows with the suite, is a blob apart
+	// maxBuildLog bounds a shipped build log: the builder keeps 16 MiB of
+	// it (envbuild), and the rest of a larger one is not a log.
+	maxBuildLog = 17 << 20
 )
 
 // artifact is an environment's manifest, parsed and checked.
@@ -65,7 +73,7 @@ type artifact struct {
 	m      *v1.Manifest
 	id     string
 	layers []layerDesc
-	files  []fileDesc // coverage.json, build.log
+	files  []fileDesc // baseline.json, coverage.json, build.log
 }
 
 type layerDesc struct {
@@ -79,8 +87,12 @@ type fileDesc struct {
 	name string
 }
 
-// files an artifact may carry beside the layer, by media type.
-var fileNames = map[string]string{CoverageMediaType: "coverage.json", BuildLogMediaType: "build.log"}
+// files an artifact may carry beside the layer, by media type, and the
+// largest each may be (0: no bound of its own).
+var (
+	fileNames = map[string]string{CoverageMediaType: env.CoverageFile, BuildLogMediaType: env.BuildLog, BaselineMediaType: env.BaselineFile}
+	fileMax   = map[string]int64{BuildLogMediaType: maxBuildLog, BaselineMediaType: env.MaxBaseline}
+)
 
 // parseArtifact checks that raw is the manifest of an environment. where
 // names it in errors (a reference, a file).
@@ -99,6 +111,9 @@ func parseArtifact(raw []byte, where string) (*artifact, error) {
 	if err := checkDigest(m.Config.Digest.String()); err != nil {
 		return nil, corrupt("%s: config: %v", where, err)
 	}
+	if m.Config.Size > maxConfig || m.Config.Size < 0 {
+		return nil, corrupt("%s: its env.json (config blob) is %d bytes, past the %d MiB a manifest may have: not fetched; an environment of this cwm keeps its baseline apart (rebuild or export it again with this cwm)", where, m.Config.Size, maxConfig>>20)
+	}
 	seen := map[string]bool{}
 	for i, l := range m.Layers {
 		if err := checkDigest(l.Digest.String()); err != nil {
@@ -108,6 +123,9 @@ func parseArtifact(raw []byte, where string) (*artifact, error) {
 			return nil, corrupt("%s: layer %d has a negative size", where, i)
 		}
 		if name, ok := fileNames[string(l.MediaType)]; ok {
+			if max := fileMax[string(l.MediaType)]; max > 0 && l.Size > max {
+				return nil, corrupt("%s: its %s is %d bytes, past the %d MiB it may have: not fetched", where, name, l.Size, max>>20)
+			}
 			a.files = append(a.files, fileDesc{l, name})
 			continue
 		}

@@ -81,7 +81,11 @@ var venvFiles = map[string]string{
 }
 
 // putEnv makes a usable environment id in home's store: a repository
-// with src (its files), the shared venv, a coverage map and a build log.
+// with src (its files), the shared venv, a baseline, a coverage map and a
+// build log.
+// testBaseline is putEnv's baseline.json.
+const testBaseline = `[{"id":"tests/test_a.py::test_a","status":"pass","outcomes":["pass"],"seconds":[0.1]}]` + "\n"
+
 func putEnv(t *testing.T, home, id string, src map[string]string) *env.Env {
 	t.Helper()
 	layer := filepath.Join(t.TempDir(), "layer")
@@ -110,7 +114,10 @@ func putEnv(t *testing.T, home, id string, src map[string]string) *env.Env {
 	if err := os.WriteFile(e.File(env.BuildLog), []byte("$ pip install -e .\nok\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return e
+	if err := os.WriteFile(e.File(env.BaselineFile), []byte(testBaseline), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return env.NewStore(home).Get(id)
 }
 
 // entry is what a tree holds at one path, as compared across machines.

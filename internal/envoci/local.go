@@ -25,8 +25,10 @@ import (
 
 // prepare packs an environment into the blob cache and returns its
 // artifact: its layers (one per top-level directory of the layer), its
-// env.json as config, its coverage map and build log.
-func prepare(e *env.Env, b blobs) (*artifact, error) {
+// env.json as config, its baseline and coverage map, and its build log
+// when withLog is set (a log is for the machine that built it: it may hold
+// what an install printed of that machine).
+func prepare(e *env.Env, b blobs, withLog bool) (*artifact, error) {
 	if !e.Usable {
 		return nil, errkind.Errorf(errkind.Input, "environment %s is not usable (%s): it is not shipped", e.ID, e.Reason)
 	}
@@ -49,7 +51,11 @@ func prepare(e *env.Env, b blobs) (*artifact, error) {
 	if err != nil {
 		return nil, fmt.Errorf("environment %s: %w", e.ID, err)
 	}
-	for _, f := range []struct{ name, mt string }{{env.CoverageFile, CoverageMediaType}, {env.BuildLog, BuildLogMediaType}} {
+	files := []struct{ name, mt string }{{env.BaselineFile, BaselineMediaType}, {env.CoverageFile, CoverageMediaType}}
+	if withLog {
+		files = append(files, struct{ name, mt string }{env.BuildLog, BuildLogMediaType})
+	}
+	for _, f := range files {
 		d, err := fileBlob(b, e.File(f.name), f.mt, f.name)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -124,33 +130,24 @@ func fileBlob(b blobs, path, mt, title string) (v1.Descriptor, error) {
 	return desc, nil
 }
 
-// Origin is where an environment in the store came from, kept beside it
-// as origin.json: the manifest's digest and the reference or file it was
-// read from.
-type Origin struct {
-	Manifest string    `json:"manifest"`
-	From     string    `json:"from"`
-	At       time.Time `json:"at"`
-}
-
-const originFile = "origin.json"
-
 // install puts the environment of a, whose blobs are all in the cache,
 // into the store: its layers are unpacked into a stage, its files and
 // manifest written, and the stage published. Until then nothing is in the
 // store but a hidden stage directory, which a failure removes (and env gc
-// removes after a crash).
-func install(st *env.Store, b blobs, a *artifact, from string, o Options) (*env.Env, error) {
+// removes after a crash). org records where it came from and what this
+// machine grants it: the base is the operator's (org.Grant.Base, the
+// host's by default), never the one env.json names; an env.json naming
+// another base than the host's is refused unless the operator named one.
+// o bounds the unpacking.
+func install(st *env.Store, b blobs, a *artifact, org env.Origin, o Options) (*env.Env, error) {
+	from := org.From
 	config, err := b.readSmall(a.m.Config.Digest.String(), maxConfig)
 	if err != nil {
+		return nil, fmt.Errorf("%s: env.json: %w", from, err)
+	}
+	m, err := adoptConfig(config, a, org.Grant, from)
+	if err != nil {
 		return nil, err
-	}
-	var m env.Env
-	if err := json.Unmarshal(config, &m); err != nil {
-		return nil, corrupt("%s: its env.json does not parse: %v", from, err)
-	}
-	if !validID(m.ID) || (a.id != "" && m.ID != a.id) {
-		return nil, corrupt("%s: its env.json names environment %q, its manifest %q", from, m.ID, a.id)
 	}
 	stage, err := st.NewStage()
 	if err != nil {
@@ -201,19 +198,54 @@ func install(st *env.Store, b blobs, a *artifact, from string, o Options) (*env.
 			return nil, fmt.Errorf("%s: %s: %w", from, f.name, err)
 		}
 	}
-	origin, _ := json.MarshalIndent(Origin{Manifest: a.digest, From: from, At: time.Now().UTC().Truncate(time.Second)}, "", "  ")
-	if err := os.WriteFile(filepath.Join(stage.Dir(), originFile), append(origin, '\n'), 0o644); err != nil {
-		return nil, err
-	}
-	if m.Version > env.ManifestVersion {
-		return nil, errkind.Errorf(errkind.Input, "%s: environment %s has manifest version %d; this cwm reads up to %d: upgrade cwm", from, m.ID, m.Version, env.ManifestVersion)
-	}
-	stage.Adopt(m)
+	org.Manifest = a.digest
+	org.At = time.Now().UTC().Truncate(time.Second)
+	stage.Adopt(*m, org)
 	if err := stage.Publish(false); err != nil {
 		return nil, err
 	}
 	ok = true
-	return st.Get(m.ID), nil
+	e, err := st.Resolve(m.ID)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", from, err)
+	}
+	return e, nil
+}
+
+// adoptConfig reads an artifact's env.json as this machine takes it: its
+// base replaced by the granted one, its baseline (inline before version 3)
+// kept for the stage to write.
+func adoptConfig(config []byte, a *artifact, g env.Grant, from string) (*env.Env, error) {
+	var m env.Env
+	if err := json.Unmarshal(config, &m); err != nil {
+		return nil, corrupt("%s: its env.json does not parse: %v", from, err)
+	}
+	if !validID(m.ID) || (a.id != "" && m.ID != a.id) {
+		return nil, corrupt("%s: its env.json names environment %q, its manifest %q", from, m.ID, a.id)
+	}
+	if m.Version > env.ManifestVersion {
+		return nil, errkind.Errorf(errkind.Input, "%s: environment %s has manifest version %d; this cwm reads up to %d: upgrade cwm", from, m.ID, m.Version, env.ManifestVersion)
+	}
+	if m.Base != "" && m.Base != "host" && g.Base == "" {
+		return nil, errkind.Errorf(errkind.Input, "%s: environment %s was built on base %s: an artifact does not choose the sandbox's root; name the base on this machine with --base DIR (or --base host for the host's system directories)", from, m.ID, m.Base)
+	}
+	if g.Base == "" {
+		g.Base = "host"
+	}
+	m.Base = g.Base
+	if m.Version < 3 {
+		var v2 struct {
+			Baseline []env.TestResult `json:"baseline"`
+		}
+		if err := json.Unmarshal(config, &v2); err != nil {
+			return nil, corrupt("%s: its env.json does not parse: %v", from, err)
+		}
+		m.Baseline = v2.Baseline
+		if m.Baseline == nil {
+			m.Baseline = []env.TestResult{}
+		}
+	}
+	return &m, nil
 }
 
 // validID is what the store accepts as a directory name.
@@ -278,12 +310,8 @@ func Prune(home string, st *env.Store) (int64, error) {
 	}
 	keep := map[string]bool{}
 	for _, e := range all {
-		data, err := os.ReadFile(e.File(originFile))
-		if err != nil {
-			continue
-		}
-		var o Origin
-		if json.Unmarshal(data, &o) != nil {
+		o := e.Origin()
+		if o == nil || o.Manifest == "" {
 			continue
 		}
 		raw, err := b.readSmall(o.Manifest, maxManifest)

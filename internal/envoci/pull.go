@@ -31,7 +31,8 @@ type PullResult struct {
 	Seconds float64 `json:"seconds"`
 }
 
-// Pull puts the environment ref names into st, unless it is there: the
+// Pull puts the environment ref names into st, unless it is there (then
+// o.Grant, when set, replaces what the store granted it): the
 // manifest is read (from the blob cache for a reference by digest), the
 // blobs the cache lacks are fetched and checked against their digests,
 // the layers unpacked into a stage of the store and the stage published.
@@ -60,6 +61,11 @@ func Pull(ctx context.Context, st *env.Store, ref string, o Options) (*PullResul
 	}
 	res := &PullResult{Ref: r.String(), Digest: a.digest, EnvID: a.id, Blobs: len(a.blobsOf())}
 	if e := st.Get(a.id); a.id != "" && e != nil && e.Usable {
+		if o.Grant != (env.Grant{}) {
+			if err := st.Regrant(e, o.Grant); err != nil {
+				return nil, err
+			}
+		}
 		res.Env, res.Present = e, true
 		res.Seconds = time.Since(start).Seconds()
 		return res, nil
@@ -77,7 +83,7 @@ func Pull(ctx context.Context, st *env.Store, ref string, o Options) (*PullResul
 		res.Fetched++
 		res.Bytes += d.Size
 	}
-	e, err := install(st, b, a, r.String(), o)
+	e, err := install(st, b, a, env.Origin{Kind: env.OriginPulled, From: r.String(), Grant: o.Grant}, o)
 	if err != nil {
 		return nil, err
 	}

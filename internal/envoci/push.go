@@ -48,7 +48,7 @@ func Push(ctx context.Context, e *env.Env, ref string, o Options) (*PushResult, 
 		tag = r.Context().Tag(e.ID)
 	}
 	b := newBlobs(o.Home)
-	a, err := prepare(e, b)
+	a, err := prepare(e, b, o.WithBuildLog)
 	if err != nil {
 		return nil, err
 	}

@@ -46,6 +46,21 @@ func TestMain(m *testing.M) {
 	if file := os.Getenv("ENVOCI_TEST_BOUNDED"); file != "" {
 		boundedChild(file)
 	}
+	if file := os.Getenv("ENVOCI_TEST_IMPORT"); file != "" {
+		// The child of TestHugeManifest: an import, which says its peak
+		// memory (its rusage would count the parent's, whose memory it
+		// shared until exec).
+		home := os.Getenv("ENVOCI_TEST_HOME")
+		_, err := Import(env.NewStore(home), file, Options{Home: home})
+		fmt.Fprintln(os.Stderr, err)
+		status, _ := os.ReadFile("/proc/self/status")
+		for _, l := range strings.Split(string(status), "\n") {
+			if strings.HasPrefix(l, "VmHWM:") {
+				fmt.Fprintln(os.Stderr, l)
+			}
+		}
+		os.Exit(3)
+	}
 	sandboxtest.Main(m, "envoci", func(rt *sandbox.Runtime, _ string) { testRT = rt })
 }
 
@@ -231,13 +246,14 @@ func pushPull(t *testing.T, registryURL, login string) {
 	src := t.TempDir()
 	e1, e2 := twoEnvs(t, src)
 	o.Home = src
+	o.WithBuildLog = true
 
 	res, err := Push(ctx, e1, repo, o)
 	if err != nil {
 		t.Fatalf("Push: %v", err)
 	}
-	if res.Blobs != 5 || res.Uploaded != 5 || !strings.HasPrefix(res.Ref, repo+":"+e1.ID+"@sha256:") {
-		t.Errorf("Push = %+v, want 5 blobs uploaded (2 layers, env.json, coverage, log), tagged with the id", res)
+	if res.Blobs != 6 || res.Uploaded != 6 || !strings.HasPrefix(res.Ref, repo+":"+e1.ID+"@sha256:") {
+		t.Errorf("Push = %+v, want 6 blobs uploaded (2 layers, env.json, baseline, coverage, log), tagged with the id", res)
 	}
 	again, err := Push(ctx, e1, repo+":v1", o)
 	if err != nil || again.Uploaded != 0 || again.Digest != res.Digest {
@@ -247,9 +263,10 @@ func pushPull(t *testing.T, registryURL, login string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The second environment shares its venv layer, coverage map and log.
+	// The second environment shares its venv layer, baseline, coverage
+	// map and log.
 	if res2.Uploaded != 2 {
-		t.Errorf("Push of an environment sharing 3 blobs uploaded %d of %d, want 2 (its repo layer and env.json)", res2.Uploaded, res2.Blobs)
+		t.Errorf("Push of an environment sharing 4 blobs uploaded %d of %d, want 2 (its repo layer and env.json)", res2.Uploaded, res2.Blobs)
 	}
 
 	// Another machine.
@@ -261,13 +278,19 @@ func pushPull(t *testing.T, registryURL, login string) {
 	if err != nil {
 		t.Fatalf("Pull: %v", err)
 	}
-	if pr.Present || pr.Fetched != 5 || p.fetched() != 5 || pr.Env.ID != e1.ID {
-		t.Errorf("Pull = %+v (%d blob requests), want 5 blobs fetched", pr, p.fetched())
+	if pr.Present || pr.Fetched != 6 || p.fetched() != 6 || pr.Env.ID != e1.ID {
+		t.Errorf("Pull = %+v (%d blob requests), want 6 blobs fetched", pr, p.fetched())
+	}
+	if diff := cmp.Diff(e1.Baseline, pr.Env.Baseline); diff != "" || len(pr.Env.Baseline) != 1 {
+		t.Errorf("pulled baseline (-pushed +pulled):\n%s", diff)
+	}
+	if o := pr.Env.Origin(); o == nil || o.Kind != env.OriginPulled || o.From != repo+":"+e1.ID || o.Manifest != res.Digest {
+		t.Errorf("pulled origin = %+v, want pulled from %s:%s, manifest %s", o, repo, e1.ID, res.Digest)
 	}
 	if diff := cmp.Diff(snapshot(t, e1.LayerDir()), snapshot(t, pr.Env.LayerDir())); diff != "" {
 		t.Errorf("pulled layer (-pushed +pulled):\n%s", diff)
 	}
-	for _, f := range []string{env.CoverageFile, env.BuildLog, originFile} {
+	for _, f := range []string{env.CoverageFile, env.BuildLog, env.OriginFile, env.BaselineFile} {
 		if _, err := os.Stat(pr.Env.File(f)); err != nil {
 			t.Errorf("pulled environment lacks %s: %v", f, err)
 		}
@@ -409,7 +432,7 @@ func TestExportImport(t *testing.T) {
 	e1, _ := twoEnvs(t, src)
 	file := filepath.Join(t.TempDir(), "e1.tar")
 	ex, err := Export(e1, file, src)
-	if err != nil || ex.Blobs != 5 {
+	if err != nil || ex.Blobs != 5 { // 2 layers, env.json, baseline, coverage: the build log stays
 		t.Fatalf("Export = %+v, %v", ex, err)
 	}
 	dst := t.TempDir()

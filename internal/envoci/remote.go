@@ -17,10 +17,12 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"cwm/internal/env"
 	"cwm/internal/errkind"
 )
 
-// Options configure cwm's side of a registry.
+// Options configure cwm's side of a registry, what is shipped, and what
+// the environments pulled or imported are granted.
 type Options struct {
 	// Home is $CWM_HOME, where the blob cache is.
 	Home string
@@ -43,6 +45,13 @@ type Options struct {
 	// (default: layertar's).
 	MaxUnpacked int64
 	MaxEntries  int
+	// Grant is what this machine grants the environments pulled or
+	// imported: the base their sandboxes start on (the host's by default;
+	// an artifact never chooses it) and the ceilings of their limits.
+	Grant env.Grant
+	// WithBuildLog ships an environment's build log when pushed or
+	// exported; it stays on the machine that built it otherwise.
+	WithBuildLog bool
 }
 
 func (o Options) remote(ctx context.Context) []remote.Option {

@@ -198,3 +198,42 @@ func TestUpperOnDisk(t *testing.T) {
 	rt.Close()
 	assertNothingLeft(t, rt.home)
 }
+
+// TestMasksReadOnly: the masks over /proc files and the device nodes of
+// /dev are the host's nodes bound read-only: touching, writing, chmod-ing
+// them in a sandbox (long-lived and one-shot) leaves the host's
+// /dev/null's times and mode as they were, while a masked file still
+// reads empty and /dev/null still takes writes.
+func TestMasksReadOnly(t *testing.T) {
+	var before unix.Stat_t
+	if err := unix.Stat("/dev/null", &before); err != nil {
+		t.Fatal(err)
+	}
+	rt := newRuntime(t, Options{})
+	cmd := `for f in /proc/keys /proc/kallsyms /proc/timer_list /dev/null /dev/zero; do
+  touch "$f" 2>/dev/null && echo "touched $f"
+  touch -d 2001-01-01 "$f" 2>/dev/null && echo "dated $f"
+  chmod 0600 "$f" 2>/dev/null && echo "chmod $f"
+  echo x 2>/dev/null > "$f" && echo "wrote $f"
+done
+echo "keys: $(wc -c < /proc/keys)"`
+	// Writes reach the device (the masks are /dev/null), which needs no
+	// writable mount and changes nothing of the host's inode.
+	want := "wrote /proc/keys\nwrote /proc/kallsyms\nwrote /proc/timer_list\nwrote /dev/null\nwrote /dev/zero\nkeys: 0\n"
+	for name, run := range map[string]func() Result{
+		"sandbox":  func() Result { return sh(t, newSandbox(t, rt, Config{}), cmd) },
+		"one-shot": func() Result { return runOnce(t, rt, Config{}, Cmd{Shell: cmd}) },
+	} {
+		if got := string(run().Stdout); got != want {
+			t.Errorf("%s: %q, want only the writes to succeed and /proc/keys empty", name, got)
+		}
+	}
+	var after unix.Stat_t
+	if err := unix.Stat("/dev/null", &after); err != nil {
+		t.Fatal(err)
+	}
+	if after.Mtim != before.Mtim || after.Atim != before.Atim || after.Mode != before.Mode {
+		t.Errorf("the host's /dev/null: mtime %v atime %v mode %o after the sandboxes, %v %v %o before",
+			after.Mtim, after.Atim, after.Mode, before.Mtim, before.Atim, before.Mode)
+	}
+}

@@ -17,7 +17,8 @@ import (
 // /proc inside: what Docker and runc mask and make read-only, and a few
 // more that describe the host's kernel (its symbols, its keys).
 var (
-	// procMaskedFiles are covered with /dev/null.
+	// procMaskedFiles are covered with the host's /dev/null, bound
+	// read-only (bindNode).
 	procMaskedFiles = []string{"kcore", "keys", "key-users", "kallsyms", "timer_list", "timer_stats",
 		"sched_debug", "latency_stats", "interrupts", "kmsg", "kpagecount", "kpageflags",
 		"kpagecgroup", "vmallocinfo", "softirqs"}
@@ -114,7 +115,7 @@ func (p *plan) attach(what string, src mountSrc, dst string) {
 // lacks is skipped).
 func (p *plan) maskProc(proc string, s *setupMsg) {
 	for _, f := range s.ProcFiles {
-		p.add("mask /proc/"+f, step{trap: unix.SYS_MOUNT, args: [6]uintptr{p.str("/dev/null"), p.str(proc + "/" + f), 0, unix.MS_BIND}, ok: unix.ENOENT})
+		p.bindNode("mask /proc/"+f, "/dev/null", proc+"/"+f, unix.ENOENT)
 	}
 	for _, d := range s.ProcDirs {
 		p.add("mask /proc/"+d, step{trap: unix.SYS_MOUNT, args: [6]uintptr{p.str("tmpfs"), p.str(proc + "/" + d), p.str("tmpfs"),
@@ -134,7 +135,7 @@ func (p *plan) dev(root, dev string) {
 	for _, n := range devNodes {
 		node := dev + "/" + n
 		p.withFD("create "+node, p.openat(node, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, 0o666))
-		p.mount("bind /dev/"+n, "/dev/"+n, node, "", unix.MS_BIND, "")
+		p.bindNode("bind /dev/"+n, "/dev/"+n, node, 0)
 	}
 	links := [][2]string{{"/proc/self/fd", "fd"}, {"/proc/self/fd/0", "stdin"},
 		{"/proc/self/fd/1", "stdout"}, {"/proc/self/fd/2", "stderr"}, {"pts/ptmx", "ptmx"}}

@@ -101,9 +101,22 @@ func (p *plan) mount(what, src, dst, fstype string, flags uintptr, data string) 
 // failure with the error ok (ENOENT for what a host may lack) counts as
 // success.
 func (p *plan) bindRO(what, src, dst string, ok syscall.Errno) {
+	p.bindWith(what, src, dst, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV, ok)
+}
+
+// bindNode binds the host's device node src at dst read-only, so that
+// nothing in the sandbox changes the host's inode through it (touch would
+// move its times: a node's 0666 mode lets anyone set them), yet usable:
+// reading and writing a device need no writable mount, only the absence of
+// nodev.
+func (p *plan) bindNode(what, src, dst string, ok syscall.Errno) {
+	p.bindWith(what, src, dst, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC, ok)
+}
+
+func (p *plan) bindWith(what, src, dst string, attrs uint64, ok syscall.Errno) {
 	p.add(what, step{trap: unix.SYS_MOUNT, args: [6]uintptr{p.str(src), p.str(dst), 0, unix.MS_BIND | unix.MS_REC}, ok: ok})
 	attr := (*unix.MountAttr)(unsafe.Pointer(&p.mem(int(unsafe.Sizeof(unix.MountAttr{})))[0]))
-	attr.Attr_set = unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
+	attr.Attr_set = attrs
 	p.add(what, step{trap: unix.SYS_MOUNT_SETATTR, args: [6]uintptr{atFDCWD, p.str(dst), unix.AT_RECURSIVE,
 		uintptr(unsafe.Pointer(attr)), unsafe.Sizeof(*attr)}, ok: ok})
 }
