@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"cwm/internal/passk"
 	"cwm/internal/reward"
 )
 
@@ -77,7 +78,7 @@ func (s *selection) curves(ctx context.Context, res *Result) error {
 	}
 	n := len(s.cands)
 	for _, k := range Ks(n) {
-		pt := Point{K: k, Pass: PassAtK(n, correct, k)}
+		pt := Point{K: k, Pass: passk.Estimate(n, correct, k)}
 		subsets := Subsets(n, k, s.in.Task.InstanceID)
 		for _, sub := range subsets {
 			p, err := s.pick(ctx, sub)
