@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -168,4 +169,98 @@ func countTrue(bs []bool) int {
 		}
 	}
 	return n
+}
+
+// TestCruxEvalPublishedSamples rescores the output-prediction samples
+// CruxEval publishes (CodeLlama-7B, temperature 0.2, ten per problem,
+// testdata/cruxeval-samples) with the Scorer and wants every sample's
+// verdict and the pass@1 and pass@5 CruxEval's scored file holds, to the
+// last bit, with --count-echo drop.
+func TestCruxEvalPublishedSamples(t *testing.T) {
+	f, err := os.Open("testdata/cruxeval-samples/codellama-7b_temp0.2_output.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		PassAt1     float64             `json:"pass_at_1"`
+		PassAt5     float64             `json:"pass_at_5"`
+		Generations map[string][]string `json:"generations"`
+		Scored      map[string][]bool   `json:"scored"`
+	}
+	if err := json.NewDecoder(zr).Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	problems := CruxEval()
+	lines := make([][]Line, len(problems))
+	s := newTestScorer(t, 2)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4)
+	for i := range problems {
+		p := &problems[i]
+		gs := v.Generations[p.ID]
+		if len(gs) == 0 {
+			t.Fatalf("no published samples for %s", p.ID)
+		}
+		lines[i] = make([]Line, len(gs))
+		for j, g := range gs {
+			wg.Go(func() {
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				verdict, _ := s.Check(context.Background(), p, g)
+				lines[i][j] = Line{ID: p.ID, Sample: j, Mode: Direct, Answer: g, Verdict: verdict, Correct: verdict == Pass}
+			})
+		}
+	}
+	wg.Wait()
+	var b []byte
+	agree, total := 0, 0
+	for i, ls := range lines {
+		var results []bool
+		for _, l := range ls {
+			j, err := json.Marshal(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b = append(append(b, j...), '\n')
+			if l.Verdict != CallEchoed {
+				results = append(results, l.Correct)
+			}
+		}
+		if countTrue(results) == 0 {
+			results = make([]bool, len(ls))
+		}
+		// evaluate_score's list: the samples not dropped as echoes, or all
+		// false when none is right.
+		want := v.Scored[problems[i].ID]
+		total += len(want)
+		if len(results) != len(want) {
+			t.Errorf("%s: %d results, CruxEval's scored file has %d", problems[i].ID, len(results), len(want))
+			continue
+		}
+		for j := range want {
+			if results[j] == want[j] {
+				agree++
+			} else {
+				t.Errorf("%s sample %d: %q correct=%v, CruxEval's %v", problems[i].ID, j, ls[j].Answer, results[j], want[j])
+			}
+		}
+	}
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	if err := os.WriteFile(out, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := SummarizeEcho(out, Direct, nil, passk.EchoDrop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, p5 := sum.PassAt["1"]*100, sum.PassAt["5"]*100
+	if p1 != v.PassAt1 || p5 != v.PassAt5 {
+		t.Errorf("pass@1 %v, pass@5 %v; CruxEval published %v, %v", p1, p5, v.PassAt1, v.PassAt5)
+	}
+	t.Logf("CodeLlama-7B's published samples: %d of %d verdicts agree; pass@1 %v (published %v), pass@5 %v (published %v)", agree, total, p1, v.PassAt1, p5, v.PassAt5)
 }
