@@ -26,6 +26,7 @@ type selectCmd struct {
 	maxTokens                              int
 	requestTimeout                         time.Duration
 	noCurves, json, quiet                  bool
+	verifyEach                             bool
 }
 
 func (*selectCmd) Name() string { return "select" }
@@ -54,9 +55,16 @@ votes among equivalent patches, then fewest tokens; empty patches never
 win. A patch's regression run stops once it cannot win.
 
 --method best (default), majority (the most common normalised patch, no
-execution) or hybrid (R2E-Gym's: among the patches tied at the most tests
-passed, the one --verifier-model gives the highest P("YES"), read from
-the logprobs of its <judgement>; the endpoint must return logprobs).
+execution), hybrid (R2E-Gym's get_hybrid_aggregation: of the half of the
+patches (at least 3) to which --verifier-model gives the highest P("YES"),
+read from the logprobs of its <judgement>, those with the most regression
+tests passed, then the most kept tests, then the highest P("YES"); ties go
+to votes, tokens, order, and the curves average over them) or
+best-verifier (best@k, then the highest P("YES") among the patches tied at
+the most tests passed). The verifier's endpoint must return logprobs; it
+judges each class of equal patches once, or each candidate with its own
+trajectory with --verify-each. --model and --base-url are needed unless
+the method is majority with --no-curves, which asks no model.
 Unless --no-curves, every candidate
 is then graded with the hidden tests and the summary shows pass@k,
 majority@k and best@k for k = 1, 2, 4 ... K (subsets: see docs/select.md).
@@ -79,8 +87,9 @@ func (c *selectCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.baseURL, "base-url", "", "OpenAI-compatible endpoint `URL`, e.g. http://localhost:8000/v1")
 	fs.StringVar(&c.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment `variable` holding the API key")
 	fs.StringVar(&c.name, "name", "", "model_name_or_path of the predictions (default cwm-select-METHOD)")
-	fs.StringVar(&c.method, "method", "best", "how to pick: best, majority or hybrid")
-	fs.StringVar(&c.verifierModel, "verifier-model", "", "hybrid's verifier `name` on the same endpoint (default: --model); asked at temperature 0")
+	fs.StringVar(&c.method, "method", "best", "how to pick: best, majority, hybrid or best-verifier")
+	fs.StringVar(&c.verifierModel, "verifier-model", "", "the verifier `name` of hybrid and best-verifier on the same endpoint (default: --model); asked at temperature 0")
+	fs.BoolVar(&c.verifyEach, "verify-each", false, "ask the verifier about every candidate with its trajectory, not once per class of equal patches")
 	fs.IntVar(&c.k, "k", 0, "candidates per task, the first K (0: all)")
 	fs.IntVar(&c.tests, "tests", 40, "tests the model writes per task")
 	fs.IntVar(&c.keep, "keep", 5, "reproducing tests kept: those the most candidates pass")
@@ -101,13 +110,18 @@ func (c *selectCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		return command.Usagef("unexpected arguments %q", args)
 	}
 	method := selection.Method(c.method)
+	_, known := selection.MethodVersions[method]
+	asksModel := method != selection.MethodMajority || !c.noCurves
+	verifies := method == selection.MethodHybrid || method == selection.MethodBestVerifier
 	switch {
-	case c.tasks == "" || c.candidates == "" || c.out == "" || c.model == "" || c.baseURL == "":
-		return command.Usagef("--tasks, --candidates, --out, --model and --base-url are required")
-	case method != selection.MethodBest && method != selection.MethodMajority && method != selection.MethodHybrid:
-		return command.Usagef("--method %q: want best, majority or hybrid", c.method)
-	case c.verifierModel != "" && method != selection.MethodHybrid:
-		return command.Usagef("--verifier-model is for --method hybrid")
+	case c.tasks == "" || c.candidates == "" || c.out == "":
+		return command.Usagef("--tasks, --candidates and --out are required")
+	case !known:
+		return command.Usagef("--method %q: want best, majority, hybrid or best-verifier", c.method)
+	case asksModel && (c.model == "" || c.baseURL == ""):
+		return command.Usagef("--model and --base-url are required (only --method majority with --no-curves asks no model)")
+	case (c.verifierModel != "" || c.verifyEach) && !verifies:
+		return command.Usagef("--verifier-model and --verify-each are for --method hybrid and best-verifier")
 	case c.k < 0 || c.tests < 1 || c.keep < 1 || c.regression < 0 || c.concurrency < 1:
 		return command.Usagef("--tests, --keep and --concurrency must be at least 1, --k and --regression not negative")
 	}
@@ -119,14 +133,15 @@ func (c *selectCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	if retries == 0 {
 		retries = -1 // the client's 0 means its default
 	}
-	client, err := model.NewClient(model.ClientConfig{BaseURL: c.baseURL, APIKey: os.Getenv(c.apiKeyEnv), Model: c.model,
-		Sampling:   model.Sampling{Temperature: c.temperature.ptr(), MaxTokens: c.maxTokens},
-		MaxRetries: retries, RequestTimeout: c.requestTimeout})
-	if err != nil {
-		return command.UsageError(err.Error())
+	var client, verifier *model.Client
+	if asksModel {
+		if client, err = model.NewClient(model.ClientConfig{BaseURL: c.baseURL, APIKey: os.Getenv(c.apiKeyEnv), Model: c.model,
+			Sampling:   model.Sampling{Temperature: c.temperature.ptr(), MaxTokens: c.maxTokens},
+			MaxRetries: retries, RequestTimeout: c.requestTimeout}); err != nil {
+			return command.UsageError(err.Error())
+		}
 	}
-	var verifier *model.Client
-	if method == selection.MethodHybrid {
+	if verifies {
 		name := c.verifierModel
 		if name == "" {
 			name = c.model
@@ -146,7 +161,7 @@ func (c *selectCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		name = "cwm-select-" + c.method
 	}
 	opts := selection.Options{
-		Config: selection.Config{Client: client, Verifier: verifier, Tests: c.tests, Keep: c.keep, Regression: c.regression,
+		Config: selection.Config{Client: client, Verifier: verifier, VerifyEach: c.verifyEach, Tests: c.tests, Keep: c.keep, Regression: c.regression,
 			Method: method, Curves: !c.noCurves},
 		Tasks: tasks, Candidates: c.candidates, K: c.k, Out: c.out, Name: name,
 		Store: env.NewStore(e.Home), Workers: c.concurrency, Shard: part}

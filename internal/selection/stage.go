@@ -339,6 +339,8 @@ func (s *Summary) Write(w io.Writer) {
 			h := "-"
 			if p.Hybrid != nil {
 				h = fmt.Sprintf("%.3f", *p.Hybrid)
+			} else if p.BestVerifier != nil {
+				h = fmt.Sprintf("%.3f bv", *p.BestVerifier)
 			}
 			fmt.Fprintf(w, "%-6d %8.3f %10.3f %8.3f %8s\n", p.K, p.Pass, p.Majority, p.Best, h)
 		}

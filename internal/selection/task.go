@@ -25,18 +25,40 @@ const (
 	MethodBest Method = "best"
 	// MethodMajority is majority@k: the most common normalised patch.
 	MethodMajority Method = "majority"
-	// MethodHybrid is R2E-Gym's hybrid: best@k's tests, then a verifier
-	// model's P(YES) among the patches that pass the most.
+	// MethodHybrid is R2E-Gym's hybrid (get_hybrid_aggregation, see
+	// HybridFinalists): the top half by the verifier's P(YES), then the
+	// most regression tests, the most kept tests, the highest P(YES).
 	MethodHybrid Method = "hybrid"
+	// MethodBestVerifier is best@k, then the verifier's P(YES) among the
+	// patches tied at the most tests passed (what cwm called hybrid
+	// before it computed R2E-Gym's).
+	MethodBestVerifier Method = "best-verifier"
 )
+
+// MethodVersions name the version of each method's procedure that a
+// prediction's account records (method_version), so that a figure says
+// which definition it was computed with; docs/select.md describes each.
+var MethodVersions = map[Method]string{
+	MethodBest:         "best-1",
+	MethodMajority:     "majority-1",
+	MethodHybrid:       "hybrid-r2egym-1",
+	MethodBestVerifier: "best-verifier-1",
+}
+
+// asksVerifier says whether a method asks the verifier model.
+func (m Method) asksVerifier() bool { return m == MethodHybrid || m == MethodBestVerifier }
 
 // Config is how a task's candidates are selected.
 type Config struct {
 	// Client writes the tests.
 	Client *model.Client
-	// Verifier judges the patches for hybrid (R2E-Gym's execution-free
-	// verifier: P("YES") from logprobs).
+	// Verifier judges the patches for hybrid and best-verifier (R2E-Gym's
+	// execution-free verifier: P("YES") from logprobs).
 	Verifier *model.Client
+	// VerifyEach asks the verifier about every candidate with its own
+	// trajectory, as R2E-Gym does, rather than once per class of equal
+	// patches (its first candidate's).
+	VerifyEach bool
 	// Tests is how many tests the model writes (CWM: 40); Keep how many
 	// of the reproducing ones are kept (CWM: 5).
 	Tests, Keep int
@@ -76,8 +98,8 @@ type CandidateResult struct {
 	// Result.Kept.
 	Generated []Verdict `json:"generated,omitempty"`
 	Scored    *Scored   `json:"scored,omitempty"`
-	// PYes is the verifier's P(YES) for the candidate's class, when it
-	// was asked (hybrid, among the classes tied at the best score).
+	// PYes is the verifier's P(YES) for the candidate (for its class,
+	// unless Config.VerifyEach), when it was asked.
 	PYes *float64 `json:"p_yes,omitempty"`
 	// Resolved is the hidden tests' verdict (with curves only).
 	Resolved *bool `json:"resolved,omitempty"`
@@ -86,14 +108,19 @@ type CandidateResult struct {
 // Result is a task's selection.
 type Result struct {
 	Method Method `json:"method"`
+	// MethodVersion is MethodVersions[Method].
+	MethodVersion string `json:"method_version"`
 	// Winner is the chosen candidate (-1: none, every patch is empty or
 	// does not apply); Best and Majority are best@k's and majority@k's.
 	Winner   int `json:"winner"`
 	Best     int `json:"best"`
 	Majority int `json:"majority"`
-	// Hybrid is the hybrid pick (method hybrid only).
-	Hybrid *int   `json:"hybrid,omitempty"`
-	Why    string `json:"why"`
+	// Hybrid is the hybrid pick (method hybrid only): of R2E-Gym's
+	// finalists (HybridFinalists), the first in best@k's tie order;
+	// BestVerifier is best-verifier's pick.
+	Hybrid       *int   `json:"hybrid,omitempty"`
+	BestVerifier *int   `json:"best_verifier,omitempty"`
+	Why          string `json:"why"`
 	// Classes counts the distinct non-empty normalised patches.
 	Classes    int               `json:"classes"`
 	Candidates []CandidateResult `json:"candidates"`
@@ -128,11 +155,15 @@ type Result struct {
 // Point is one k of a task's curve: the chance a pick of k candidates is
 // resolved, by method.
 type Point struct {
-	K        int      `json:"k"`
-	Pass     float64  `json:"pass"`
-	Majority float64  `json:"majority"`
-	Best     float64  `json:"best"`
-	Hybrid   *float64 `json:"hybrid,omitempty"`
+	K        int     `json:"k"`
+	Pass     float64 `json:"pass"`
+	Majority float64 `json:"majority"`
+	Best     float64 `json:"best"`
+	// Hybrid is R2E-Gym's hybrid, each subset counting the share of its
+	// finalists that is resolved (R2E-Gym's expectation over ties);
+	// BestVerifier is best-verifier's.
+	Hybrid       *float64 `json:"hybrid,omitempty"`
+	BestVerifier *float64 `json:"best_verifier,omitempty"`
 	// Subsets is how many k-subsets the majority and best figures
 	// average over (pass@k is the exact estimator).
 	Subsets int `json:"subsets"`
@@ -154,7 +185,7 @@ type selection struct {
 	// repIndex is each class's representative candidate.
 	repIndex map[string]int
 	mu       sync.Mutex         // guards pyes
-	pyes     map[string]float64 // the verifier's P(YES) by class
+	pyes     map[string]float64 // the verifier's P(YES) by verifyKey
 	// reproIdx are the indexes of the reproducing generated tests.
 	reproIdx []int
 }
@@ -164,7 +195,7 @@ func Select(ctx context.Context, sbs *env.Sandboxes, cfg Config, in Input) (*Res
 	start := time.Now()
 	s := &selection{cfg: cfg, in: in, tr: &trees{sbs: sbs, e: in.Env, t: in.Task, ran: cfg.AuditRun},
 		rep: map[string]string{}, repIndex: map[string]int{}, pyes: map[string]float64{}, applied: map[string]string{}, passes: map[string][]bool{}, verdicts: map[string][]Verdict{}}
-	res := &Result{Method: cfg.Method, Winner: -1, Best: -1, Majority: -1}
+	res := &Result{Method: cfg.Method, MethodVersion: MethodVersions[cfg.Method], Winner: -1, Best: -1, Majority: -1}
 	var patches []string
 	for _, c := range in.Cands {
 		cl := Normalise(c.Patch)
@@ -211,10 +242,15 @@ func Select(ctx context.Context, sbs *env.Sandboxes, cfg Config, in Input) (*Res
 	}
 	res.Kept, res.Best, res.Majority, res.Why = pick.kept, pick.best.Winner, pick.majority, pick.best.Why
 	res.Winner = res.Best
-	if cfg.Method == MethodHybrid {
-		res.Hybrid, res.Winner = &pick.hybrid, pick.hybrid
-		if pick.hybrid >= 0 {
-			res.Why = pick.hybridWhy
+	if cfg.Method.asksVerifier() {
+		res.Winner = pick.verifier
+		if cfg.Method == MethodHybrid {
+			res.Hybrid = &pick.verifier
+		} else {
+			res.BestVerifier = &pick.verifier
+		}
+		if pick.verifier >= 0 {
+			res.Why = pick.verifierWhy
 		}
 	}
 	if cfg.Method == MethodMajority {
@@ -373,11 +409,15 @@ func (s *selection) candidatePhase(ctx context.Context, res *Result) error {
 
 // picked is the outcome of the picks on a subset of the candidates.
 type picked struct {
-	kept      []int
-	best      BestResult
-	majority  int
-	hybrid    int // -1 unless the method is hybrid
-	hybridWhy string
+	kept     []int
+	best     BestResult
+	majority int
+	// verifier is the pick of hybrid or best-verifier (-1 for the other
+	// methods, or no pick), verifierWhy why; finalists are hybrid's
+	// (indexes into s.cands).
+	verifier    int
+	verifierWhy string
+	finalists   []int
 }
 
 // pick runs majority@k and best@k on the candidates idx (indexes into
@@ -396,14 +436,18 @@ func (s *selection) pick(ctx context.Context, idx []int) (picked, error) {
 	if err != nil {
 		return picked{}, err
 	}
-	p := picked{kept: kept, best: best, majority: Majority(cands), hybrid: -1}
-	if s.cfg.Method == MethodHybrid {
-		if p.hybrid, p.hybridWhy, err = s.hybrid(ctx, cands, eligible, best); err != nil {
-			return picked{}, err
-		}
-		if p.hybrid >= 0 {
-			p.hybrid = idx[p.hybrid]
-		}
+	p := picked{kept: kept, best: best, majority: Majority(cands), verifier: -1}
+	switch s.cfg.Method {
+	case MethodHybrid:
+		p.verifier, p.finalists, p.verifierWhy, err = s.hybrid(ctx, cands, eligible, GeneratedScores(s.passes, kept), idx)
+	case MethodBestVerifier:
+		p.verifier, p.verifierWhy, err = s.bestVerifier(ctx, cands, eligible, best, idx)
+	}
+	if err != nil {
+		return picked{}, err
+	}
+	if p.verifier >= 0 {
+		p.verifier = idx[p.verifier]
 	}
 	if best.Winner >= 0 {
 		p.best.Winner = idx[best.Winner]
