@@ -27,6 +27,7 @@ type selectCmd struct {
 	requestTimeout                         time.Duration
 	noCurves, json, quiet                  bool
 	verifyEach                             bool
+	majority                               string
 }
 
 func (*selectCmd) Name() string { return "select" }
@@ -54,8 +55,10 @@ samples it). The pick is the patch with the most tests passed, ties by
 votes among equivalent patches, then fewest tokens; empty patches never
 win. A patch's regression run stops once it cannot win.
 
---method best (default), majority (the most common normalised patch, no
-execution), hybrid (R2E-Gym's get_hybrid_aggregation: of the half of the
+--method best (default), majority (no execution: CWM's released voting,
+the most common patch text, empty ones skipped, ties to the first in the
+order its script shuffles into, seeded with --name; --majority normalised
+groups normalised patches instead, ties to fewer tokens), hybrid (R2E-Gym's get_hybrid_aggregation: of the half of the
 patches (at least 3) to which --verifier-model gives the highest P("YES"),
 read from the logprobs of its <judgement>, those with the most regression
 tests passed, then the most kept tests, then the highest P("YES"); ties go
@@ -89,6 +92,7 @@ func (c *selectCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.name, "name", "", "model_name_or_path of the predictions (default cwm-select-METHOD)")
 	fs.StringVar(&c.method, "method", "best", "how to pick: best, majority, hybrid or best-verifier")
 	fs.StringVar(&c.verifierModel, "verifier-model", "", "the verifier `name` of hybrid and best-verifier on the same endpoint (default: --model); asked at temperature 0")
+	fs.StringVar(&c.majority, "majority", selection.GroupExact, "majority@k's grouping: exact (CWM's released voting) or normalised")
 	fs.BoolVar(&c.verifyEach, "verify-each", false, "ask the verifier about every candidate with its trajectory, not once per class of equal patches")
 	fs.IntVar(&c.k, "k", 0, "candidates per task, the first K (0: all)")
 	fs.IntVar(&c.tests, "tests", 40, "tests the model writes per task")
@@ -120,6 +124,8 @@ func (c *selectCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		return command.Usagef("--method %q: want best, majority, hybrid or best-verifier", c.method)
 	case asksModel && (c.model == "" || c.baseURL == ""):
 		return command.Usagef("--model and --base-url are required (only --method majority with --no-curves asks no model)")
+	case c.majority != selection.GroupExact && c.majority != selection.GroupNormalised:
+		return command.Usagef("--majority %q: want exact or normalised", c.majority)
 	case (c.verifierModel != "" || c.verifyEach) && !verifies:
 		return command.Usagef("--verifier-model and --verify-each are for --method hybrid and best-verifier")
 	case c.k < 0 || c.tests < 1 || c.keep < 1 || c.regression < 0 || c.concurrency < 1:
@@ -161,7 +167,7 @@ func (c *selectCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		name = "cwm-select-" + c.method
 	}
 	opts := selection.Options{
-		Config: selection.Config{Client: client, Verifier: verifier, VerifyEach: c.verifyEach, Tests: c.tests, Keep: c.keep, Regression: c.regression,
+		Config: selection.Config{Client: client, Verifier: verifier, VerifyEach: c.verifyEach, Majority: c.majority, Tests: c.tests, Keep: c.keep, Regression: c.regression,
 			Method: method, Curves: !c.noCurves},
 		Tasks: tasks, Candidates: c.candidates, K: c.k, Out: c.out, Name: name,
 		Store: env.NewStore(e.Home), Workers: c.concurrency, Shard: part}

@@ -65,6 +65,9 @@ type Config struct {
 	// Regression, when positive, samples that many regression tests.
 	Regression int
 	Method     Method
+	// Majority is majority@k's grouping: GroupExact (CWM's, when empty)
+	// or GroupNormalised.
+	Majority string
 	// Curves grades every candidate with the hidden tests (after the
 	// selection) and computes the curves over k.
 	Curves bool
@@ -83,6 +86,9 @@ type Input struct {
 	Task  *task.Task
 	Env   *env.Env
 	Cands []reward.CandidateLine
+	// Shuffle is each candidate's place in CWM's majority-voting shuffle
+	// (the order its ties go by); nil is input order.
+	Shuffle []int
 }
 
 // CandidateResult is one candidate's part in a selection.
@@ -211,12 +217,14 @@ func Select(ctx context.Context, sbs *env.Sandboxes, cfg Config, in Input) (*Res
 			patches = append(patches, c.Patch)
 		}
 	}
+	all := make([]int, len(s.cands))
+	for i := range all {
+		all[i] = i
+	}
 	if cfg.Method == MethodMajority && !cfg.Curves {
 		// majority@k alone needs no execution.
-		res.Winner, res.Majority = Majority(s.cands), Majority(s.cands)
-		if res.Winner >= 0 {
-			res.Why = majorityWhy(s.cands, res.Winner)
-		}
+		res.Majority, res.Why = s.majority(all)
+		res.Winner = res.Majority
 		s.describe(res, picked{best: BestResult{Winner: -1}, majority: res.Majority})
 		res.Seconds = time.Since(start).Seconds()
 		return res, nil
@@ -231,10 +239,6 @@ func Select(ctx context.Context, sbs *env.Sandboxes, cfg Config, in Input) (*Res
 	}
 	if err := phase(ctx, res); err != nil {
 		return nil, err
-	}
-	all := make([]int, len(s.cands))
-	for i := range all {
-		all[i] = i
 	}
 	pick, err := s.pick(ctx, all)
 	if err != nil {
@@ -255,9 +259,7 @@ func Select(ctx context.Context, sbs *env.Sandboxes, cfg Config, in Input) (*Res
 	}
 	if cfg.Method == MethodMajority {
 		res.Winner = res.Majority
-		if res.Winner >= 0 {
-			res.Why = majorityWhy(s.cands, res.Winner)
-		}
+		res.Why = pick.majorityWhy
 	}
 	s.describe(res, pick)
 	res.Counts = s.tr.counts()
@@ -409,9 +411,10 @@ func (s *selection) candidatePhase(ctx context.Context, res *Result) error {
 
 // picked is the outcome of the picks on a subset of the candidates.
 type picked struct {
-	kept     []int
-	best     BestResult
-	majority int
+	kept        []int
+	best        BestResult
+	majority    int
+	majorityWhy string
 	// verifier is the pick of hybrid or best-verifier (-1 for the other
 	// methods, or no pick), verifierWhy why; finalists are hybrid's
 	// (indexes into s.cands).
@@ -436,7 +439,8 @@ func (s *selection) pick(ctx context.Context, idx []int) (picked, error) {
 	if err != nil {
 		return picked{}, err
 	}
-	p := picked{kept: kept, best: best, majority: Majority(cands), verifier: -1}
+	p := picked{kept: kept, best: best, verifier: -1}
+	p.majority, p.majorityWhy = s.majority(idx)
 	switch s.cfg.Method {
 	case MethodHybrid:
 		p.verifier, p.finalists, p.verifierWhy, err = s.hybrid(ctx, cands, eligible, GeneratedScores(s.passes, kept), idx)
@@ -451,9 +455,6 @@ func (s *selection) pick(ctx context.Context, idx []int) (picked, error) {
 	}
 	if best.Winner >= 0 {
 		p.best.Winner = idx[best.Winner]
-	}
-	if p.majority >= 0 {
-		p.majority = idx[p.majority]
 	}
 	return p, nil
 }
@@ -493,7 +494,32 @@ func (c *regCache) run(ctx context.Context, class string, maxFail int) (Regressi
 	return r, nil
 }
 
-// majorityWhy says how many candidates voted for the majority's pick.
-func majorityWhy(cands []Candidate, win int) string {
-	return fmt.Sprintf("majority vote: %d of %d candidates share its normalised patch", Votes(cands)[cands[win].Class], len(cands))
+// majority is majority@k on the candidates s.cands[idx]: the winner (an
+// index into s.cands, -1 when every patch is empty) and why.
+func (s *selection) majority(idx []int) (int, string) {
+	if s.cfg.Majority == GroupNormalised {
+		cands := make([]Candidate, len(idx))
+		for j, i := range idx {
+			cands[j] = s.cands[i]
+		}
+		w := Majority(cands)
+		if w < 0 {
+			return -1, ""
+		}
+		return idx[w], fmt.Sprintf("majority vote: %d of %d candidates share its normalised patch", Votes(cands)[cands[w].Class], len(cands))
+	}
+	// CWM's: in the order of its shuffle.
+	order := append([]int{}, idx...)
+	if s.in.Shuffle != nil {
+		sort.SliceStable(order, func(a, b int) bool { return s.in.Shuffle[order[a]] < s.in.Shuffle[order[b]] })
+	}
+	patches := make([]string, len(order))
+	for j, i := range order {
+		patches[j] = s.in.Cands[i].Patch
+	}
+	w, votes := MajorityExact(patches)
+	if w < 0 {
+		return -1, ""
+	}
+	return order[w], majorityExactWhy(len(idx), votes)
 }
