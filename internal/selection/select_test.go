@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"cwm/internal/env"
-	"cwm/internal/reward"
 	"cwm/internal/envbuild"
 	"cwm/internal/model"
 	"cwm/internal/model/modeltest"
+	"cwm/internal/reward"
 	"cwm/internal/sandbox"
 	"cwm/internal/selection/selectiontest"
 )
