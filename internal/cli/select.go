@@ -27,7 +27,7 @@ type selectCmd struct {
 	requestTimeout                         time.Duration
 	noCurves, json, quiet                  bool
 	verifyEach                             bool
-	majority                               string
+	majority, regressionSet                string
 }
 
 func (*selectCmd) Name() string { return "select" }
@@ -49,11 +49,13 @@ internal/selection/prompts/generate_test.md); each runs on the unpatched
 tree and is kept when it prints "Issue reproduced" there. Each distinct
 patch (normalised: context, hunk and file order, whitespace, comments do
 not count) runs the reproducing tests in a fresh sandbox; the --keep tests
-the most candidates pass are kept. The regression set is the tests passing
-on the unpatched tree, the task's hidden tests excluded (--regression N
-samples it). The pick is the patch with the most tests passed, ties by
-votes among equivalent patches, then fewest tokens; empty patches never
-win. A patch's regression run stops once it cannot win.
+the most candidates pass are kept. The regression set is CWM's: the
+existing tests passing on the unpatched tree, PASS_TO_PASS included (it is
+in the repository the agent sees), FAIL_TO_PASS never (--regression-set
+strict leaves out PASS_TO_PASS too; --regression N samples it). The pick
+is the patch with the most tests passed, ties by votes among equivalent
+patches, then fewest tokens; empty patches never win. A patch's regression
+run stops once it cannot win.
 
 --method best (default), majority (no execution: CWM's released voting,
 the most common patch text, empty ones skipped, ties to the first in the
@@ -98,6 +100,7 @@ func (c *selectCmd) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.tests, "tests", 40, "tests the model writes per task")
 	fs.IntVar(&c.keep, "keep", 5, "reproducing tests kept: those the most candidates pass")
 	fs.IntVar(&c.regression, "regression", 0, "regression tests sampled per task (0: all)")
+	fs.StringVar(&c.regressionSet, "regression-set", selection.RegressionExisting, "existing (CWM's: passing tests, PASS_TO_PASS included, FAIL_TO_PASS never) or strict (no test the task grades with)")
 	fs.IntVar(&c.concurrency, "concurrency", 2, "tasks at once")
 	shardFlag(fs, &c.shard, "select the tasks")
 	fs.Var(&c.temperature, "temperature", "sampling temperature of the tests (default: the server's)")
@@ -124,6 +127,8 @@ func (c *selectCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		return command.Usagef("--method %q: want best, majority, hybrid or best-verifier", c.method)
 	case asksModel && (c.model == "" || c.baseURL == ""):
 		return command.Usagef("--model and --base-url are required (only --method majority with --no-curves asks no model)")
+	case c.regressionSet != selection.RegressionExisting && c.regressionSet != selection.RegressionStrict:
+		return command.Usagef("--regression-set %q: want existing or strict", c.regressionSet)
 	case c.majority != selection.GroupExact && c.majority != selection.GroupNormalised:
 		return command.Usagef("--majority %q: want exact or normalised", c.majority)
 	case (c.verifierModel != "" || c.verifyEach) && !verifies:
@@ -167,7 +172,7 @@ func (c *selectCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		name = "cwm-select-" + c.method
 	}
 	opts := selection.Options{
-		Config: selection.Config{Client: client, Verifier: verifier, VerifyEach: c.verifyEach, Majority: c.majority, Tests: c.tests, Keep: c.keep, Regression: c.regression,
+		Config: selection.Config{Client: client, Verifier: verifier, VerifyEach: c.verifyEach, Majority: c.majority, RegressionSet: c.regressionSet, Tests: c.tests, Keep: c.keep, Regression: c.regression,
 			Method: method, Curves: !c.noCurves},
 		Tasks: tasks, Candidates: c.candidates, K: c.k, Out: c.out, Name: name,
 		Store: env.NewStore(e.Home), Workers: c.concurrency, Shard: part}

@@ -70,8 +70,10 @@ func TestSelectEightCandidates(t *testing.T) {
 	sbs, e, _ := textkitEnv(t)
 	tk, base := selectiontest.SnakeTask(t, e, "textkit__snake-8")
 	cands := selectiontest.EightCandidates(t, tk, base)
+	// CWM's regression set (the default) keeps PASS_TO_PASS, which is in
+	// the repository the agent sees, and never holds FAIL_TO_PASS.
 	hidden := map[string]bool{}
-	for _, id := range append(append([]string{}, tk.FailToPass...), tk.PassToPass...) {
+	for _, id := range tk.FailToPass {
 		hidden[id] = true
 	}
 	var mu sync.Mutex
@@ -113,9 +115,16 @@ func TestSelectEightCandidates(t *testing.T) {
 	if R < 20 || res.RegressionPool != R {
 		t.Errorf("regression set %d tests of a pool of %d; want all of at least 20", R, res.RegressionPool)
 	}
+	inSet := map[string]bool{}
 	for _, id := range res.Regression {
+		inSet[id] = true
 		if hidden[id] || strings.Contains(id, "test_round_trip") {
 			t.Errorf("regression set holds %s: hidden, or failing on the unpatched tree", id)
+		}
+	}
+	for _, id := range tk.PassToPass {
+		if !inSet[id] {
+			t.Errorf("regression set (%s) lacks PASS_TO_PASS test %s", res.RegressionSet, id)
 		}
 	}
 	allPass := fmt.Sprint([]Verdict{Resolved, Resolved, Resolved, Resolved, Resolved})
@@ -182,7 +191,7 @@ func TestSelectEightCandidates(t *testing.T) {
 		}
 	}
 
-	// No hidden test ever ran during selection (curves included).
+	// No FAIL_TO_PASS test ever ran during selection (curves included).
 	if len(ranIDs) == 0 {
 		t.Fatal("no regression run was audited")
 	}

@@ -64,6 +64,9 @@ type Config struct {
 	Tests, Keep int
 	// Regression, when positive, samples that many regression tests.
 	Regression int
+	// RegressionSet is RegressionExisting (CWM's, when empty) or
+	// RegressionStrict.
+	RegressionSet string
 	Method     Method
 	// Majority is majority@k's grouping: GroupExact (CWM's, when empty)
 	// or GroupNormalised.
@@ -141,11 +144,13 @@ type Result struct {
 	Reproducing int `json:"reproducing"`
 	Irrelevant  int `json:"irrelevant"`
 	Broken      int `json:"broken"`
-	// Regression is the regression set: tests passing on the unpatched
-	// tree, hidden tests excluded, sampled to Config.Regression;
-	// RegressionPool is how many passed there before sampling.
+	// Regression is the regression set: tests of RegressionSet's pool
+	// (RegressionPool) passing on the unpatched tree, sampled to
+	// Config.Regression; RegressionPool is how many passed there before
+	// sampling.
 	Regression     []string `json:"regression"`
 	RegressionPool int      `json:"regression_pool"`
+	RegressionSet  string   `json:"regression_set,omitempty"`
 	// Counts is the selection's work; CurveCounts the work the curves
 	// added (regression runs a subset needed that the selection did not;
 	// the hidden-test gradings are not counted).
@@ -293,18 +298,12 @@ func (s *selection) unpatchedPhase(ctx context.Context, res *Result, patches []s
 		}
 		files = append(files, File{Path: name, Content: string(b)})
 	}
-	// The regression pool: the environment's passing tests but the
-	// hidden ones, run once on the unpatched tree.
-	hidden := map[string]bool{}
-	for _, id := range append(append([]string{}, s.in.Task.FailToPass...), s.in.Task.PassToPass...) {
-		hidden[id] = true
+	// The regression pool, run once on the unpatched tree.
+	res.RegressionSet = s.cfg.RegressionSet
+	if res.RegressionSet == "" {
+		res.RegressionSet = RegressionExisting
 	}
-	var pool []string
-	for _, id := range s.in.Env.Passing() {
-		if !hidden[id] {
-			pool = append(pool, id)
-		}
-	}
+	pool := RegressionPool(s.in.Env.Passing(), s.in.Task, res.RegressionSet)
 	if len(pool) > 0 {
 		passed, _, err := s.tr.runTests(ctx, sb, pool, 0)
 		if err != nil {
