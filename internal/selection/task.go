@@ -67,7 +67,7 @@ type Config struct {
 	// RegressionSet is RegressionExisting (CWM's, when empty) or
 	// RegressionStrict.
 	RegressionSet string
-	Method     Method
+	Method        Method
 	// Majority is majority@k's grouping: GroupExact (CWM's, when empty)
 	// or GroupNormalised.
 	Majority string
