@@ -27,7 +27,7 @@ type selectCmd struct {
 	requestTimeout                         time.Duration
 	noCurves, json, quiet                  bool
 	verifyEach                             bool
-	majority, regressionSet                string
+	majority, regressionSet, testgen       string
 }
 
 func (*selectCmd) Name() string { return "select" }
@@ -44,9 +44,13 @@ pick: every candidate's class, votes, kept-test verdicts and score, the
 kept tests, the regression set and why the winner won.
 
 The procedure (CWM's best@k): the model writes --tests tests from the
-issue and the files the candidates touch (the prompt is
-internal/selection/prompts/generate_test.md); each runs on the unpatched
-tree and is kept when it prints "Issue reproduced" there. Each distinct
+issue and the files the candidates touch (--testgen prompt, the default;
+the prompt is internal/selection/prompts/generate_test.md), or, with
+--testgen agent, as an agent with bash and file tools in the unpatched
+repository, one episode per test (CWM's test-generation environment: it
+writes and submits test_issue.py, which must name both "Issue reproduced"
+and "Issue resolved"); each runs on the unpatched tree and is kept when it
+prints "Issue reproduced" there. Each distinct
 patch (normalised: context, hunk and file order, whitespace, comments do
 not count) runs the reproducing tests in a fresh sandbox; the --keep tests
 the most candidates pass are kept. The regression set is CWM's: the
@@ -98,6 +102,7 @@ func (c *selectCmd) Flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.verifyEach, "verify-each", false, "ask the verifier about every candidate with its trajectory, not once per class of equal patches")
 	fs.IntVar(&c.k, "k", 0, "candidates per task, the first K (0: all)")
 	fs.IntVar(&c.tests, "tests", 40, "tests the model writes per task")
+	fs.StringVar(&c.testgen, "testgen", selection.TestgenPrompt, "how the tests are written: prompt (issue and touched files) or agent (CWM's test-generation episodes)")
 	fs.IntVar(&c.keep, "keep", 5, "reproducing tests kept: those the most candidates pass")
 	fs.IntVar(&c.regression, "regression", 0, "regression tests sampled per task (0: all)")
 	fs.StringVar(&c.regressionSet, "regression-set", selection.RegressionExisting, "existing (CWM's: passing tests, PASS_TO_PASS included, FAIL_TO_PASS never) or strict (no test the task grades with)")
@@ -127,6 +132,8 @@ func (c *selectCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		return command.Usagef("--method %q: want best, majority, hybrid or best-verifier", c.method)
 	case asksModel && (c.model == "" || c.baseURL == ""):
 		return command.Usagef("--model and --base-url are required (only --method majority with --no-curves asks no model)")
+	case c.testgen != selection.TestgenPrompt && c.testgen != selection.TestgenAgent:
+		return command.Usagef("--testgen %q: want prompt or agent", c.testgen)
 	case c.regressionSet != selection.RegressionExisting && c.regressionSet != selection.RegressionStrict:
 		return command.Usagef("--regression-set %q: want existing or strict", c.regressionSet)
 	case c.majority != selection.GroupExact && c.majority != selection.GroupNormalised:
@@ -172,7 +179,7 @@ func (c *selectCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		name = "cwm-select-" + c.method
 	}
 	opts := selection.Options{
-		Config: selection.Config{Client: client, Verifier: verifier, VerifyEach: c.verifyEach, Majority: c.majority, RegressionSet: c.regressionSet, Tests: c.tests, Keep: c.keep, Regression: c.regression,
+		Config: selection.Config{Client: client, Verifier: verifier, VerifyEach: c.verifyEach, Majority: c.majority, RegressionSet: c.regressionSet, Testgen: c.testgen, Tests: c.tests, Keep: c.keep, Regression: c.regression,
 			Method: method, Curves: !c.noCurves},
 		Tasks: tasks, Candidates: c.candidates, K: c.k, Out: c.out, Name: name,
 		Store: env.NewStore(e.Home), Workers: c.concurrency, Shard: part}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"cwm/internal/agent"
 	"cwm/internal/env"
 	"cwm/internal/model"
 	"cwm/internal/reward"
@@ -62,6 +63,11 @@ type Config struct {
 	// Tests is how many tests the model writes (CWM: 40); Keep how many
 	// of the reproducing ones are kept (CWM: 5).
 	Tests, Keep int
+	// Testgen is how the tests are written: TestgenPrompt (when empty) or
+	// TestgenAgent, whose episodes have TestgenLimits (CWM's agent limits
+	// where zero).
+	Testgen       string
+	TestgenLimits agent.Limits
 	// Regression, when positive, samples that many regression tests.
 	Regression int
 	// RegressionSet is RegressionExisting (CWM's, when empty) or
@@ -319,12 +325,16 @@ func (s *selection) unpatchedPhase(ctx context.Context, res *Result, patches []s
 	s.regIDs = sample(s.regIDs, s.cfg.Regression, s.in.Task.InstanceID)
 	res.Regression = s.regIDs
 
-	prompt, err := Prompt(s.in.Task, files)
-	if err != nil {
-		return err
+	var tests []GeneratedTest
+	if s.cfg.Testgen == TestgenAgent {
+		res.Prompt = testgenInstruction
+		tests, err = s.agentTests(ctx)
+	} else {
+		if res.Prompt, err = Prompt(s.in.Task, files); err != nil {
+			return err
+		}
+		tests, err = Generate(ctx, s.cfg.Client, res.Prompt, s.cfg.Tests)
 	}
-	res.Prompt = prompt
-	tests, err := Generate(ctx, s.cfg.Client, prompt, s.cfg.Tests)
 	if err != nil {
 		return err
 	}
@@ -337,6 +347,13 @@ func (s *selection) unpatchedPhase(ctx context.Context, res *Result, patches []s
 		switch {
 		case g.Code == "":
 			g.Unpatched, g.Dropped = NoCode, "broken: the reply holds no code block"
+			if g.Reply != "" && s.cfg.Testgen == TestgenAgent {
+				g.Dropped = "broken: " + g.Reply
+			}
+			res.Broken++
+		case s.cfg.Testgen == TestgenAgent && cwmTestFilter(g.Code) != "":
+			g.Unpatched, g.Detail = Other, cwmTestFilter(g.Code)
+			g.Dropped = "broken: " + g.Detail
 			res.Broken++
 		case verdicts[i] == Reproduced:
 			g.Unpatched = Reproduced
