@@ -329,6 +329,9 @@ func (s *Summary) Write(w io.Writer) {
 		parts = append(parts, p)
 	}
 	if len(parts) > 0 {
+		if s.CountEcho == passk.EchoDrop {
+			parts = append(parts, "answers repeating the call dropped (CruxEval's script)")
+		}
 		fmt.Fprintln(w, strings.Join(parts, ", "))
 	}
 	est := ""
