@@ -171,7 +171,8 @@ func Run(ctx context.Context, sbs *env.Sandboxes, opts Options) (*Summary, []Tas
 // readCandidates groups the candidate lines by task, in the order tasks
 // first appear, each group ordered by sample (predictions by line) and cut
 // to K, with each candidate's place in CWM's majority-voting shuffle
-// (shuffleRanks). unknown counts lines of tasks not in opts.Tasks.
+// seeded with opts.Name (shuffleSizes.ranks). unknown counts lines of
+// tasks not in opts.Tasks.
 func readCandidates(opts Options) (map[string][]reward.CandidateLine, []string, map[string][]int, int, error) {
 	known := map[string]bool{}
 	for _, t := range opts.Tasks {
