@@ -19,6 +19,10 @@ import (
 type CWMProtocol struct {
 	// ToolRole is the role of tool-result messages: "tool" or "user".
 	ToolRole string
+	// SubmissionFeedback, when set, replaces CWM's feedback on a
+	// submitted patch ({pred_patch} is what was submitted): another
+	// environment's, such as test generation's.
+	SubmissionFeedback string
 }
 
 // Name implements Protocol.
@@ -101,7 +105,11 @@ func (*CWMProtocol) SystemPrompt(l Limits) string {
 func (p *CWMProtocol) Prompt(pr Prompt) []model.Message {
 	// One pass, as Python's str.format: an issue that happens to contain
 	// "{repo_root}" is left alone.
-	user := strings.NewReplacer("{issue}", pr.Issue, "{repo_root}", pr.RepoRoot).Replace(cwmIssue)
+	tmpl := cwmIssue
+	if pr.Instruction != "" {
+		tmpl = pr.Instruction
+	}
+	user := strings.NewReplacer("{issue}", pr.Issue, "{repo_root}", pr.RepoRoot).Replace(tmpl)
 	return []model.Message{
 		{Role: model.RoleSystem, Content: p.SystemPrompt(pr.Limits)},
 		{Role: model.RoleUser, Content: user},
@@ -171,7 +179,11 @@ func (*CWMProtocol) Run(ctx context.Context, tb *episode.Toolbox, c Call) (episo
 func (p *CWMProtocol) Result(c Call, obs episode.Observation, b Budget) model.Message {
 	feedback := obs.Text
 	if c.Tool == "submit" && obs.OK {
-		feedback = strings.Replace(submissionFeedback, "{pred_patch}", obs.Text, 1)
+		tmpl := submissionFeedback
+		if p.SubmissionFeedback != "" {
+			tmpl = p.SubmissionFeedback
+		}
+		feedback = strings.Replace(tmpl, "{pred_patch}", obs.Text, 1)
 	}
 	out := "<output>\n" + feedback + "\n</output>"
 	est := model.EstimateTokens(len(out) + 2 + len(budgetTemplate))

@@ -89,6 +89,11 @@ type Runner struct {
 	// episode.HistorySquash).
 	History episode.History
 	Log     *slog.Logger
+	// Instruction replaces the opening user message's template (Prompt's
+	// Instruction); SubmitFile lets submit take any file, not only a
+	// patch (a test-generation episode submits its test).
+	Instruction string
+	SubmitFile  bool
 }
 
 // Attempt is one episode to run: a sample of a task.
@@ -130,6 +135,7 @@ func (r *Runner) Run(ctx context.Context, a Attempt) (*trajectory.Trajectory, er
 		return nil, err
 	}
 	defer ep.Close()
+	ep.SubmitFile = r.SubmitFile
 	tr.SetupSeconds = time.Since(start).Seconds()
 
 	reason, err := r.converse(ectx, ep, tr, l, a)
@@ -160,7 +166,7 @@ func (r *Runner) Run(ctx context.Context, a Attempt) (*trajectory.Trajectory, er
 
 // converse is the episode loop: ask the model, run its call, report back.
 func (r *Runner) converse(ctx context.Context, ep *episode.Episode, tr *trajectory.Trajectory, l Limits, a Attempt) (trajectory.ExitReason, error) {
-	tr.Messages = r.Protocol.Prompt(Prompt{Issue: a.Task.ProblemStatement, RepoRoot: ep.RepoRoot(), Limits: l})
+	tr.Messages = r.Protocol.Prompt(Prompt{Issue: a.Task.ProblemStatement, RepoRoot: ep.RepoRoot(), Limits: l, Instruction: r.Instruction})
 	tools := r.Protocol.Tools()
 	var used int64  // context tokens of the last call
 	var pending int // bytes of messages added since then

@@ -36,6 +36,10 @@ type Prompt struct {
 	Issue    string // the task's problem statement
 	RepoRoot string // where the repository is inside the sandbox
 	Limits   Limits
+	// Instruction, when set, is the user message's template in place of
+	// CWM's issue-solving one ({issue} and {repo_root} filled in): another
+	// of CWM's environments, such as test generation.
+	Instruction string
 }
 
 // Call is one tool call found in a reply.

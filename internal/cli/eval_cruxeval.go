@@ -9,6 +9,7 @@ import (
 
 	"cwm/internal/command"
 	"cwm/internal/eval"
+	"cwm/internal/passk"
 	"cwm/internal/shard"
 )
 
@@ -23,6 +24,7 @@ type evalCruxCmd struct {
 	showPrompt         bool
 	id                 string
 	json, quiet        bool
+	countEcho          string
 }
 
 func (*evalCruxCmd) Name() string { return "eval cruxeval" }
@@ -56,7 +58,10 @@ Each sample is one line of --out (the completion, the answer, the verdict,
 tokens); the file is appended to, resumed (a re-run asks only for samples
 not in it) and holds one mode. --samples N asks N completions per problem
 (sample k with --seed+k) for pass@k by the unbiased estimator. --shard i/n
-runs shard i of n. Prints pass@1 (with its standard error), pass@k, tokens
+runs shard i of n. --count-echo says how pass@k counts a sample whose answer
+repeats the call: wrong (default, the paper's reading: a wrong sample) or
+drop (CruxEval's script: left out of the problem's samples unless none is
+right; what CruxEval's published tables used). Prints pass@1 (with its standard error), pass@k, tokens
 per answer and the verdicts (--json: as JSON). Exits 1 when the model
 server failed samples after its retries; a re-run retries them. See
 docs/eval.md.
@@ -86,6 +91,7 @@ func (c *evalCruxCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.id, "id", "", "the problem --show-prompt shows (default: the first)")
 	fs.BoolVar(&c.json, "json", false, "print the summary as JSON")
 	fs.BoolVar(&c.quiet, "quiet", false, "print no progress")
+	fs.StringVar(&c.countEcho, "count-echo", string(passk.EchoWrong), "how pass@k counts an answer that repeats the call: wrong or drop (CruxEval's script)")
 	c.thinkFlags.register(fs)
 	c.endpointFlags.register(fs, "512 direct and trace-final, 2048 direct-cot, 16384 trace-full and reasoning")
 }
@@ -101,6 +107,10 @@ func (c *evalCruxCmd) Run(ctx context.Context, e *command.Env, args []string) er
 	api, err := parseAPI(c.api)
 	if err != nil {
 		return err
+	}
+	echo, err := passk.ParseEcho(c.countEcho)
+	if err != nil {
+		return command.Usagef("--count-echo %v", err)
 	}
 	if c.samples < 1 || c.scoreWorkers < 1 || c.limit < 0 {
 		return command.Usagef("--samples and --score-workers must be at least 1, --limit not negative")
@@ -145,7 +155,7 @@ func (c *evalCruxCmd) Run(ctx context.Context, e *command.Env, args []string) er
 	defer stop()
 	opts := eval.Options{Problems: problems, Mode: mode, API: api, Samples: c.samples, Seed: c.seed.ptr(), Think: c.think(),
 		Client: client, Checker: scorer, Out: c.out, Shard: part, Concurrency: c.concurrency,
-		OnModelError: sampleErrorLogger(e, "cwm eval cruxeval")}
+		OnModelError: sampleErrorLogger(e, "cwm eval cruxeval"), CountEcho: echo}
 	if !c.quiet {
 		opts.Progress = e.Stderr
 	}

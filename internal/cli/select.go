@@ -26,6 +26,8 @@ type selectCmd struct {
 	maxTokens                              int
 	requestTimeout                         time.Duration
 	noCurves, json, quiet                  bool
+	verifyEach                             bool
+	majority, regressionSet, testgen       string
 }
 
 func (*selectCmd) Name() string { return "select" }
@@ -42,21 +44,36 @@ pick: every candidate's class, votes, kept-test verdicts and score, the
 kept tests, the regression set and why the winner won.
 
 The procedure (CWM's best@k): the model writes --tests tests from the
-issue and the files the candidates touch (the prompt is
-internal/selection/prompts/generate_test.md); each runs on the unpatched
-tree and is kept when it prints "Issue reproduced" there. Each distinct
+issue and the files the candidates touch (--testgen prompt, the default;
+the prompt is internal/selection/prompts/generate_test.md), or, with
+--testgen agent, as an agent with bash and file tools in the unpatched
+repository, one episode per test (CWM's test-generation environment: it
+writes and submits test_issue.py, which must name both "Issue reproduced"
+and "Issue resolved"); each runs on the unpatched tree and is kept when it
+prints "Issue reproduced" there. Each distinct
 patch (normalised: context, hunk and file order, whitespace, comments do
 not count) runs the reproducing tests in a fresh sandbox; the --keep tests
-the most candidates pass are kept. The regression set is the tests passing
-on the unpatched tree, the task's hidden tests excluded (--regression N
-samples it). The pick is the patch with the most tests passed, ties by
-votes among equivalent patches, then fewest tokens; empty patches never
-win. A patch's regression run stops once it cannot win.
+the most candidates pass are kept. The regression set is CWM's: the
+existing tests passing on the unpatched tree, PASS_TO_PASS included (it is
+in the repository the agent sees), FAIL_TO_PASS never (--regression-set
+strict leaves out PASS_TO_PASS too; --regression N samples it). The pick
+is the patch with the most tests passed, ties by votes among equivalent
+patches, then fewest tokens; empty patches never win. A patch's regression
+run stops once it cannot win.
 
---method best (default), majority (the most common normalised patch, no
-execution) or hybrid (R2E-Gym's: among the patches tied at the most tests
-passed, the one --verifier-model gives the highest P("YES"), read from
-the logprobs of its <judgement>; the endpoint must return logprobs).
+--method best (default), majority (no execution: CWM's released voting,
+the most common patch text, empty ones skipped, ties to the first in the
+order its script shuffles into, seeded with --name; --majority normalised
+groups normalised patches instead, ties to fewer tokens), hybrid (R2E-Gym's get_hybrid_aggregation: of the half of the
+patches (at least 3) to which --verifier-model gives the highest P("YES"),
+read from the logprobs of its <judgement>, those with the most regression
+tests passed, then the most kept tests, then the highest P("YES"); ties go
+to votes, tokens, order, and the curves average over them) or
+best-verifier (best@k, then the highest P("YES") among the patches tied at
+the most tests passed). The verifier's endpoint must return logprobs; it
+judges each class of equal patches once, or each candidate with its own
+trajectory with --verify-each. --model and --base-url are needed unless
+the method is majority with --no-curves, which asks no model.
 Unless --no-curves, every candidate
 is then graded with the hidden tests and the summary shows pass@k,
 majority@k and best@k for k = 1, 2, 4 ... K (subsets: see docs/select.md).
@@ -79,12 +96,16 @@ func (c *selectCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.baseURL, "base-url", "", "OpenAI-compatible endpoint `URL`, e.g. http://localhost:8000/v1")
 	fs.StringVar(&c.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment `variable` holding the API key")
 	fs.StringVar(&c.name, "name", "", "model_name_or_path of the predictions (default cwm-select-METHOD)")
-	fs.StringVar(&c.method, "method", "best", "how to pick: best, majority or hybrid")
-	fs.StringVar(&c.verifierModel, "verifier-model", "", "hybrid's verifier `name` on the same endpoint (default: --model); asked at temperature 0")
+	fs.StringVar(&c.method, "method", "best", "how to pick: best, majority, hybrid or best-verifier")
+	fs.StringVar(&c.verifierModel, "verifier-model", "", "the verifier `name` of hybrid and best-verifier on the same endpoint (default: --model); asked at temperature 0")
+	fs.StringVar(&c.majority, "majority", selection.GroupExact, "majority@k's grouping: exact (CWM's released voting) or normalised")
+	fs.BoolVar(&c.verifyEach, "verify-each", false, "ask the verifier about every candidate with its trajectory, not once per class of equal patches")
 	fs.IntVar(&c.k, "k", 0, "candidates per task, the first K (0: all)")
 	fs.IntVar(&c.tests, "tests", 40, "tests the model writes per task")
+	fs.StringVar(&c.testgen, "testgen", selection.TestgenPrompt, "how the tests are written: prompt (issue and touched files) or agent (CWM's test-generation episodes)")
 	fs.IntVar(&c.keep, "keep", 5, "reproducing tests kept: those the most candidates pass")
 	fs.IntVar(&c.regression, "regression", 0, "regression tests sampled per task (0: all)")
+	fs.StringVar(&c.regressionSet, "regression-set", selection.RegressionExisting, "existing (CWM's: passing tests, PASS_TO_PASS included, FAIL_TO_PASS never) or strict (no test the task grades with)")
 	fs.IntVar(&c.concurrency, "concurrency", 2, "tasks at once")
 	shardFlag(fs, &c.shard, "select the tasks")
 	fs.Var(&c.temperature, "temperature", "sampling temperature of the tests (default: the server's)")
@@ -101,13 +122,24 @@ func (c *selectCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		return command.Usagef("unexpected arguments %q", args)
 	}
 	method := selection.Method(c.method)
+	_, known := selection.MethodVersions[method]
+	asksModel := method != selection.MethodMajority || !c.noCurves
+	verifies := method == selection.MethodHybrid || method == selection.MethodBestVerifier
 	switch {
-	case c.tasks == "" || c.candidates == "" || c.out == "" || c.model == "" || c.baseURL == "":
-		return command.Usagef("--tasks, --candidates, --out, --model and --base-url are required")
-	case method != selection.MethodBest && method != selection.MethodMajority && method != selection.MethodHybrid:
-		return command.Usagef("--method %q: want best, majority or hybrid", c.method)
-	case c.verifierModel != "" && method != selection.MethodHybrid:
-		return command.Usagef("--verifier-model is for --method hybrid")
+	case c.tasks == "" || c.candidates == "" || c.out == "":
+		return command.Usagef("--tasks, --candidates and --out are required")
+	case !known:
+		return command.Usagef("--method %q: want best, majority, hybrid or best-verifier", c.method)
+	case asksModel && (c.model == "" || c.baseURL == ""):
+		return command.Usagef("--model and --base-url are required (only --method majority with --no-curves asks no model)")
+	case c.testgen != selection.TestgenPrompt && c.testgen != selection.TestgenAgent:
+		return command.Usagef("--testgen %q: want prompt or agent", c.testgen)
+	case c.regressionSet != selection.RegressionExisting && c.regressionSet != selection.RegressionStrict:
+		return command.Usagef("--regression-set %q: want existing or strict", c.regressionSet)
+	case c.majority != selection.GroupExact && c.majority != selection.GroupNormalised:
+		return command.Usagef("--majority %q: want exact or normalised", c.majority)
+	case (c.verifierModel != "" || c.verifyEach) && !verifies:
+		return command.Usagef("--verifier-model and --verify-each are for --method hybrid and best-verifier")
 	case c.k < 0 || c.tests < 1 || c.keep < 1 || c.regression < 0 || c.concurrency < 1:
 		return command.Usagef("--tests, --keep and --concurrency must be at least 1, --k and --regression not negative")
 	}
@@ -119,14 +151,15 @@ func (c *selectCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	if retries == 0 {
 		retries = -1 // the client's 0 means its default
 	}
-	client, err := model.NewClient(model.ClientConfig{BaseURL: c.baseURL, APIKey: os.Getenv(c.apiKeyEnv), Model: c.model,
-		Sampling:   model.Sampling{Temperature: c.temperature.ptr(), MaxTokens: c.maxTokens},
-		MaxRetries: retries, RequestTimeout: c.requestTimeout})
-	if err != nil {
-		return command.UsageError(err.Error())
+	var client, verifier *model.Client
+	if asksModel {
+		if client, err = model.NewClient(model.ClientConfig{BaseURL: c.baseURL, APIKey: os.Getenv(c.apiKeyEnv), Model: c.model,
+			Sampling:   model.Sampling{Temperature: c.temperature.ptr(), MaxTokens: c.maxTokens},
+			MaxRetries: retries, RequestTimeout: c.requestTimeout}); err != nil {
+			return command.UsageError(err.Error())
+		}
 	}
-	var verifier *model.Client
-	if method == selection.MethodHybrid {
+	if verifies {
 		name := c.verifierModel
 		if name == "" {
 			name = c.model
@@ -146,7 +179,7 @@ func (c *selectCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		name = "cwm-select-" + c.method
 	}
 	opts := selection.Options{
-		Config: selection.Config{Client: client, Verifier: verifier, Tests: c.tests, Keep: c.keep, Regression: c.regression,
+		Config: selection.Config{Client: client, Verifier: verifier, VerifyEach: c.verifyEach, Majority: c.majority, RegressionSet: c.regressionSet, Testgen: c.testgen, Tests: c.tests, Keep: c.keep, Regression: c.regression,
 			Method: method, Curves: !c.noCurves},
 		Tasks: tasks, Candidates: c.candidates, K: c.k, Out: c.out, Name: name,
 		Store: env.NewStore(e.Home), Workers: c.concurrency, Shard: part}

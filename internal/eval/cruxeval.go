@@ -13,6 +13,7 @@ import (
 	"cwm/internal/errkind"
 	"cwm/internal/jsonl"
 	"cwm/internal/model"
+	"cwm/internal/passk"
 	"cwm/internal/shard"
 )
 
@@ -41,6 +42,9 @@ type Options struct {
 	// OnModelError is told of each sample the model server failed after
 	// its retries (not written; the next run retries it).
 	OnModelError func(id string, sample int, err error)
+	// CountEcho is how pass@k counts a sample that repeats the call
+	// (passk.EchoWrong when empty).
+	CountEcho passk.Echo
 }
 
 // Line is one output line: a sample's completion, its answer and score.
@@ -113,7 +117,7 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum, err := Summarize(opts.Out, opts.Mode, run.want)
+	sum, err := SummarizeEcho(opts.Out, opts.Mode, run.want, opts.CountEcho)
 	if err != nil {
 		return nil, err
 	}
@@ -216,12 +220,24 @@ type Summary struct {
 	Seconds     float64 `json:"seconds"`
 	// PerProblem holds each problem's correct samples out of its samples.
 	PerProblem map[string][2]int `json:"per_problem"`
+	// CountEcho is how pass@k counted the samples that repeat the call.
+	CountEcho passk.Echo `json:"count_echo"`
 }
 
 // Summarize reads the lines of out of mode whose keys are in want (all
-// of them when want is nil) and computes the summary.
+// of them when want is nil) and computes the summary, an echo of the call
+// counting as a wrong sample.
 func Summarize(out string, mode Mode, want map[string]bool) (*Summary, error) {
-	sum := &Summary{Mode: mode, PassAt: map[string]float64{}, Verdicts: map[string]int{}, PerProblem: map[string][2]int{}}
+	return SummarizeEcho(out, mode, want, passk.EchoWrong)
+}
+
+// SummarizeEcho is Summarize with the echo convention given.
+func SummarizeEcho(out string, mode Mode, want map[string]bool, echo passk.Echo) (*Summary, error) {
+	if echo == "" {
+		echo = passk.EchoWrong
+	}
+	sum := &Summary{Mode: mode, PassAt: map[string]float64{}, Verdicts: map[string]int{}, PerProblem: map[string][2]int{}, CountEcho: echo}
+	echoed := map[string]int{}
 	seen := map[string]bool{}
 	var promptTok, complTok int64
 	var model string
@@ -236,6 +252,9 @@ func Summarize(out string, mode Mode, want map[string]bool) (*Summary, error) {
 		sum.Verdicts[string(l.Verdict)]++
 		if l.Correct {
 			sum.Correct++
+		}
+		if l.Verdict == CallEchoed {
+			echoed[l.ID]++
 		}
 		pp := sum.PerProblem[l.ID]
 		pp[1]++
@@ -267,14 +286,16 @@ func Summarize(out string, mode Mode, want map[string]bool) (*Summary, error) {
 	for _, cn := range sum.PerProblem {
 		maxN = max(maxN, cn[1])
 	}
+	ids := problemOrder(sum.PerProblem)
 	for _, k := range []int{1, 5, 10, maxN} {
 		if k > maxN || k < 1 {
 			continue
 		}
 		var xs []float64
-		for _, cn := range sum.PerProblem {
-			if cn[1] >= k {
-				xs = append(xs, PassAtK(cn[1], cn[0], k))
+		for _, id := range ids {
+			if cn := sum.PerProblem[id]; cn[1] >= k {
+				n, c := passk.Samples(cn[1], cn[0], echoed[id], echo)
+				xs = append(xs, passk.Estimate(n, c, k))
 			}
 		}
 		m, se := meanStdErr(xs)
@@ -308,6 +329,9 @@ func (s *Summary) Write(w io.Writer) {
 		parts = append(parts, p)
 	}
 	if len(parts) > 0 {
+		if s.CountEcho == passk.EchoDrop {
+			parts = append(parts, "answers repeating the call dropped (CruxEval's script)")
+		}
 		fmt.Fprintln(w, strings.Join(parts, ", "))
 	}
 	est := ""

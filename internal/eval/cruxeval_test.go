@@ -13,6 +13,7 @@ import (
 	"cwm/internal/jsonl"
 	"cwm/internal/model"
 	"cwm/internal/model/modeltest"
+	"cwm/internal/passk"
 	"cwm/internal/shard"
 	"cwm/internal/trace"
 	"cwm/internal/tracer"
@@ -279,12 +280,12 @@ func TestRunSamplesResumeShard(t *testing.T) {
 	}
 	// Correct samples per problem: 0,1,2,3,4,4 of 4.
 	want1 := (0 + 1 + 2 + 3 + 4 + 4) / 24.0
-	want2 := (PassAtK(4, 0, 2) + PassAtK(4, 1, 2) + PassAtK(4, 2, 2) + PassAtK(4, 3, 2) + 2) / 6
+	want2 := (passk.Estimate(4, 0, 2) + passk.Estimate(4, 1, 2) + passk.Estimate(4, 2, 2) + passk.Estimate(4, 3, 2) + 2) / 6
 	want4 := 5.0 / 6
 	if !near(sum.PassAt["1"], want1) || !near(sum.PassAt["4"], want4) || sum.Correct != 14 || len(sum.PassAt) != 2 {
 		t.Errorf("pass@k %v, correct %d; want pass@1 %v pass@4 %v", sum.PassAt, sum.Correct, want1, want4)
 	}
-	if got := PassAtK(4, 1, 2); !near(got, 0.5) || !near(want2, (0+0.5+5.0/6+1+1+1)/6) {
+	if got := passk.Estimate(4, 1, 2); !near(got, 0.5) || !near(want2, (0+0.5+5.0/6+1+1+1)/6) {
 		t.Errorf("pass@2 of 1 in 4 = %v", got)
 	}
 	// A shard of the same run: its samples only.

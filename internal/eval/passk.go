@@ -1,19 +1,41 @@
 package eval
 
-import "math"
+import (
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
 
-// PassAtK is the unbiased estimator of pass@k from n samples of which c
-// are correct (Chen et al. 2021, as CruxEval computes it):
-// 1 - C(n-c, k) / C(n, k), as a product so that it does not overflow.
-func PassAtK(n, c, k int) float64 {
-	if n-c < k {
-		return 1
+// problemOrder is the order a summary sums its problems in: by the ID's
+// text before its trailing number, then by that number (sample_9 before
+// sample_10), CruxEval's order, so that a mean is the same sum of the
+// same terms on every run and equals the reference's to the last bit.
+func problemOrder(perProblem map[string][2]int) []string {
+	ids := make([]string, 0, len(perProblem))
+	for id := range perProblem {
+		ids = append(ids, id)
 	}
-	p := 1.0
-	for i := n - c + 1; i <= n; i++ {
-		p *= 1 - float64(k)/float64(i)
+	split := func(id string) (string, int) {
+		head := strings.TrimRight(id, "0123456789")
+		n, err := strconv.Atoi(id[len(head):])
+		if err != nil {
+			n = -1
+		}
+		return head, n
 	}
-	return 1 - p
+	sort.Slice(ids, func(i, j int) bool {
+		hi, ni := split(ids[i])
+		hj, nj := split(ids[j])
+		if hi != hj {
+			return hi < hj
+		}
+		if ni != nj {
+			return ni < nj
+		}
+		return ids[i] < ids[j]
+	})
+	return ids
 }
 
 // meanStdErr is the mean of xs and its standard error (the sample

@@ -193,12 +193,15 @@ type Extracted struct {
 	Frames int `json:",omitempty"`
 }
 
-// ExtractAnswer reads the answer from a completion of mode, as CruxEval's
-// postprocess_generation does for direct and direct-cot (and reasoning,
-// after its thinking): the text up to [/ANSWER]; with chain of thought,
-// what follows the first [ANSWER]; then, if it holds "==", what lies
-// between the first and the second "=="; stripped. The trace modes read
-// main's returned value: a JSON string, the value's repr.
+// ExtractAnswer reads the answer from a completion of mode as CruxEval's
+// pipeline does for direct and direct-cot (and reasoning, after its
+// thinking): the text up to the first [/ANSWER] (the stop the server
+// applies; again here, for a server that ignored it); with chain of
+// thought, if it holds [ANSWER], the text between the first [ANSWER] and
+// the next one (Python's split("[ANSWER]")[1]), stripped; then, if it
+// holds "==", what lies between the first and the second "==", stripped;
+// stripped again. Stripping is Python's str.strip (pyStrip). The trace
+// modes read main's returned value: a JSON string, the value's repr.
 func ExtractAnswer(mode Mode, completion string) Extracted {
 	return ExtractAnswerThink(mode, completion, DefaultThink)
 }
@@ -211,16 +214,14 @@ func ExtractAnswerThink(mode Mode, completion string, think Think) Extracted {
 		if mode == Reasoning {
 			g = afterThinking(g, think)
 		}
-		if mode != Direct {
-			if _, after, ok := strings.Cut(g, "[ANSWER]"); ok {
-				g = strings.TrimSpace(after)
-			}
-		}
 		g, _, _ = strings.Cut(g, "[/ANSWER]")
-		if strings.Contains(g, "==") {
-			g = strings.TrimSpace(strings.Split(g, "==")[1])
+		if mode != Direct && strings.Contains(g, "[ANSWER]") {
+			g = pyStrip(strings.Split(g, "[ANSWER]")[1])
 		}
-		return Extracted{Answer: strings.TrimSpace(g)}
+		if strings.Contains(g, "==") {
+			g = pyStrip(strings.Split(g, "==")[1])
+		}
+		return Extracted{Answer: pyStrip(g)}
 	case TraceFinal:
 		// The completion continues `<|arg_sep|>`: a JSON string, then
 		// (unless the server stripped the stop) <|frame_sep|>.

@@ -93,18 +93,3 @@ func TestScorerAgainstReference(t *testing.T) {
 		}
 	}
 }
-
-func TestPassAtK(t *testing.T) {
-	cases := []struct {
-		n, c, k int
-		want    float64
-	}{
-		{1, 1, 1, 1}, {1, 0, 1, 0}, {3, 1, 1, 1.0 / 3}, {3, 1, 2, 2.0 / 3}, {3, 1, 3, 1},
-		{5, 2, 1, 0.4}, {5, 2, 2, 0.7}, {10, 0, 5, 0}, {10, 6, 5, 1},
-	}
-	for _, c := range cases {
-		if got := PassAtK(c.n, c.c, c.k); got < c.want-1e-12 || got > c.want+1e-12 {
-			t.Errorf("PassAtK(%d, %d, %d) = %v, want %v", c.n, c.c, c.k, got, c.want)
-		}
-	}
-}

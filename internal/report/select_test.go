@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"cwm/internal/passk"
 	"cwm/internal/selection"
 )
 
@@ -21,7 +22,7 @@ import (
 //     resolved), curves at k = 1, 2, 4;
 //   - c: method best, every candidate empty: no winner, no curve.
 //
-// pass@k is selection.PassAtK over the candidates. The mean curve:
+// pass@k is passk.Estimate over the candidates. The mean curve:
 // pass@k 50.0%, 81.0%, 99.3%, 100.0%; majority@k 50.0%, 45.0%, 60.0%,
 // 0.0%; best@k 50.0%, 75.0%, 95.0%, 100.0%; hybrid (task a only) 50.0%,
 // 72.0%, 96.0%, 100.0%.
@@ -51,7 +52,7 @@ func selectInputs(t *testing.T, path string) {
 	curve := func(n, c int, ks []int, maj, best []float64, hyb []float64) []selection.Point {
 		var out []selection.Point
 		for i, k := range ks {
-			p := selection.Point{K: k, Pass: selection.PassAtK(n, c, k), Majority: maj[i], Best: best[i], Subsets: 32}
+			p := selection.Point{K: k, Pass: passk.Estimate(n, c, k), Majority: maj[i], Best: best[i], Subsets: 32}
 			if hyb != nil {
 				p.Hybrid = f(hyb[i])
 			}

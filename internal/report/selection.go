@@ -119,6 +119,7 @@ func selectSeries(s SelectSection) []Series {
 		{"majority@k", func(p selection.Point) *float64 { return &p.Majority }},
 		{"best@k", func(p selection.Point) *float64 { return &p.Best }},
 		{"hybrid@k", func(p selection.Point) *float64 { return p.Hybrid }},
+		{"best-verifier@k", func(p selection.Point) *float64 { return p.BestVerifier }},
 	}
 	var out []Series
 	for _, g := range get {

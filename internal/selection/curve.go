@@ -59,24 +59,6 @@ func GeneratedScores(passes map[string][]bool, kept []int) map[string]int {
 	return g
 }
 
-// PassAtK is the unbiased estimator of pass@k (Chen et al., 2021) from n
-// candidates of which c are correct: 1 - C(n-c, k)/C(n, k), the chance
-// that a random k of the n hold a correct one.
-func PassAtK(n, c, k int) float64 {
-	if k > n || k <= 0 {
-		return 0
-	}
-	if n-c < k {
-		return 1
-	}
-	// C(n-c,k)/C(n,k) = prod_{i=n-c+1}^{n} (1 - k/i)
-	p := 1.0
-	for i := n - c + 1; i <= n; i++ {
-		p *= 1 - float64(k)/float64(i)
-	}
-	return 1 - p
-}
-
 // Ks are the curve's points for n candidates: 1, 2, 4, ... and n itself.
 func Ks(n int) []int {
 	var ks []int

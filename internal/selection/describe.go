@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"cwm/internal/passk"
 	"cwm/internal/reward"
 )
 
@@ -30,7 +31,7 @@ func (s *selection) describe(res *Result, p picked) {
 				}
 			}
 			cr.Scored = p.best.Classes[c.Class]
-			if py, ok := s.pyes[c.Class]; ok {
+			if py, ok := s.pyes[s.verifyKey(i)]; ok {
 				cr.PYes = &py
 			}
 		}
@@ -77,7 +78,7 @@ func (s *selection) curves(ctx context.Context, res *Result) error {
 	}
 	n := len(s.cands)
 	for _, k := range Ks(n) {
-		pt := Point{K: k, Pass: PassAtK(n, correct, k)}
+		pt := Point{K: k, Pass: passk.Estimate(n, correct, k)}
 		subsets := Subsets(n, k, s.in.Task.InstanceID)
 		for _, sub := range subsets {
 			p, err := s.pick(ctx, sub)
@@ -90,21 +91,29 @@ func (s *selection) curves(ctx context.Context, res *Result) error {
 			if p.best.Winner >= 0 && resolved[p.best.Winner] {
 				pt.Best++
 			}
-			if s.cfg.Method == MethodHybrid {
-				if pt.Hybrid == nil {
-					pt.Hybrid = new(float64)
+			switch s.cfg.Method {
+			case MethodHybrid:
+				// R2E-Gym's expectation over the finalists' tie.
+				r := 0
+				for _, f := range p.finalists {
+					if resolved[f] {
+						r++
+					}
 				}
-				if p.hybrid >= 0 && resolved[p.hybrid] {
-					*pt.Hybrid++
+				if len(p.finalists) > 0 {
+					addTo(&pt.Hybrid, float64(r)/float64(len(p.finalists)))
+				} else {
+					addTo(&pt.Hybrid, 0)
 				}
+			case MethodBestVerifier:
+				addTo(&pt.BestVerifier, boolFloat(p.verifier >= 0 && resolved[p.verifier]))
 			}
 		}
 		pt.Subsets = len(subsets)
 		pt.Majority /= float64(len(subsets))
 		pt.Best /= float64(len(subsets))
-		if pt.Hybrid != nil {
-			*pt.Hybrid /= float64(len(subsets))
-		}
+		divide(pt.Hybrid, float64(len(subsets)))
+		divide(pt.BestVerifier, float64(len(subsets)))
 		res.Curve = append(res.Curve, pt)
 	}
 	return nil
@@ -114,9 +123,9 @@ func (s *selection) curves(ctx context.Context, res *Result) error {
 // tasks that have that k.
 func MeanCurve(curves [][]Point) []Point {
 	type acc struct {
-		p Point
-		n int
-		h int
+		p     Point
+		n     int
+		h, bv int // the tasks with a hybrid, a best-verifier figure
 	}
 	byK := map[int]*acc{}
 	for _, c := range curves {
@@ -132,11 +141,12 @@ func MeanCurve(curves [][]Point) []Point {
 			a.p.Best += p.Best
 			a.p.Subsets = max(a.p.Subsets, p.Subsets)
 			if p.Hybrid != nil {
-				if a.p.Hybrid == nil {
-					a.p.Hybrid = new(float64)
-				}
-				*a.p.Hybrid += *p.Hybrid
+				addTo(&a.p.Hybrid, *p.Hybrid)
 				a.h++
+			}
+			if p.BestVerifier != nil {
+				addTo(&a.p.BestVerifier, *p.BestVerifier)
+				a.bv++
 			}
 		}
 	}
@@ -146,11 +156,32 @@ func MeanCurve(curves [][]Point) []Point {
 		p.Pass /= float64(a.n)
 		p.Majority /= float64(a.n)
 		p.Best /= float64(a.n)
-		if p.Hybrid != nil {
-			*p.Hybrid /= float64(a.h)
-		}
+		divide(p.Hybrid, float64(a.h))
+		divide(p.BestVerifier, float64(a.bv))
 		out = append(out, p)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].K < out[j].K })
 	return out
+}
+
+// addTo adds x to the optional figure *f, which starts at 0.
+func addTo(f **float64, x float64) {
+	if *f == nil {
+		*f = new(float64)
+	}
+	**f += x
+}
+
+// divide divides an optional figure, when there is one.
+func divide(f *float64, n float64) {
+	if f != nil {
+		*f /= n
+	}
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

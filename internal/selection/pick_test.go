@@ -2,7 +2,6 @@ package selection
 
 import (
 	"context"
-	"math"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -145,25 +144,6 @@ func TestKeepTests(t *testing.T) {
 	}
 	if g := GeneratedScores(passes, []int{0, 1, 4}); !cmp.Equal(g, map[string]int{"a": 2, "b": 3, "c": 2}) {
 		t.Errorf("GeneratedScores = %v", g)
-	}
-}
-
-func TestPassAtK(t *testing.T) {
-	tests := []struct {
-		n, c, k int
-		want    float64
-	}{
-		{8, 2, 1, 0.25},
-		{8, 0, 8, 0},
-		{8, 1, 8, 1},
-		{8, 7, 2, 1},
-		{4, 1, 2, 0.5},
-		{10, 3, 5, 1 - 21.0/252},
-	}
-	for _, tc := range tests {
-		if got := PassAtK(tc.n, tc.c, tc.k); math.Abs(got-tc.want) > 1e-12 {
-			t.Errorf("PassAtK(%d, %d, %d) = %v, want %v", tc.n, tc.c, tc.k, got, tc.want)
-		}
 	}
 }
 

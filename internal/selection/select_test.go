@@ -13,6 +13,7 @@ import (
 	"cwm/internal/envbuild"
 	"cwm/internal/model"
 	"cwm/internal/model/modeltest"
+	"cwm/internal/reward"
 	"cwm/internal/sandbox"
 	"cwm/internal/selection/selectiontest"
 )
@@ -69,8 +70,10 @@ func TestSelectEightCandidates(t *testing.T) {
 	sbs, e, _ := textkitEnv(t)
 	tk, base := selectiontest.SnakeTask(t, e, "textkit__snake-8")
 	cands := selectiontest.EightCandidates(t, tk, base)
+	// CWM's regression set (the default) keeps PASS_TO_PASS, which is in
+	// the repository the agent sees, and never holds FAIL_TO_PASS.
 	hidden := map[string]bool{}
-	for _, id := range append(append([]string{}, tk.FailToPass...), tk.PassToPass...) {
+	for _, id := range tk.FailToPass {
 		hidden[id] = true
 	}
 	var mu sync.Mutex
@@ -112,9 +115,16 @@ func TestSelectEightCandidates(t *testing.T) {
 	if R < 20 || res.RegressionPool != R {
 		t.Errorf("regression set %d tests of a pool of %d; want all of at least 20", R, res.RegressionPool)
 	}
+	inSet := map[string]bool{}
 	for _, id := range res.Regression {
+		inSet[id] = true
 		if hidden[id] || strings.Contains(id, "test_round_trip") {
 			t.Errorf("regression set holds %s: hidden, or failing on the unpatched tree", id)
+		}
+	}
+	for _, id := range tk.PassToPass {
+		if !inSet[id] {
+			t.Errorf("regression set (%s) lacks PASS_TO_PASS test %s", res.RegressionSet, id)
 		}
 	}
 	allPass := fmt.Sprint([]Verdict{Resolved, Resolved, Resolved, Resolved, Resolved})
@@ -181,7 +191,7 @@ func TestSelectEightCandidates(t *testing.T) {
 		}
 	}
 
-	// No hidden test ever ran during selection (curves included).
+	// No FAIL_TO_PASS test ever ran during selection (curves included).
 	if len(ranIDs) == 0 {
 		t.Fatal("no regression run was audited")
 	}
@@ -238,19 +248,39 @@ func TestNaiveSamePick(t *testing.T) {
 }
 
 // TestMajorityNeedsNoExecution: majority@k without curves starts no
-// sandbox and asks no model (both are nil here).
+// sandbox and asks no model (both are nil here). CWM's exact grouping
+// counts the two identical wrong patches (the third differs by a
+// comment), the normalised one all three; a tie goes to the first in the
+// shuffle's order.
 func TestMajorityNeedsNoExecution(t *testing.T) {
 	e := &env.Env{ID: "e", Baseline: []env.TestResult{{ID: "tests/test_case.py::test_snake_and_kebab[x]", Status: "pass"}, {ID: "tests/test_case.py::test_title", Status: "pass"}}}
 	tk, base := selectiontest.SnakeTask(t, e, "textkit__snake-majority")
 	cands := selectiontest.EightCandidates(t, tk, base)
-	res, err := Select(context.Background(), nil, Config{Method: MethodMajority, Tests: 40, Keep: 5}, Input{Task: tk, Env: e, Cands: cands})
-	if err != nil {
-		t.Fatal(err)
+	tied := []reward.CandidateLine{cands[0], cands[3], cands[0], cands[5]}
+	tests := []struct {
+		name     string
+		grouping string
+		cands    []reward.CandidateLine
+		shuffle  []int
+		want     int
+		why      string
+	}{
+		{"exact", "", cands, nil, 3, "2 of 8 candidates share its exact patch"},
+		{"normalised", GroupNormalised, cands, nil, 3, "3 of 8 candidates share its normalised patch"},
+		{"tie, input order", GroupExact, tied, nil, 0, "2 of 4"},
+		{"tie, shuffled", GroupExact, tied, []int{3, 2, 1, 0}, 3, "2 of 4"},
 	}
-	if res.Winner != 3 || res.Majority != 3 || res.Best != -1 || res.Classes != 3 || res.Counts != (Counts{}) {
-		t.Errorf("winner %d majority %d best %d classes %d counts %+v; want 3, 3, -1, 3 and no work", res.Winner, res.Majority, res.Best, res.Classes, res.Counts)
-	}
-	if !strings.Contains(res.Why, "3 of 8") {
-		t.Errorf("why %q", res.Why)
+	for _, tc := range tests {
+		res, err := Select(context.Background(), nil, Config{Method: MethodMajority, Majority: tc.grouping, Tests: 40, Keep: 5},
+			Input{Task: tk, Env: e, Cands: tc.cands, Shuffle: tc.shuffle})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Winner != tc.want || res.Majority != tc.want || res.Best != -1 || res.Counts != (Counts{}) || res.MethodVersion != MethodVersions[MethodMajority] {
+			t.Errorf("%s: winner %d majority %d best %d counts %+v version %q; want %d, %d, -1, no work", tc.name, res.Winner, res.Majority, res.Best, res.Counts, res.MethodVersion, tc.want, tc.want)
+		}
+		if !strings.Contains(res.Why, tc.why) {
+			t.Errorf("%s: why %q, want %q in it", tc.name, res.Why, tc.why)
+		}
 	}
 }

@@ -79,7 +79,7 @@ type TaskError struct {
 // the tasks that could not be selected (the next run retries them).
 func Run(ctx context.Context, sbs *env.Sandboxes, opts Options) (*Summary, []TaskError, error) {
 	start := time.Now()
-	groups, order, unknown, err := readCandidates(opts)
+	groups, order, shuffles, unknown, err := readCandidates(opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -132,7 +132,7 @@ func Run(ctx context.Context, sbs *env.Sandboxes, opts Options) (*Summary, []Tas
 		}
 		err = batch.Run(ctx, plan.Todo, batch.Options[*task.Task]{Workers: opts.Workers, Progress: bar},
 			func(ctx context.Context, _ int, t *task.Task) (*Result, error) {
-				return Select(ctx, sbs, opts.Config, Input{Task: t, Env: envs[t.EnvID], Cands: groups[t.InstanceID]})
+				return Select(ctx, sbs, opts.Config, Input{Task: t, Env: envs[t.EnvID], Cands: groups[t.InstanceID], Shuffle: shuffles[t.InstanceID]})
 			},
 			func(t *task.Task, res *Result, err error) error {
 				if ctx.Err() != nil {
@@ -170,8 +170,10 @@ func Run(ctx context.Context, sbs *env.Sandboxes, opts Options) (*Summary, []Tas
 
 // readCandidates groups the candidate lines by task, in the order tasks
 // first appear, each group ordered by sample (predictions by line) and cut
-// to K. unknown counts lines of tasks not in opts.Tasks.
-func readCandidates(opts Options) (map[string][]reward.CandidateLine, []string, int, error) {
+// to K, with each candidate's place in CWM's majority-voting shuffle
+// seeded with opts.Name (shuffleSizes.ranks). unknown counts lines of
+// tasks not in opts.Tasks.
+func readCandidates(opts Options) (map[string][]reward.CandidateLine, []string, map[string][]int, int, error) {
 	known := map[string]bool{}
 	for _, t := range opts.Tasks {
 		known[t.InstanceID] = true
@@ -179,11 +181,13 @@ func readCandidates(opts Options) (map[string][]reward.CandidateLine, []string, 
 	groups := map[string][]reward.CandidateLine{}
 	var order []string
 	unknown := 0
+	var sizes shuffleSizes
 	err := jsonl.ScanInput(opts.Candidates, func(n int, line []byte) error {
 		c, err := reward.ParseCandidate(line)
 		if err != nil {
 			return errkind.Errorf(errkind.Input, "not a prediction or trajectory: %v", err)
 		}
+		sizes.add(c.ID)
 		if !known[c.ID] {
 			unknown++
 			return nil
@@ -195,21 +199,31 @@ func readCandidates(opts Options) (map[string][]reward.CandidateLine, []string, 
 		return nil
 	})
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("read candidates: %w", err)
+		return nil, nil, nil, 0, fmt.Errorf("read candidates: %w", err)
 	}
+	ranks := sizes.ranks(opts.Name)
+	shuffles := map[string][]int{}
 	for id, g := range groups {
 		for i := range g {
 			if g[i].Sample < 0 {
 				g[i].Sample = i
 			}
 		}
-		sort.SliceStable(g, func(a, b int) bool { return g[a].Sample < g[b].Sample })
-		if opts.K > 0 && len(g) > opts.K {
-			g = g[:opts.K]
+		pos := make([]int, len(g)) // file positions, in sample order
+		for i := range pos {
+			pos[i] = i
 		}
-		groups[id] = g
+		sort.SliceStable(pos, func(a, b int) bool { return g[pos[a]].Sample < g[pos[b]].Sample })
+		sorted, rank := make([]reward.CandidateLine, len(g)), make([]int, len(g))
+		for i, p := range pos {
+			sorted[i], rank[i] = g[p], ranks[id][p]
+		}
+		if opts.K > 0 && len(g) > opts.K {
+			sorted, rank = sorted[:opts.K], rank[:opts.K]
+		}
+		groups[id], shuffles[id] = sorted, rank
 	}
-	return groups, order, unknown, nil
+	return groups, order, shuffles, unknown, nil
 }
 
 // writeTask writes t's tests file, then its line.
@@ -339,6 +353,8 @@ func (s *Summary) Write(w io.Writer) {
 			h := "-"
 			if p.Hybrid != nil {
 				h = fmt.Sprintf("%.3f", *p.Hybrid)
+			} else if p.BestVerifier != nil {
+				h = fmt.Sprintf("%.3f bv", *p.BestVerifier)
 			}
 			fmt.Fprintf(w, "%-6d %8.3f %10.3f %8.3f %8s\n", p.K, p.Pass, p.Majority, p.Best, h)
 		}

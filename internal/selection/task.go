@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"cwm/internal/agent"
 	"cwm/internal/env"
 	"cwm/internal/model"
 	"cwm/internal/reward"
@@ -25,24 +26,57 @@ const (
 	MethodBest Method = "best"
 	// MethodMajority is majority@k: the most common normalised patch.
 	MethodMajority Method = "majority"
-	// MethodHybrid is R2E-Gym's hybrid: best@k's tests, then a verifier
-	// model's P(YES) among the patches that pass the most.
+	// MethodHybrid is R2E-Gym's hybrid (get_hybrid_aggregation, see
+	// HybridFinalists): the top half by the verifier's P(YES), then the
+	// most regression tests, the most kept tests, the highest P(YES).
 	MethodHybrid Method = "hybrid"
+	// MethodBestVerifier is best@k, then the verifier's P(YES) among the
+	// patches tied at the most tests passed (what cwm called hybrid
+	// before it computed R2E-Gym's).
+	MethodBestVerifier Method = "best-verifier"
 )
+
+// MethodVersions name the version of each method's procedure that a
+// prediction's account records (method_version), so that a figure says
+// which definition it was computed with; docs/select.md describes each.
+var MethodVersions = map[Method]string{
+	MethodBest:         "best-1",
+	MethodMajority:     "majority-1",
+	MethodHybrid:       "hybrid-r2egym-1",
+	MethodBestVerifier: "best-verifier-1",
+}
+
+// asksVerifier says whether a method asks the verifier model.
+func (m Method) asksVerifier() bool { return m == MethodHybrid || m == MethodBestVerifier }
 
 // Config is how a task's candidates are selected.
 type Config struct {
 	// Client writes the tests.
 	Client *model.Client
-	// Verifier judges the patches for hybrid (R2E-Gym's execution-free
-	// verifier: P("YES") from logprobs).
+	// Verifier judges the patches for hybrid and best-verifier (R2E-Gym's
+	// execution-free verifier: P("YES") from logprobs).
 	Verifier *model.Client
+	// VerifyEach asks the verifier about every candidate with its own
+	// trajectory, as R2E-Gym does, rather than once per class of equal
+	// patches (its first candidate's).
+	VerifyEach bool
 	// Tests is how many tests the model writes (CWM: 40); Keep how many
 	// of the reproducing ones are kept (CWM: 5).
 	Tests, Keep int
+	// Testgen is how the tests are written: TestgenPrompt (when empty) or
+	// TestgenAgent, whose episodes have TestgenLimits (CWM's agent limits
+	// where zero).
+	Testgen       string
+	TestgenLimits agent.Limits
 	// Regression, when positive, samples that many regression tests.
 	Regression int
-	Method     Method
+	// RegressionSet is RegressionExisting (CWM's, when empty) or
+	// RegressionStrict.
+	RegressionSet string
+	Method        Method
+	// Majority is majority@k's grouping: GroupExact (CWM's, when empty)
+	// or GroupNormalised.
+	Majority string
 	// Curves grades every candidate with the hidden tests (after the
 	// selection) and computes the curves over k.
 	Curves bool
@@ -61,6 +95,9 @@ type Input struct {
 	Task  *task.Task
 	Env   *env.Env
 	Cands []reward.CandidateLine
+	// Shuffle is each candidate's place in CWM's majority-voting shuffle
+	// (the order its ties go by); nil is input order.
+	Shuffle []int
 }
 
 // CandidateResult is one candidate's part in a selection.
@@ -76,8 +113,8 @@ type CandidateResult struct {
 	// Result.Kept.
 	Generated []Verdict `json:"generated,omitempty"`
 	Scored    *Scored   `json:"scored,omitempty"`
-	// PYes is the verifier's P(YES) for the candidate's class, when it
-	// was asked (hybrid, among the classes tied at the best score).
+	// PYes is the verifier's P(YES) for the candidate (for its class,
+	// unless Config.VerifyEach), when it was asked.
 	PYes *float64 `json:"p_yes,omitempty"`
 	// Resolved is the hidden tests' verdict (with curves only).
 	Resolved *bool `json:"resolved,omitempty"`
@@ -86,14 +123,19 @@ type CandidateResult struct {
 // Result is a task's selection.
 type Result struct {
 	Method Method `json:"method"`
+	// MethodVersion is MethodVersions[Method].
+	MethodVersion string `json:"method_version"`
 	// Winner is the chosen candidate (-1: none, every patch is empty or
 	// does not apply); Best and Majority are best@k's and majority@k's.
 	Winner   int `json:"winner"`
 	Best     int `json:"best"`
 	Majority int `json:"majority"`
-	// Hybrid is the hybrid pick (method hybrid only).
-	Hybrid *int   `json:"hybrid,omitempty"`
-	Why    string `json:"why"`
+	// Hybrid is the hybrid pick (method hybrid only): of R2E-Gym's
+	// finalists (HybridFinalists), the first in best@k's tie order;
+	// BestVerifier is best-verifier's pick.
+	Hybrid       *int   `json:"hybrid,omitempty"`
+	BestVerifier *int   `json:"best_verifier,omitempty"`
+	Why          string `json:"why"`
 	// Classes counts the distinct non-empty normalised patches.
 	Classes    int               `json:"classes"`
 	Candidates []CandidateResult `json:"candidates"`
@@ -108,11 +150,13 @@ type Result struct {
 	Reproducing int `json:"reproducing"`
 	Irrelevant  int `json:"irrelevant"`
 	Broken      int `json:"broken"`
-	// Regression is the regression set: tests passing on the unpatched
-	// tree, hidden tests excluded, sampled to Config.Regression;
-	// RegressionPool is how many passed there before sampling.
+	// Regression is the regression set: tests of RegressionSet's pool
+	// (RegressionPool) passing on the unpatched tree, sampled to
+	// Config.Regression; RegressionPool is how many passed there before
+	// sampling.
 	Regression     []string `json:"regression"`
 	RegressionPool int      `json:"regression_pool"`
+	RegressionSet  string   `json:"regression_set,omitempty"`
 	// Counts is the selection's work; CurveCounts the work the curves
 	// added (regression runs a subset needed that the selection did not;
 	// the hidden-test gradings are not counted).
@@ -128,11 +172,15 @@ type Result struct {
 // Point is one k of a task's curve: the chance a pick of k candidates is
 // resolved, by method.
 type Point struct {
-	K        int      `json:"k"`
-	Pass     float64  `json:"pass"`
-	Majority float64  `json:"majority"`
-	Best     float64  `json:"best"`
-	Hybrid   *float64 `json:"hybrid,omitempty"`
+	K        int     `json:"k"`
+	Pass     float64 `json:"pass"`
+	Majority float64 `json:"majority"`
+	Best     float64 `json:"best"`
+	// Hybrid is R2E-Gym's hybrid, each subset counting the share of its
+	// finalists that is resolved (R2E-Gym's expectation over ties);
+	// BestVerifier is best-verifier's.
+	Hybrid       *float64 `json:"hybrid,omitempty"`
+	BestVerifier *float64 `json:"best_verifier,omitempty"`
 	// Subsets is how many k-subsets the majority and best figures
 	// average over (pass@k is the exact estimator).
 	Subsets int `json:"subsets"`
@@ -154,7 +202,7 @@ type selection struct {
 	// repIndex is each class's representative candidate.
 	repIndex map[string]int
 	mu       sync.Mutex         // guards pyes
-	pyes     map[string]float64 // the verifier's P(YES) by class
+	pyes     map[string]float64 // the verifier's P(YES) by verifyKey
 	// reproIdx are the indexes of the reproducing generated tests.
 	reproIdx []int
 }
@@ -164,7 +212,7 @@ func Select(ctx context.Context, sbs *env.Sandboxes, cfg Config, in Input) (*Res
 	start := time.Now()
 	s := &selection{cfg: cfg, in: in, tr: &trees{sbs: sbs, e: in.Env, t: in.Task, ran: cfg.AuditRun},
 		rep: map[string]string{}, repIndex: map[string]int{}, pyes: map[string]float64{}, applied: map[string]string{}, passes: map[string][]bool{}, verdicts: map[string][]Verdict{}}
-	res := &Result{Method: cfg.Method, Winner: -1, Best: -1, Majority: -1}
+	res := &Result{Method: cfg.Method, MethodVersion: MethodVersions[cfg.Method], Winner: -1, Best: -1, Majority: -1}
 	var patches []string
 	for _, c := range in.Cands {
 		cl := Normalise(c.Patch)
@@ -180,12 +228,14 @@ func Select(ctx context.Context, sbs *env.Sandboxes, cfg Config, in Input) (*Res
 			patches = append(patches, c.Patch)
 		}
 	}
+	all := make([]int, len(s.cands))
+	for i := range all {
+		all[i] = i
+	}
 	if cfg.Method == MethodMajority && !cfg.Curves {
 		// majority@k alone needs no execution.
-		res.Winner, res.Majority = Majority(s.cands), Majority(s.cands)
-		if res.Winner >= 0 {
-			res.Why = majorityWhy(s.cands, res.Winner)
-		}
+		res.Majority, res.Why = s.majority(all)
+		res.Winner = res.Majority
 		s.describe(res, picked{best: BestResult{Winner: -1}, majority: res.Majority})
 		res.Seconds = time.Since(start).Seconds()
 		return res, nil
@@ -201,27 +251,26 @@ func Select(ctx context.Context, sbs *env.Sandboxes, cfg Config, in Input) (*Res
 	if err := phase(ctx, res); err != nil {
 		return nil, err
 	}
-	all := make([]int, len(s.cands))
-	for i := range all {
-		all[i] = i
-	}
 	pick, err := s.pick(ctx, all)
 	if err != nil {
 		return nil, err
 	}
 	res.Kept, res.Best, res.Majority, res.Why = pick.kept, pick.best.Winner, pick.majority, pick.best.Why
 	res.Winner = res.Best
-	if cfg.Method == MethodHybrid {
-		res.Hybrid, res.Winner = &pick.hybrid, pick.hybrid
-		if pick.hybrid >= 0 {
-			res.Why = pick.hybridWhy
+	if cfg.Method.asksVerifier() {
+		res.Winner = pick.verifier
+		if cfg.Method == MethodHybrid {
+			res.Hybrid = &pick.verifier
+		} else {
+			res.BestVerifier = &pick.verifier
+		}
+		if pick.verifier >= 0 {
+			res.Why = pick.verifierWhy
 		}
 	}
 	if cfg.Method == MethodMajority {
 		res.Winner = res.Majority
-		if res.Winner >= 0 {
-			res.Why = majorityWhy(s.cands, res.Winner)
-		}
+		res.Why = pick.majorityWhy
 	}
 	s.describe(res, pick)
 	res.Counts = s.tr.counts()
@@ -255,18 +304,12 @@ func (s *selection) unpatchedPhase(ctx context.Context, res *Result, patches []s
 		}
 		files = append(files, File{Path: name, Content: string(b)})
 	}
-	// The regression pool: the environment's passing tests but the
-	// hidden ones, run once on the unpatched tree.
-	hidden := map[string]bool{}
-	for _, id := range append(append([]string{}, s.in.Task.FailToPass...), s.in.Task.PassToPass...) {
-		hidden[id] = true
+	// The regression pool, run once on the unpatched tree.
+	res.RegressionSet = s.cfg.RegressionSet
+	if res.RegressionSet == "" {
+		res.RegressionSet = RegressionExisting
 	}
-	var pool []string
-	for _, id := range s.in.Env.Passing() {
-		if !hidden[id] {
-			pool = append(pool, id)
-		}
-	}
+	pool := RegressionPool(s.in.Env.Passing(), s.in.Task, res.RegressionSet)
 	if len(pool) > 0 {
 		passed, _, err := s.tr.runTests(ctx, sb, pool, 0)
 		if err != nil {
@@ -282,12 +325,16 @@ func (s *selection) unpatchedPhase(ctx context.Context, res *Result, patches []s
 	s.regIDs = sample(s.regIDs, s.cfg.Regression, s.in.Task.InstanceID)
 	res.Regression = s.regIDs
 
-	prompt, err := Prompt(s.in.Task, files)
-	if err != nil {
-		return err
+	var tests []GeneratedTest
+	if s.cfg.Testgen == TestgenAgent {
+		res.Prompt = testgenInstruction
+		tests, err = s.agentTests(ctx)
+	} else {
+		if res.Prompt, err = Prompt(s.in.Task, files); err != nil {
+			return err
+		}
+		tests, err = Generate(ctx, s.cfg.Client, res.Prompt, s.cfg.Tests)
 	}
-	res.Prompt = prompt
-	tests, err := Generate(ctx, s.cfg.Client, prompt, s.cfg.Tests)
 	if err != nil {
 		return err
 	}
@@ -300,6 +347,13 @@ func (s *selection) unpatchedPhase(ctx context.Context, res *Result, patches []s
 		switch {
 		case g.Code == "":
 			g.Unpatched, g.Dropped = NoCode, "broken: the reply holds no code block"
+			if g.Reply != "" && s.cfg.Testgen == TestgenAgent {
+				g.Dropped = "broken: " + g.Reply
+			}
+			res.Broken++
+		case s.cfg.Testgen == TestgenAgent && cwmTestFilter(g.Code) != "":
+			g.Unpatched, g.Detail = Other, cwmTestFilter(g.Code)
+			g.Dropped = "broken: " + g.Detail
 			res.Broken++
 		case verdicts[i] == Reproduced:
 			g.Unpatched = Reproduced
@@ -373,11 +427,16 @@ func (s *selection) candidatePhase(ctx context.Context, res *Result) error {
 
 // picked is the outcome of the picks on a subset of the candidates.
 type picked struct {
-	kept      []int
-	best      BestResult
-	majority  int
-	hybrid    int // -1 unless the method is hybrid
-	hybridWhy string
+	kept        []int
+	best        BestResult
+	majority    int
+	majorityWhy string
+	// verifier is the pick of hybrid or best-verifier (-1 for the other
+	// methods, or no pick), verifierWhy why; finalists are hybrid's
+	// (indexes into s.cands).
+	verifier    int
+	verifierWhy string
+	finalists   []int
 }
 
 // pick runs majority@k and best@k on the candidates idx (indexes into
@@ -396,20 +455,22 @@ func (s *selection) pick(ctx context.Context, idx []int) (picked, error) {
 	if err != nil {
 		return picked{}, err
 	}
-	p := picked{kept: kept, best: best, majority: Majority(cands), hybrid: -1}
-	if s.cfg.Method == MethodHybrid {
-		if p.hybrid, p.hybridWhy, err = s.hybrid(ctx, cands, eligible, best); err != nil {
-			return picked{}, err
-		}
-		if p.hybrid >= 0 {
-			p.hybrid = idx[p.hybrid]
-		}
+	p := picked{kept: kept, best: best, verifier: -1}
+	p.majority, p.majorityWhy = s.majority(idx)
+	switch s.cfg.Method {
+	case MethodHybrid:
+		p.verifier, p.finalists, p.verifierWhy, err = s.hybrid(ctx, cands, eligible, GeneratedScores(s.passes, kept), idx)
+	case MethodBestVerifier:
+		p.verifier, p.verifierWhy, err = s.bestVerifier(ctx, cands, eligible, best, idx)
+	}
+	if err != nil {
+		return picked{}, err
+	}
+	if p.verifier >= 0 {
+		p.verifier = idx[p.verifier]
 	}
 	if best.Winner >= 0 {
 		p.best.Winner = idx[best.Winner]
-	}
-	if p.majority >= 0 {
-		p.majority = idx[p.majority]
 	}
 	return p, nil
 }
@@ -449,7 +510,32 @@ func (c *regCache) run(ctx context.Context, class string, maxFail int) (Regressi
 	return r, nil
 }
 
-// majorityWhy says how many candidates voted for the majority's pick.
-func majorityWhy(cands []Candidate, win int) string {
-	return fmt.Sprintf("majority vote: %d of %d candidates share its normalised patch", Votes(cands)[cands[win].Class], len(cands))
+// majority is majority@k on the candidates s.cands[idx]: the winner (an
+// index into s.cands, -1 when every patch is empty) and why.
+func (s *selection) majority(idx []int) (int, string) {
+	if s.cfg.Majority == GroupNormalised {
+		cands := make([]Candidate, len(idx))
+		for j, i := range idx {
+			cands[j] = s.cands[i]
+		}
+		w := Majority(cands)
+		if w < 0 {
+			return -1, ""
+		}
+		return idx[w], fmt.Sprintf("majority vote: %d of %d candidates share its normalised patch", Votes(cands)[cands[w].Class], len(cands))
+	}
+	// CWM's: in the order of its shuffle.
+	order := append([]int{}, idx...)
+	if s.in.Shuffle != nil {
+		sort.SliceStable(order, func(a, b int) bool { return s.in.Shuffle[order[a]] < s.in.Shuffle[order[b]] })
+	}
+	patches := make([]string, len(order))
+	for j, i := range order {
+		patches[j] = s.in.Cands[i].Patch
+	}
+	w, votes := MajorityExact(patches)
+	if w < 0 {
+		return -1, ""
+	}
+	return order[w], majorityExactWhy(len(idx), votes)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"text/template"
@@ -126,15 +127,29 @@ func PYes(lps []model.TokenLogprob) (p float64, ok bool) {
 	return 0, false
 }
 
-// verify asks the verifier about a class's representative (cached).
-func (s *selection) verify(ctx context.Context, class string) (float64, error) {
+// verifyKey is what the verifier's answer about candidate i (an index
+// into s.cands) is cached under: its class, or the candidate itself with
+// Config.VerifyEach.
+func (s *selection) verifyKey(i int) string {
+	if s.cfg.VerifyEach {
+		return "#" + strconv.Itoa(i)
+	}
+	return s.cands[i].Class
+}
+
+// verify asks the verifier about candidate i (an index into s.cands), or
+// about its class's representative unless Config.VerifyEach (cached).
+func (s *selection) verify(ctx context.Context, i int) (float64, error) {
+	key := s.verifyKey(i)
 	s.mu.Lock()
-	p, ok := s.pyes[class]
+	p, ok := s.pyes[key]
 	s.mu.Unlock()
 	if ok {
 		return p, nil
 	}
-	i := s.repIndex[class]
+	if !s.cfg.VerifyEach {
+		i = s.repIndex[key]
+	}
 	msgs, err := VerifierPrompt(s.in.Task.ProblemStatement, s.in.Cands[i].Patch, s.in.Cands[i].Messages)
 	if err != nil {
 		return 0, err
@@ -150,16 +165,16 @@ func (s *selection) verify(ctx context.Context, class string) (float64, error) {
 		p = 0
 	}
 	s.mu.Lock()
-	s.pyes[class] = p
+	s.pyes[key] = p
 	s.mu.Unlock()
 	return p, nil
 }
 
-// hybrid is R2E-Gym's hybrid pick on a best@k result: among the classes
-// tied at the best score (the execution-based filter), the one the
-// verifier gives the highest P(YES); ties in P(YES) by best@k's tie rule.
-// It returns an index into cands and why.
-func (s *selection) hybrid(ctx context.Context, cands []Candidate, eligible []bool, best BestResult) (int, string, error) {
+// bestVerifier is best-verifier's pick on a best@k result: among the
+// classes tied at the best score (the execution-based filter), the one
+// the verifier gives the highest P(YES); ties in P(YES) by best@k's tie
+// rule. cands are s.cands[idx]; it returns an index into cands and why.
+func (s *selection) bestVerifier(ctx context.Context, cands []Candidate, eligible []bool, best BestResult, idx []int) (int, string, error) {
 	if best.Winner < 0 {
 		return -1, "", nil
 	}
@@ -176,7 +191,7 @@ func (s *selection) hybrid(ctx context.Context, cands []Candidate, eligible []bo
 			continue
 		}
 		tied++
-		p, err := s.verify(ctx, c.Class)
+		p, err := s.verify(ctx, idx[i])
 		if err != nil {
 			return -1, "", err
 		}
