@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"runtime"
-	"strconv"
 
 	"cwm/internal/command"
 	"cwm/internal/eval"
@@ -134,26 +133,22 @@ func (c *evalCruxCmd) Run(ctx context.Context, e *command.Env, args []string) er
 	if err != nil {
 		return err
 	}
-	sr, err := startEvalShard(c.Name(), c.out, part, c.in, "mode", string(mode), "samples", strconv.Itoa(c.samples))
-	if err != nil {
-		return err
-	}
 	scorer, stop, err := startRunner(ctx, e, c.scoreWorkers, 0)
 	if err != nil {
 		return err
 	}
 	defer stop()
 	opts := eval.Options{Problems: problems, Mode: mode, API: api, Samples: c.samples, Seed: c.seed.ptr(), Think: c.think(),
-		Client: client, Checker: scorer, Out: c.out, Shard: part, Concurrency: c.concurrency,
+		Client: client, Checker: scorer, Out: c.out, Shard: part, Input: c.in, Concurrency: c.concurrency,
 		OnModelError: sampleErrorLogger(e, "cwm eval cruxeval")}
 	if !c.quiet {
 		opts.Progress = e.Stderr
 	}
 	sum, err := eval.Run(ctx, opts)
 	if err != nil {
-		return finishEval(ctx, e, err, c.json, nil, 0, sr, 0)
+		return finishEval(ctx, e, err, c.json, nil, 0)
 	}
-	return finishEval(ctx, e, nil, c.json, sum, sum.ModelErrors, sr, sum.Samples+sum.Missing)
+	return finishEval(ctx, e, nil, c.json, sum, sum.ModelErrors)
 }
 
 func (c *evalCruxCmd) printPrompt(e *command.Env, mode eval.Mode, api eval.API, problems []eval.Problem) error {

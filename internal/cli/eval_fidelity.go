@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"strconv"
 
 	"cwm/internal/command"
 	"cwm/internal/eval"
@@ -100,11 +99,7 @@ func (c *evalFidelityCmd) Run(ctx context.Context, e *command.Env, args []string
 	if err != nil {
 		return err
 	}
-	sr, err := startEvalShard(c.Name(), c.out, part, c.traces, "next", strconv.Itoa(c.next))
-	if err != nil {
-		return err
-	}
-	opts := eval.FidelityOptions{Traces: recs, Full: !c.noFull, Next: c.next, Client: client, Out: c.out, Shard: part,
+	opts := eval.FidelityOptions{Traces: recs, Full: !c.noFull, Next: c.next, Client: client, Out: c.out, Shard: part, Input: c.traces,
 		Concurrency:  c.concurrency,
 		OnModelError: func(key string, err error) { fmt.Fprintf(e.Stderr, "cwm eval fidelity: %s: %v\n", key, err) }}
 	if !c.quiet {
@@ -112,7 +107,7 @@ func (c *evalFidelityCmd) Run(ctx context.Context, e *command.Env, args []string
 	}
 	sum, err := eval.RunFidelity(ctx, opts)
 	if err != nil {
-		return finishEval(ctx, e, err, c.json, nil, 0, sr, 0)
+		return finishEval(ctx, e, err, c.json, nil, 0)
 	}
-	return finishEval(ctx, e, nil, c.json, sum, sum.ModelErrors, sr, sum.Traces+sum.Steps+sum.Missing)
+	return finishEval(ctx, e, nil, c.json, sum, sum.ModelErrors)
 }

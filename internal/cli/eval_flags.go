@@ -8,12 +8,10 @@ import (
 	"os"
 	"time"
 
-	"cwm/internal/batch"
 	"cwm/internal/command"
 	"cwm/internal/eval"
 	"cwm/internal/model"
 	"cwm/internal/sandbox"
-	"cwm/internal/shard"
 )
 
 // endpointFlags are the model endpoint's flags of the eval commands.
@@ -90,9 +88,10 @@ func parseAPI(s string) (eval.API, error) {
 
 // finishEval ends an eval command: an interrupted run says how to resume;
 // otherwise the summary is printed (as JSON with --json), and the command
-// fails when the model server failed items, or marks its shard done.
+// fails when the model server failed items (the stage marked its shard
+// done otherwise).
 func finishEval(ctx context.Context, e *command.Env, err error, asJSON bool, sum interface{ Write(io.Writer) },
-	modelErrors int, sr *batch.ShardRun, items int) error {
+	modelErrors int) error {
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted; run the same command again to resume: %w", ctx.Err())
@@ -110,7 +109,7 @@ func finishEval(ctx context.Context, e *command.Env, err error, asJSON bool, sum
 	if modelErrors > 0 {
 		return fmt.Errorf("the model server failed %d requests after its retries; run again to retry them", modelErrors)
 	}
-	return sr.Finish(items)
+	return nil
 }
 
 // startRunner starts the sandboxed Python servers that score answers (or
@@ -127,23 +126,6 @@ func startRunner(ctx context.Context, e *command.Env, workers int, timeout time.
 		return nil, nil, err
 	}
 	return s, func() { s.Close(); rt.Close() }, nil
-}
-
-// startEvalShard removes the shard marker of out before the run, and
-// records the parameters that decide its items.
-func startEvalShard(name, out string, part shard.Shard, input string, params ...string) (*batch.ShardRun, error) {
-	var inputs []string
-	if input != "" {
-		inputs = append(inputs, input)
-	}
-	sr, err := batch.StartShard(name, out, part, inputs...)
-	if err != nil {
-		return nil, err
-	}
-	for i := 0; i+1 < len(params); i += 2 {
-		sr.Param(params[i], params[i+1])
-	}
-	return sr, nil
 }
 
 // showPrompt prints a prompt exactly as it is sent (stdout) under a

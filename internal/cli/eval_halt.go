@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"runtime"
-	"strconv"
 
 	"cwm/internal/command"
 	"cwm/internal/eval"
@@ -118,26 +117,22 @@ func (c *evalHaltCmd) Run(ctx context.Context, e *command.Env, args []string) er
 	if err != nil {
 		return err
 	}
-	sr, err := startEvalShard(c.Name(), c.out, part, c.in, "mode", string(mode), "samples", strconv.Itoa(c.samples))
-	if err != nil {
-		return err
-	}
 	runner, stop, err := startRunner(ctx, e, c.runWorkers, eval.HaltTimeout)
 	if err != nil {
 		return err
 	}
 	defer stop()
 	opts := eval.HaltOptions{Programs: programs, Mode: mode, API: api, Samples: c.samples, Seed: c.seed.ptr(), Think: c.think(),
-		Client: client, Runner: runner, Out: c.out, Shard: part, Concurrency: c.concurrency,
+		Client: client, Runner: runner, Out: c.out, Shard: part, Input: c.in, Concurrency: c.concurrency,
 		OnModelError: sampleErrorLogger(e, "cwm eval halt")}
 	if !c.quiet {
 		opts.Progress = e.Stderr
 	}
 	sum, err := eval.RunHalt(ctx, opts)
 	if err != nil {
-		return finishEval(ctx, e, err, c.json, nil, 0, sr, 0)
+		return finishEval(ctx, e, err, c.json, nil, 0)
 	}
-	return finishEval(ctx, e, nil, c.json, sum, sum.ModelErrors, sr, sum.Samples+sum.Missing)
+	return finishEval(ctx, e, nil, c.json, sum, sum.ModelErrors)
 }
 
 // sampleErrorLogger prints a sample the model server failed, under the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"strconv"
 
 	"cwm/internal/command"
 	"cwm/internal/eval"
@@ -89,18 +88,15 @@ func (c *evalObserveCmd) Run(ctx context.Context, e *command.Env, args []string)
 	if err != nil {
 		return err
 	}
-	sr, err := startEvalShard(c.Name(), c.out, part, c.trajectories, "per-trajectory", strconv.Itoa(c.perTraj))
-	if err != nil {
-		return err
-	}
-	opts := eval.ObserveOptions{Observations: obs, API: api, Client: client, Out: c.out, Shard: part, Concurrency: c.concurrency,
+	opts := eval.ObserveOptions{Observations: obs, API: api, Client: client, Out: c.out, Shard: part,
+		Input: c.trajectories, PerTrajectory: c.perTraj, Concurrency: c.concurrency,
 		OnModelError: func(key string, err error) { fmt.Fprintf(e.Stderr, "cwm eval observe: %s: %v\n", key, err) }}
 	if !c.quiet {
 		opts.Progress = e.Stderr
 	}
 	sum, err := eval.RunObserve(ctx, opts)
 	if err != nil {
-		return finishEval(ctx, e, err, c.json, nil, 0, sr, 0)
+		return finishEval(ctx, e, err, c.json, nil, 0)
 	}
-	return finishEval(ctx, e, nil, c.json, sum, sum.ModelErrors, sr, sum.All.N+sum.Missing)
+	return finishEval(ctx, e, nil, c.json, sum, sum.ModelErrors)
 }

@@ -2,12 +2,9 @@ package cli
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
-	"strings"
 
 	"cwm/internal/batch"
-	"cwm/internal/eval"
 	"cwm/internal/jsonl"
 	"cwm/internal/lazyre"
 	"cwm/internal/reward"
@@ -16,50 +13,23 @@ import (
 	"cwm/internal/trajectory"
 )
 
-// mergeStage is what cwm merge needs to know of a batch stage's output: a
-// line's own key, the key of the item it came from (which decided its
-// shard), the files written beside the output, and, for stages that write
-// a line for every item, the keys of the items in the input.
-//
-// A new batch stage adds a row here and marks its shards
-// (batch.StartShard, Finish) under the same name.
-type mergeStage struct {
-	lineKey  func([]byte) (string, error)
-	itemKey  func([]byte) (string, error) // nil: lineKey
-	sidecars []batch.Sidecar
-	// expected lists the items of the run from its inputs and params
-	// (nil: the stage cannot tell which items have no line).
-	expected func(inputs []string, params map[string]string) ([]string, error)
-}
-
-var decisionsSidecar = batch.Sidecar{Suffix: ".decisions.jsonl", Key: jsonl.Field("key")}
-
-var mergeStages = map[string]mergeStage{
-	"trace func": {lineKey: jsonl.Field("id"), itemKey: traceFuncItem, expected: traceFuncInputs},
+// The batch stages not yet declared in their domain packages, as cwm
+// merge reads their outputs.
+var (
+	traceFuncStage = batch.Stage{Name: "trace func", LineKey: jsonl.Field("id"), ItemKey: traceFuncItem, Expected: traceFuncInputs}
 	// Episodes are cut from a test's recording: a test may give none.
-	"trace repo":   {lineKey: jsonl.Field("id"), itemKey: jsonl.Field("test")},
-	"tasks mutate": {lineKey: jsonl.Field("instance_id"), itemKey: mutateItem, sidecars: []batch.Sidecar{decisionsSidecar}},
+	traceRepoStage   = batch.Stage{Name: "trace repo", LineKey: jsonl.Field("id"), ItemKey: jsonl.Field("test")}
+	tasksMutateStage = batch.Stage{Name: "tasks mutate", LineKey: jsonl.Field("instance_id"), ItemKey: mutateItem, Sidecars: []batch.Sidecar{decisionsSidecar}}
 	// A commit task's line does not name its commit in full: its
 	// placement is not checked, its decisions are.
-	"tasks commits":  {lineKey: jsonl.Field("instance_id"), itemKey: noItem, sidecars: []batch.Sidecar{decisionsSidecar}},
-	"tasks validate": {lineKey: jsonl.Field("instance_id"), expected: tasksInputs},
-	"reward":         {lineKey: rewardLine, itemKey: rewardGroup},
-	"forage":         {lineKey: trajectory.LineKey, expected: forageInputs},
-	"eval cruxeval":  {lineKey: eval.SampleLineKey},
-	"eval halt":      {lineKey: eval.SampleLineKey},
-	"eval fidelity":  {lineKey: eval.FidelityLineKey},
-	"eval observe":   {lineKey: eval.ObserveLineKey},
-	"select":         {lineKey: jsonl.Field("instance_id")},
-}
+	tasksCommitsStage  = batch.Stage{Name: "tasks commits", LineKey: jsonl.Field("instance_id"), ItemKey: noItem, Sidecars: []batch.Sidecar{decisionsSidecar}}
+	tasksValidateStage = batch.Stage{Name: "tasks validate", LineKey: jsonl.Field("instance_id"), Expected: tasksInputs}
+	rewardStage        = batch.Stage{Name: "reward", LineKey: rewardLine, ItemKey: rewardGroup}
+	forageStage        = batch.Stage{Name: "forage", LineKey: trajectory.LineKey, Expected: forageInputs}
+	selectStage        = batch.Stage{Name: "select", LineKey: jsonl.Field("instance_id")}
+)
 
-func mergeStageNames() string {
-	var names []string
-	for n := range mergeStages {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
-}
+var decisionsSidecar = batch.Sidecar{Suffix: ".decisions.jsonl", Key: jsonl.Field("key")}
 
 // fuzzSuffix ends the ids of trace func's fuzzed inputs: "<id>/fuzz-<k>".
 var fuzzSuffix = lazyre.New(`/fuzz-[0-9]+$`)
