@@ -81,6 +81,9 @@ type Job[T, R any] struct {
 	// Progress, when set, gets a progress bar labelled Label.
 	Progress io.Writer
 	Label    string
+	// QuietIdle, when the plan leaves nothing to do, opens no output and
+	// shows no bar: a resumed run with nothing left leaves no trace.
+	QuietIdle bool
 	// Prepare, when set, runs once the plan is known and before any item
 	// does: what the items to do need (their environments, a directory).
 	Prepare func(plan Plan[T]) error
@@ -93,10 +96,11 @@ type Job[T, R any] struct {
 	// named by Outcome.
 	Write   func(w *jsonl.Writer, item T, res R, err error) (string, error)
 	Outcome func(R) string
-	// Aside reports whether an item's error is set aside: counted
-	// ("model_error"), not written, retried by the next run (the model
-	// server failing after its retries). Nil sets nothing aside.
-	Aside func(item T, err error) bool
+	// Aside names an item's error that is set aside: counted under that
+	// name, not written, retried by the next run ("model_error": the model
+	// server failing after its retries). The error is Do's or Write's; ""
+	// (or a nil Aside) does not set it aside.
+	Aside func(item T, err error) string
 	// Finished, when set, is the item count the marker records (default:
 	// the shard's items).
 	Finished func(plan Plan[T]) int
@@ -140,6 +144,10 @@ func RunStage[T, R any](ctx context.Context, j Job[T, R]) (StageRun[T], error) {
 			return run, err
 		}
 	}
+	run.Tally = NewTally(nil)
+	if j.QuietIdle && len(run.Plan.Todo) == 0 {
+		return run, sr.Finish(finished(j, run.Plan))
+	}
 	w, err := jsonl.Append(j.Out)
 	if err != nil {
 		return run, err
@@ -169,12 +177,13 @@ func RunStage[T, R any](ctx context.Context, j Job[T, R]) (StageRun[T], error) {
 			if ctx.Err() != nil {
 				return nil
 			}
-			if err != nil && j.Aside != nil && j.Aside(it, err) {
-				run.SetAside++
-				run.Tally.Count("model_error")
+			if j.aside(it, err, &run) {
 				return nil
 			}
 			outcome, err := write(w, it, res, err)
+			if j.aside(it, err, &run) {
+				return nil
+			}
 			if err != nil {
 				return err
 			}
@@ -191,9 +200,27 @@ func RunStage[T, R any](ctx context.Context, j Job[T, R]) (StageRun[T], error) {
 	if runErr != nil || run.SetAside > 0 {
 		return run, runErr
 	}
-	items := len(run.Plan.Mine)
-	if j.Finished != nil {
-		items = j.Finished(run.Plan)
+	return run, sr.Finish(finished(j, run.Plan))
+}
+
+// aside sets err aside when Aside names it, counting it in run.
+func (j *Job[T, R]) aside(it T, err error, run *StageRun[T]) bool {
+	if err == nil || j.Aside == nil {
+		return false
 	}
-	return run, sr.Finish(items)
+	name := j.Aside(it, err)
+	if name == "" {
+		return false
+	}
+	run.SetAside++
+	run.Tally.Count(name)
+	return true
+}
+
+// finished is the item count of the shard's marker.
+func finished[T, R any](j Job[T, R], plan Plan[T]) int {
+	if j.Finished != nil {
+		return j.Finished(plan)
+	}
+	return len(plan.Mine)
 }

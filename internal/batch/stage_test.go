@@ -37,7 +37,12 @@ func squareJob(out string, part shard.Shard, flaky map[int]bool) Job[int, square
 			return squareLine{key(i), i * i}, nil
 		},
 		Outcome: func(l squareLine) string { return "even" + strconv.FormatBool(l.Sq%2 == 0) },
-		Aside:   func(_ int, err error) bool { return errors.Is(err, errFlaky) },
+		Aside: func(_ int, err error) string {
+			if errors.Is(err, errFlaky) {
+				return "model_error"
+			}
+			return ""
+		},
 	}
 }
 

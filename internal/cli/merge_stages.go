@@ -26,7 +26,6 @@ var (
 	tasksValidateStage = batch.Stage{Name: "tasks validate", LineKey: jsonl.Field("instance_id"), Expected: tasksInputs}
 	rewardStage        = batch.Stage{Name: "reward", LineKey: rewardLine, ItemKey: rewardGroup}
 	forageStage        = batch.Stage{Name: "forage", LineKey: trajectory.LineKey, Expected: forageInputs}
-	selectStage        = batch.Stage{Name: "select", LineKey: jsonl.Field("instance_id")}
 )
 
 var decisionsSidecar = batch.Sidecar{Suffix: ".decisions.jsonl", Key: jsonl.Field("key")}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"time"
 
-	"cwm/internal/batch"
 	"cwm/internal/command"
 	"cwm/internal/env"
 	"cwm/internal/model"
@@ -149,13 +148,9 @@ func (c *selectCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		Config: selection.Config{Client: client, Verifier: verifier, Tests: c.tests, Keep: c.keep, Regression: c.regression,
 			Method: method, Curves: !c.noCurves},
 		Tasks: tasks, Candidates: c.candidates, K: c.k, Out: c.out, Name: name,
-		Store: env.NewStore(e.Home), Workers: c.concurrency, Shard: part}
+		Store: env.NewStore(e.Home), Workers: c.concurrency, Shard: part, TasksFile: c.tasks}
 	if !c.quiet {
 		opts.Progress = e.Stderr
-	}
-	sr, err := batch.StartShard(c.Name(), c.out, part, c.tasks, c.candidates)
-	if err != nil {
-		return err
 	}
 	sbs, closeRT, err := openSandboxes(e, c.concurrency)
 	if err != nil {
@@ -180,5 +175,5 @@ func (c *selectCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	if len(errs) > 0 {
 		return fmt.Errorf("%d tasks could not be selected; run again to retry them", len(errs))
 	}
-	return sr.Finish(sum.Tasks)
+	return nil
 }

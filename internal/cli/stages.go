@@ -6,6 +6,7 @@ import (
 
 	"cwm/internal/batch"
 	"cwm/internal/eval"
+	"cwm/internal/selection"
 )
 
 // batchStages are the stages cwm merge joins the shards of. Each is a
@@ -14,7 +15,7 @@ import (
 // so that merge reads an output by the keys that wrote it.
 func batchStages() []*batch.Stage {
 	return []*batch.Stage{&eval.CruxEvalStage, &eval.HaltStage, &eval.FidelityStage, &eval.ObserveStage,
-		&selectStage, &tasksValidateStage, &traceFuncStage, &traceRepoStage, &rewardStage,
+		&selection.Stage, &tasksValidateStage, &traceFuncStage, &traceRepoStage, &rewardStage,
 		&tasksMutateStage, &tasksCommitsStage, &forageStage}
 }
 

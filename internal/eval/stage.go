@@ -16,16 +16,16 @@ var (
 // modelErrorsAside is every eval's batch.Job.Aside: a model server
 // failing an item after its retries is counted and reported (to report,
 // when set), not written, so that the next run retries it.
-func modelErrorsAside[T any](report func(T, error)) func(T, error) bool {
-	return func(it T, err error) bool {
+func modelErrorsAside[T any](report func(T, error)) func(T, error) string {
+	return func(it T, err error) string {
 		var merr *model.ModelError
 		if !asModelError(err, &merr) {
-			return false
+			return ""
 		}
 		if report != nil {
 			report(it, err)
 		}
-		return true
+		return "model_error"
 	}
 }
 
