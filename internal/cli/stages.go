@@ -7,6 +7,7 @@ import (
 	"cwm/internal/batch"
 	"cwm/internal/eval"
 	"cwm/internal/selection"
+	"cwm/internal/tasks"
 )
 
 // batchStages are the stages cwm merge joins the shards of. Each is a
@@ -15,8 +16,8 @@ import (
 // so that merge reads an output by the keys that wrote it.
 func batchStages() []*batch.Stage {
 	return []*batch.Stage{&eval.CruxEvalStage, &eval.HaltStage, &eval.FidelityStage, &eval.ObserveStage,
-		&selection.Stage, &tasksValidateStage, &traceFuncStage, &traceRepoStage, &rewardStage,
-		&tasksMutateStage, &tasksCommitsStage, &forageStage}
+		&selection.Stage, &tasks.ValidateStage, &traceFuncStage, &traceRepoStage, &rewardStage,
+		&tasks.MutateStage, &tasks.CommitsStage, &forageStage}
 }
 
 // findStage is the batch stage called name; nil when there is none.

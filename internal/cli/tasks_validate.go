@@ -71,7 +71,7 @@ func (c *tasksValidateCmd) Run(ctx context.Context, e *command.Env, args []strin
 	}
 	var sr *batch.ShardRun
 	if c.out != "" {
-		if sr, err = batch.StartShard(c.Name(), c.out, part, args[0]); err != nil {
+		if sr, err = tasks.ValidateStage.Start(c.out, part, args[:1]); err != nil {
 			return err
 		}
 	}
