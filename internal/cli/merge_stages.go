@@ -5,45 +5,17 @@ import (
 	"strconv"
 
 	"cwm/internal/batch"
-	"cwm/internal/jsonl"
-	"cwm/internal/lazyre"
 	"cwm/internal/reward"
 	"cwm/internal/task"
-	"cwm/internal/tracer"
 	"cwm/internal/trajectory"
 )
 
 // The batch stages not yet declared in their domain packages, as cwm
 // merge reads their outputs.
 var (
-	traceFuncStage = batch.Stage{Name: "trace func", LineKey: jsonl.Field("id"), ItemKey: traceFuncItem, Expected: traceFuncInputs}
-	// Episodes are cut from a test's recording: a test may give none.
-	traceRepoStage = batch.Stage{Name: "trace repo", LineKey: jsonl.Field("id"), ItemKey: jsonl.Field("test")}
-	rewardStage    = batch.Stage{Name: "reward", LineKey: rewardLine, ItemKey: rewardGroup}
-	forageStage    = batch.Stage{Name: "forage", LineKey: trajectory.LineKey, Expected: forageInputs}
+	rewardStage = batch.Stage{Name: "reward", LineKey: rewardLine, ItemKey: rewardGroup}
+	forageStage = batch.Stage{Name: "forage", LineKey: trajectory.LineKey, Expected: forageInputs}
 )
-
-// fuzzSuffix ends the ids of trace func's fuzzed inputs: "<id>/fuzz-<k>".
-var fuzzSuffix = lazyre.New(`/fuzz-[0-9]+$`)
-
-func traceFuncItem(line []byte) (string, error) {
-	id, err := jsonl.Field("id")(line)
-	return fuzzSuffix().ReplaceAllString(id, ""), err
-}
-
-func traceFuncInputs(inputs []string, _ map[string]string) ([]string, error) {
-	var keys []string
-	for _, in := range inputs {
-		funcs, err := tracer.ReadFuncs(in)
-		if err != nil {
-			return nil, err
-		}
-		for _, f := range funcs {
-			keys = append(keys, f.ID)
-		}
-	}
-	return keys, nil
-}
 
 func rewardLine(line []byte) (string, error) {
 	k, _, err := reward.ScoredKeys(line)

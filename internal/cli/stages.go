@@ -8,6 +8,7 @@ import (
 	"cwm/internal/eval"
 	"cwm/internal/selection"
 	"cwm/internal/tasks"
+	"cwm/internal/tracer"
 )
 
 // batchStages are the stages cwm merge joins the shards of. Each is a
@@ -16,7 +17,7 @@ import (
 // so that merge reads an output by the keys that wrote it.
 func batchStages() []*batch.Stage {
 	return []*batch.Stage{&eval.CruxEvalStage, &eval.HaltStage, &eval.FidelityStage, &eval.ObserveStage,
-		&selection.Stage, &tasks.ValidateStage, &traceFuncStage, &traceRepoStage, &rewardStage,
+		&selection.Stage, &tasks.ValidateStage, &tracer.FuncStage, &tracer.RepoStage, &rewardStage,
 		&tasks.MutateStage, &tasks.CommitsStage, &forageStage}
 }
 
