@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"cwm/internal/batch"
-	"cwm/internal/reward"
 	"cwm/internal/task"
 	"cwm/internal/trajectory"
 )
@@ -13,19 +12,8 @@ import (
 // The batch stages not yet declared in their domain packages, as cwm
 // merge reads their outputs.
 var (
-	rewardStage = batch.Stage{Name: "reward", LineKey: rewardLine, ItemKey: rewardGroup}
 	forageStage = batch.Stage{Name: "forage", LineKey: trajectory.LineKey, Expected: forageInputs}
 )
-
-func rewardLine(line []byte) (string, error) {
-	k, _, err := reward.ScoredKeys(line)
-	return k, err
-}
-
-func rewardGroup(line []byte) (string, error) {
-	_, g, err := reward.ScoredKeys(line)
-	return g, err
-}
 
 // forageInputs are the (task, sample) pairs of the tasks files.
 func forageInputs(inputs []string, params map[string]string) ([]string, error) {

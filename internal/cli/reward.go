@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"runtime"
 
-	"cwm/internal/batch"
 	"cwm/internal/command"
 	"cwm/internal/env"
 	"cwm/internal/reward"
@@ -79,7 +78,7 @@ func (c *rewardCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	if err != nil {
 		return fmt.Errorf("load tasks: %w", err)
 	}
-	sr, err := batch.StartShard(c.Name(), c.out, part, c.in)
+	sr, err := reward.Stage.Start(c.out, part, []string{c.in})
 	if err != nil {
 		return err
 	}

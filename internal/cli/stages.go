@@ -6,6 +6,7 @@ import (
 
 	"cwm/internal/batch"
 	"cwm/internal/eval"
+	"cwm/internal/reward"
 	"cwm/internal/selection"
 	"cwm/internal/tasks"
 	"cwm/internal/tracer"
@@ -17,7 +18,7 @@ import (
 // so that merge reads an output by the keys that wrote it.
 func batchStages() []*batch.Stage {
 	return []*batch.Stage{&eval.CruxEvalStage, &eval.HaltStage, &eval.FidelityStage, &eval.ObserveStage,
-		&selection.Stage, &tasks.ValidateStage, &tracer.FuncStage, &tracer.RepoStage, &rewardStage,
+		&selection.Stage, &tasks.ValidateStage, &tracer.FuncStage, &tracer.RepoStage, &reward.Stage,
 		&tasks.MutateStage, &tasks.CommitsStage, &forageStage}
 }
 
