@@ -110,7 +110,7 @@ func NewForage(r *Runner, opts ForageOptions) (*Forage, error) {
 		}
 	}
 	plan, err := batch.Resume(batch.Spec[pair]{Items: pairs, Key: pair.key, Out: opts.Out,
-		OutKey: trajectory.LineKey, Shard: opts.Shard})
+		OutKey: ForageStage.LineKey, Shard: opts.Shard})
 	if err != nil {
 		return nil, fmt.Errorf("read finished episodes: %w", err)
 	}

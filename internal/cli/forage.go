@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"cwm/internal/agent"
-	"cwm/internal/batch"
 	"cwm/internal/command"
 	"cwm/internal/env"
 	"cwm/internal/episode"
@@ -176,11 +175,10 @@ func (c *forageCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	if err != nil {
 		return err
 	}
-	sr, err := batch.StartShard(c.Name(), c.out, part, c.tasks)
+	sr, err := agent.ForageStage.Start(c.out, part, []string{c.tasks}, "samples", strconv.Itoa(c.samples))
 	if err != nil {
 		return err
 	}
-	sr.Param("samples", strconv.Itoa(c.samples))
 	if !c.quiet && f.Done() > 0 {
 		fmt.Fprintf(e.Stderr, "cwm forage: %d of %d episodes already in %s\n", f.Done(), f.Episodes(), c.out)
 	}

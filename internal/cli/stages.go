@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 
+	"cwm/internal/agent"
 	"cwm/internal/batch"
 	"cwm/internal/eval"
 	"cwm/internal/reward"
@@ -19,7 +20,7 @@ import (
 func batchStages() []*batch.Stage {
 	return []*batch.Stage{&eval.CruxEvalStage, &eval.HaltStage, &eval.FidelityStage, &eval.ObserveStage,
 		&selection.Stage, &tasks.ValidateStage, &tracer.FuncStage, &tracer.RepoStage, &reward.Stage,
-		&tasks.MutateStage, &tasks.CommitsStage, &forageStage}
+		&tasks.MutateStage, &tasks.CommitsStage, &agent.ForageStage}
 }
 
 // findStage is the batch stage called name; nil when there is none.
