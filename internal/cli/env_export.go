@@ -11,7 +11,6 @@ import (
 )
 
 type envExportCmd struct {
-	fs   *flag.FlagSet
 	json bool
 }
 
@@ -28,15 +27,10 @@ on first use.`
 }
 
 func (c *envExportCmd) Flags(fs *flag.FlagSet) {
-	c.fs = fs
 	fs.BoolVar(&c.json, "json", false, "print the result as JSON")
 }
 
 func (c *envExportCmd) Run(ctx context.Context, e *command.Env, args []string) error {
-	args, err := interspersed(c.fs, args)
-	if err != nil {
-		return err
-	}
 	if len(args) != 2 {
 		return command.Usagef("want an environment and a file")
 	}

@@ -11,7 +11,6 @@ import (
 )
 
 type envImportCmd struct {
-	fs   *flag.FlagSet
 	json bool
 }
 
@@ -26,15 +25,10 @@ store already has is not read again.`
 }
 
 func (c *envImportCmd) Flags(fs *flag.FlagSet) {
-	c.fs = fs
 	fs.BoolVar(&c.json, "json", false, "print the result as JSON")
 }
 
 func (c *envImportCmd) Run(ctx context.Context, e *command.Env, args []string) error {
-	args, err := interspersed(c.fs, args)
-	if err != nil {
-		return err
-	}
 	if len(args) != 1 {
 		return command.Usagef("want one file")
 	}

@@ -11,7 +11,6 @@ import (
 )
 
 type envPullCmd struct {
-	fs   *flag.FlagSet
 	json bool
 }
 
@@ -33,15 +32,10 @@ first use. Credentials and plain-HTTP registries: see cwm env push.`
 }
 
 func (c *envPullCmd) Flags(fs *flag.FlagSet) {
-	c.fs = fs
 	fs.BoolVar(&c.json, "json", false, "print the result as JSON")
 }
 
 func (c *envPullCmd) Run(ctx context.Context, e *command.Env, args []string) error {
-	args, err := interspersed(c.fs, args)
-	if err != nil {
-		return err
-	}
 	if len(args) != 1 {
 		return command.Usagef("want one registry reference")
 	}

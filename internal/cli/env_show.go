@@ -12,7 +12,6 @@ import (
 )
 
 type envShowCmd struct {
-	fs    *flag.FlagSet // for flags after the arguments
 	json  bool
 	tests bool
 }
@@ -28,16 +27,11 @@ lists every test with its outcome in each baseline run.`
 }
 
 func (c *envShowCmd) Flags(fs *flag.FlagSet) {
-	c.fs = fs
 	fs.BoolVar(&c.json, "json", false, "print the manifest (env.json)")
 	fs.BoolVar(&c.tests, "tests", false, "list every test's baseline")
 }
 
 func (c *envShowCmd) Run(ctx context.Context, e *command.Env, args []string) error {
-	args, err := interspersed(c.fs, args)
-	if err != nil {
-		return err
-	}
 	if len(args) != 1 {
 		return command.Usagef("want one environment id or name")
 	}

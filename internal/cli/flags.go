@@ -5,37 +5,7 @@ package cli
 import (
 	"flag"
 	"strconv"
-	"strings"
-
-	"cwm/internal/command"
 )
-
-// interspersed parses flags that follow positional arguments ("env test
-// ID --json"), which flag.FlagSet stops at. Arguments after "--" are
-// all positional.
-func interspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for len(args) > 0 {
-		a := args[0]
-		switch {
-		case a == "--":
-			return append(pos, args[1:]...), nil
-		case strings.HasPrefix(a, "-") && a != "-":
-			if err := fs.Parse(args); err != nil {
-				return nil, command.Usagef("%v", err)
-			}
-			args = fs.Args()
-			if len(args) > 0 && args[0] == a {
-				// Parse stopped before it: a lone "--" it consumed.
-				return append(pos, args...), nil
-			}
-		default:
-			pos = append(pos, a)
-			args = args[1:]
-		}
-	}
-	return pos, nil
-}
 
 // shardFlag binds a batch stage's --shard; what says what is split, and
 // by which key.

@@ -15,7 +15,6 @@ import (
 )
 
 type mergeCmd struct {
-	fs      *flag.FlagSet
 	out     string
 	stage   string
 	inputs  command.StringList
@@ -55,7 +54,6 @@ Exits 1 when a check fails. See docs/scale.md.`
 }
 
 func (c *mergeCmd) Flags(fs *flag.FlagSet) {
-	c.fs = fs
 	fs.StringVar(&c.out, "out", "", "merged output `FILE` (must not exist, unless --force)")
 	fs.StringVar(&c.stage, "stage", "", "`NAME` of the stage that wrote the shards (default: from their markers): "+stageNames())
 	fs.Var(&c.inputs, "input", "the stage's input `FILE` (repeatable; default: from the markers)")
@@ -66,10 +64,6 @@ func (c *mergeCmd) Flags(fs *flag.FlagSet) {
 }
 
 func (c *mergeCmd) Run(ctx context.Context, e *command.Env, args []string) error {
-	args, err := interspersed(c.fs, args)
-	if err != nil {
-		return err
-	}
 	switch {
 	case c.out == "":
 		return command.Usagef("--out is required")
