@@ -95,7 +95,7 @@ func (c *evalCruxCmd) Run(ctx context.Context, e *command.Env, args []string) er
 	}
 	mode, err := eval.ParseMode(c.mode)
 	if err != nil {
-		return command.UsageError("--mode: " + err.Error())
+		return fmt.Errorf("--mode: %w", err)
 	}
 	api, err := parseAPI(c.api)
 	if err != nil {
@@ -123,7 +123,7 @@ func (c *evalCruxCmd) Run(ctx context.Context, e *command.Env, args []string) er
 		return command.Usagef("--out is required")
 	}
 	if _, err := eval.BuildPrompt(mode, api, &problems[0]); err != nil {
-		return command.UsageError(err.Error())
+		return err
 	}
 	part, err := shard.Parse(c.shard)
 	if err != nil {
@@ -166,7 +166,7 @@ func (c *evalCruxCmd) printPrompt(e *command.Env, mode eval.Mode, api eval.API, 
 	}
 	pr, err := eval.BuildPromptThink(mode, api, p, c.think())
 	if err != nil {
-		return command.UsageError(err.Error())
+		return err
 	}
 	showPrompt(e, fmt.Sprintf("%s, mode %s, api %s, answer %s", p.ID, mode, api, p.Output), pr)
 	return nil

@@ -63,7 +63,7 @@ func (f *endpointFlags) client(maxTokens int) (*model.Client, error) {
 		MaxRetries: retries, RequestTimeout: f.requestTimeout,
 	})
 	if err != nil {
-		return nil, command.UsageError(err.Error())
+		return nil, err
 	}
 	return c, nil
 }

@@ -117,7 +117,7 @@ func (c *forageCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		return command.Usagef("--max-turns, --context and --format-errors must be positive, --command-timeout at least 1s")
 	}
 	if err := c.mapping.Validate(); err != nil {
-		return command.UsageError(err.Error())
+		return err
 	}
 	if h := episode.History(c.history); h != episode.HistorySquash && h != episode.HistoryAmend {
 		return command.Usagef("--history %q: want squash or amend", c.history)
@@ -128,7 +128,7 @@ func (c *forageCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	}
 	proto, err := agent.NewProtocol(c.protocol, c.toolRole)
 	if err != nil {
-		return command.UsageError(err.Error())
+		return err
 	}
 	retries := c.retries
 	if retries == 0 {
@@ -140,7 +140,7 @@ func (c *forageCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		MaxRetries: retries, RequestTimeout: c.requestTimeout, PriceInput: c.priceIn, PriceOutput: c.priceOut,
 	})
 	if err != nil {
-		return command.UsageError(err.Error())
+		return err
 	}
 	tasks, err := task.Load(c.tasks)
 	if err != nil {

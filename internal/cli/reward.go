@@ -65,7 +65,7 @@ func (c *rewardCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		return command.Usagef("--tasks, --in and --out are required")
 	}
 	if err := c.mapping.Validate(); err != nil {
-		return command.UsageError(err.Error())
+		return err
 	}
 	if c.concurrency < 1 {
 		return command.Usagef("--concurrency %d is below 1", c.concurrency)

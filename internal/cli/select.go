@@ -122,7 +122,7 @@ func (c *selectCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		Sampling:   model.Sampling{Temperature: c.temperature.ptr(), MaxTokens: c.maxTokens},
 		MaxRetries: retries, RequestTimeout: c.requestTimeout})
 	if err != nil {
-		return command.UsageError(err.Error())
+		return err
 	}
 	var verifier *model.Client
 	if method == selection.MethodHybrid {
@@ -133,7 +133,7 @@ func (c *selectCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		zero := 0.0
 		if verifier, err = model.NewClient(model.ClientConfig{BaseURL: c.baseURL, APIKey: os.Getenv(c.apiKeyEnv), Model: name,
 			Sampling: model.Sampling{Temperature: &zero}, MaxRetries: retries, RequestTimeout: c.requestTimeout}); err != nil {
-			return command.UsageError(err.Error())
+			return err
 		}
 	}
 	tasks, err := task.Load(c.tasks)

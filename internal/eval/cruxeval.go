@@ -92,7 +92,7 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 		opts.Samples = 1
 	}
 	if _, err := BuildPrompt(opts.Mode, opts.API, &Problem{ID: "check", Code: "def f(): pass"}); err != nil {
-		return nil, errkind.Wrap(errkind.Usage, err)
+		return nil, err
 	}
 	if err := checkOutMode(opts.Out, opts.Mode); err != nil {
 		return nil, err
