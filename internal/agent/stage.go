@@ -20,17 +20,12 @@ func foragePairs(inputs []string, params map[string]string) ([]string, error) {
 	if err != nil || samples < 1 {
 		return nil, fmt.Errorf("the shards' markers do not say how many samples per task")
 	}
+	ts, err := task.LoadAll(inputs)
 	var keys []string
-	for _, in := range inputs {
-		ts, err := task.Load(in)
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range ts {
-			for s := range samples {
-				keys = append(keys, pair{&t, s}.key())
-			}
+	for i := range ts {
+		for s := range samples {
+			keys = append(keys, pair{&ts[i], s}.key())
 		}
 	}
-	return keys, nil
+	return keys, err
 }

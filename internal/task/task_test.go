@@ -88,3 +88,22 @@ func TestLoad(t *testing.T) {
 		t.Errorf("Written of a missing file = %v, %v; want none", ts, err)
 	}
 }
+
+// LoadAll reads several files in order, and stops at the first bad one.
+func TestLoadAll(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")
+	os.WriteFile(a, []byte(`{"instance_id": "a1"}`+"\n"+`{"instance_id": "a2"}`+"\n"), 0o644)
+	os.WriteFile(b, []byte(`{"instance_id": "b1"}`+"\n"), 0o644)
+	ts, err := LoadAll([]string{a, b})
+	var ids []string
+	for _, t := range ts {
+		ids = append(ids, t.InstanceID)
+	}
+	if diff := cmp.Diff([]string{"a1", "a2", "b1"}, ids); diff != "" || err != nil {
+		t.Errorf("LoadAll = %v (-want +got):\n%s", err, diff)
+	}
+	if _, err := LoadAll([]string{a, filepath.Join(dir, "none.jsonl")}); errkind.Of(err) != errkind.NotFound {
+		t.Errorf("LoadAll with a missing file = %v, want a not-found error", err)
+	}
+}

@@ -44,15 +44,10 @@ func noItem([]byte) (string, error) { return "", nil }
 
 // inputTasks are the instance ids of the tasks files.
 func inputTasks(inputs []string, _ map[string]string) ([]string, error) {
+	ts, err := task.LoadAll(inputs)
 	var keys []string
-	for _, in := range inputs {
-		ts, err := task.Load(in)
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range ts {
-			keys = append(keys, t.InstanceID)
-		}
+	for _, t := range ts {
+		keys = append(keys, t.InstanceID)
 	}
-	return keys, nil
+	return keys, err
 }
