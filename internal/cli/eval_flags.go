@@ -12,6 +12,7 @@ import (
 	"cwm/internal/eval"
 	"cwm/internal/model"
 	"cwm/internal/sandbox"
+	"cwm/internal/shard"
 )
 
 // endpointFlags are the model endpoint's flags of the eval commands.
@@ -66,6 +67,29 @@ func (f *endpointFlags) client(maxTokens int) (*model.Client, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// evalOutput are the flags of every eval command besides the endpoint's:
+// where its lines go (one per what), its shard, how it reports.
+type evalOutput struct {
+	out, shard  string
+	json, quiet bool
+}
+
+func (o *evalOutput) register(fs *flag.FlagSet, per, shardWhat string) {
+	fs.StringVar(&o.out, "out", "", "output `file` (JSONL, one line per "+per+"; appended to, resumed)")
+	shardFlag(fs, &o.shard, shardWhat)
+	fs.BoolVar(&o.json, "json", false, "print the summary as JSON")
+	fs.BoolVar(&o.quiet, "quiet", false, "print no progress")
+}
+
+// part is the shard --shard names.
+func (o *evalOutput) part() (shard.Shard, error) {
+	part, err := shard.Parse(o.shard)
+	if err != nil {
+		return part, command.Usagef("--shard: %v", err)
+	}
+	return part, nil
 }
 
 // thinkFlags are the thinking tokens of the reasoning mode.
@@ -126,6 +150,24 @@ func startRunner(ctx context.Context, e *command.Env, workers int, timeout time.
 		return nil, nil, err
 	}
 	return s, func() { s.Close(); rt.Close() }, nil
+}
+
+// promptOf is the item --show-prompt shows: the one whose id is id, or
+// the first when id is empty.
+func promptOf[T any](items []T, id, what string, idOf func(*T) string) (*T, error) {
+	if id == "" {
+		return &items[0], nil
+	}
+	var p *T
+	for i := range items {
+		if idOf(&items[i]) == id {
+			p = &items[i]
+		}
+	}
+	if p == nil {
+		return nil, command.Usagef("--id %q: no such %s", id, what)
+	}
+	return p, nil
 }
 
 // showPrompt prints a prompt exactly as it is sent (stdout) under a
