@@ -65,6 +65,10 @@ func (s *Stage) Start(out string, part shard.Shard, inputs []string, params ...s
 type Job[T, R any] struct {
 	Stage *Stage
 	Items []T
+	// Plan, when set, is the plan of Items an earlier Resume made (a
+	// stage that checks its items to do before it runs); RunStage then
+	// reads Out no more.
+	Plan *Plan[T]
 	// Key is an item's key, as the output's lines record it
 	// (Stage.LineKey reads it back).
 	Key   func(T) string
@@ -135,7 +139,9 @@ func RunStage[T, R any](ctx context.Context, j Job[T, R]) (StageRun[T], error) {
 	if err != nil {
 		return run, err
 	}
-	if run.Plan, err = Resume(Spec[T]{Items: j.Items, Key: j.Key, Out: j.Out, OutKey: j.Stage.LineKey,
+	if j.Plan != nil {
+		run.Plan = *j.Plan
+	} else if run.Plan, err = Resume(Spec[T]{Items: j.Items, Key: j.Key, Out: j.Out, OutKey: j.Stage.LineKey,
 		Shard: j.Shard, Order: j.Order}); err != nil {
 		return run, err
 	}

@@ -122,3 +122,24 @@ func TestRunStageError(t *testing.T) {
 		t.Errorf("ReadMarker after a failed run = %v, %v; want none", m, err)
 	}
 }
+
+// A Job with a Plan runs that plan's items to do, not Items resumed from
+// Out again, and the marker counts the plan's shard.
+func TestRunStagePlan(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	j := squareJob(out, shard.Shard{Index: 0, Count: 2}, nil)
+	plan := NewPlan(j.Items, j.Key, j.Shard, map[string]bool{}, InOrder)
+	if len(plan.Todo) < 2 {
+		t.Fatalf("shard 0/2 of 10 items has %d items, want two or more", len(plan.Todo))
+	}
+	plan.Todo = plan.Todo[:1]
+	j.Plan = &plan
+	run, err := RunStage(context.Background(), j)
+	if err != nil || run.Tally.Total() != 1 {
+		t.Fatalf("RunStage with a plan of one item to do = %v, %d outcomes; want 1", err, run.Tally.Total())
+	}
+	m, err := ReadMarker(out)
+	if err != nil || m == nil || m.Items != len(plan.Mine) {
+		t.Errorf("ReadMarker = %+v, %v; want %d items", m, err, len(plan.Mine))
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -155,7 +154,7 @@ func (c *forageCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	}
 	defer closeRT()
 	opts := agent.ForageOptions{Tasks: tasks, Samples: c.samples, Out: c.out, Store: env.NewStore(e.Home),
-		Workers: c.concurrency, Shard: part, Seed: c.seed.ptr(),
+		Workers: c.concurrency, Shard: part, TasksFile: c.tasks, Seed: c.seed.ptr(),
 		OnFailure: func(t *task.Task, sample int, tr *trajectory.Trajectory, err error) {
 			if err != nil {
 				fmt.Fprintf(e.Stderr, "cwm forage: %s sample %d: %v\n", t.InstanceID, sample, err)
@@ -172,10 +171,6 @@ func (c *forageCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	runner := &agent.Runner{Sandboxes: sbs, Client: client, Protocol: proto, Limits: c.limits,
 		History: episode.History(c.history), Log: e.Log}
 	f, err := agent.NewForage(runner, opts)
-	if err != nil {
-		return err
-	}
-	sr, err := agent.ForageStage.Start(c.out, part, []string{c.tasks}, "samples", strconv.Itoa(c.samples))
 	if err != nil {
 		return err
 	}
@@ -201,9 +196,6 @@ func (c *forageCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	}
 	if len(why) > 0 {
 		return fmt.Errorf("%s; run again to retry them", strings.Join(why, "; "))
-	}
-	if err := sr.Finish(f.Episodes()); err != nil {
-		return err
 	}
 	return nil
 }
