@@ -4,6 +4,7 @@ package cli
 
 import (
 	"flag"
+	"fmt"
 	"strconv"
 )
 
@@ -15,52 +16,38 @@ func shardFlag(fs *flag.FlagSet, p *string, what string) {
 
 // optFloat and optInt are flags that remember whether they were given, so
 // that the server's defaults apply otherwise.
-type optFloat struct {
-	v   float64
+type (
+	optFloat = opt[float64]
+	optInt   = opt[int64]
+)
+
+type opt[T float64 | int64] struct {
+	v   T
 	set bool
 }
 
-func (o *optFloat) String() string {
+func (o *opt[T]) String() string {
 	if !o.set {
 		return ""
 	}
-	return strconv.FormatFloat(o.v, 'g', -1, 64)
+	return fmt.Sprint(o.v)
 }
 
-func (o *optFloat) Set(s string) (err error) {
-	o.v, err = strconv.ParseFloat(s, 64)
+func (o *opt[T]) Set(s string) error {
+	var err error
+	switch v := any(&o.v).(type) {
+	case *float64:
+		*v, err = strconv.ParseFloat(s, 64)
+	case *int64:
+		*v, err = strconv.ParseInt(s, 10, 64)
+	}
 	o.set = err == nil
 	return err
 }
 
-func (o *optFloat) ptr() *float64 {
+func (o *opt[T]) ptr() *T {
 	if !o.set {
 		return nil
 	}
 	return &o.v
-}
-
-func (o *optInt) ptr() *int64 {
-	if !o.set {
-		return nil
-	}
-	return &o.v
-}
-
-type optInt struct {
-	v   int64
-	set bool
-}
-
-func (o *optInt) String() string {
-	if !o.set {
-		return ""
-	}
-	return strconv.FormatInt(o.v, 10)
-}
-
-func (o *optInt) Set(s string) (err error) {
-	o.v, err = strconv.ParseInt(s, 10, 64)
-	o.set = err == nil
-	return err
 }
