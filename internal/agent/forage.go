@@ -2,8 +2,10 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"cwm/internal/batch"
@@ -11,7 +13,6 @@ import (
 	"cwm/internal/errkind"
 	"cwm/internal/jsonl"
 	"cwm/internal/model"
-	"cwm/internal/progress"
 	"cwm/internal/reward"
 	"cwm/internal/shard"
 	"cwm/internal/task"
@@ -34,6 +35,9 @@ type ForageOptions struct {
 	Workers int
 	// Shard takes the pairs whose key falls in it (default all).
 	Shard shard.Shard
+	// TasksFile is the file Tasks were read from, which a shard's marker
+	// records (empty: none).
+	TasksFile string
 	// Seed, when set, is the sampling seed of sample 0 of every task;
 	// sample k uses Seed+k.
 	Seed *int64
@@ -110,7 +114,7 @@ func NewForage(r *Runner, opts ForageOptions) (*Forage, error) {
 		}
 	}
 	plan, err := batch.Resume(batch.Spec[pair]{Items: pairs, Key: pair.key, Out: opts.Out,
-		OutKey: trajectory.LineKey, Shard: opts.Shard})
+		OutKey: ForageStage.LineKey, Shard: opts.Shard})
 	if err != nil {
 		return nil, fmt.Errorf("read finished episodes: %w", err)
 	}
@@ -148,30 +152,22 @@ type outcome struct{ tr *trajectory.Trajectory }
 // Out not writable).
 func (f *Forage) Run(ctx context.Context) (*ForageSummary, error) {
 	start := time.Now()
-	todo := f.plan.Todo
-	w, err := jsonl.Append(f.opts.Out)
-	if err != nil {
-		return nil, err
-	}
-	defer w.Close()
 	var errw *jsonl.Writer // ModelErrorsPath, opened at the first model error
 	defer func() {
 		if errw != nil {
 			errw.Close()
 		}
 	}()
-	var bar *progress.Bar
-	if f.opts.Progress != nil {
-		bar = progress.New(f.opts.Progress, "forage", len(todo))
-	}
 	ran, failed, modelErrors := 0, 0, 0
 	fail := func(p pair, tr *trajectory.Trajectory, err error) {
 		if f.opts.OnFailure != nil {
 			f.opts.OnFailure(p.task, p.sample, tr, err)
 		}
 	}
-	err = batch.Run(ctx, todo, batch.Options[pair]{Workers: f.opts.Workers, Progress: bar},
-		func(ctx context.Context, _ int, p pair) (outcome, error) {
+	_, err := batch.RunStage(ctx, batch.Job[pair, outcome]{Stage: &ForageStage, Label: "forage", Plan: &f.plan,
+		Key: pair.key, Out: f.opts.Out, Shard: f.opts.Shard, Inputs: []string{f.opts.TasksFile},
+		Params: []string{"samples", strconv.Itoa(f.opts.Samples)}, Workers: f.opts.Workers, Progress: f.opts.Progress,
+		Do: func(ctx context.Context, _ int, p pair) (outcome, error) {
 			a := Attempt{Task: p.task, Env: f.envs[p.task.EnvID], Sample: p.sample}
 			if f.opts.Seed != nil {
 				s := *f.opts.Seed + int64(p.sample)
@@ -188,38 +184,41 @@ func (f *Forage) Run(ctx context.Context) (*ForageSummary, error) {
 			tr.SetGrade(g)
 			return outcome{tr}, nil
 		},
-		func(p pair, o outcome, err error) error {
-			if ctx.Err() != nil {
-				return nil // interrupted: left for the next run
-			}
+		Write: func(w *jsonl.Writer, p pair, o outcome, err error) (string, error) {
 			switch {
 			case err != nil:
+				return "", err
 			case o.tr.ExitReason == trajectory.ExitModelError:
 				if errw == nil {
-					errw, err = jsonl.Append(ModelErrorsPath(f.opts.Out))
+					if errw, err = jsonl.Append(ModelErrorsPath(f.opts.Out)); err != nil {
+						return "", err
+					}
 				}
-				if err == nil {
-					err = errw.Write(o.tr)
+				if err := errw.Write(o.tr); err != nil {
+					return "", err
 				}
-				if err == nil {
-					modelErrors++
-					fail(p, o.tr, nil)
-					bar.Count(string(o.tr.ExitReason))
-					return nil
-				}
-			default:
-				if err = w.Write(o.tr); err == nil {
-					ran++
-					bar.Count(string(o.tr.ExitReason))
-					return nil
-				}
+				return "", keptAside{o.tr}
+			}
+			if err := w.Write(o.tr); err != nil {
+				return "", err
+			}
+			ran++
+			return string(o.tr.ExitReason), nil
+		},
+		// An episode the model server failed is kept beside Out; one that
+		// could not run, or be written, is reported: neither is in Out,
+		// so the next run runs them again.
+		Aside: func(p pair, err error) string {
+			var kept keptAside
+			if errors.As(err, &kept) {
+				modelErrors++
+				fail(p, kept.tr, nil)
+				return string(kept.tr.ExitReason)
 			}
 			failed++
 			fail(p, nil, err)
-			bar.Count("failed")
-			return nil
-		})
-	bar.Done()
+			return "failed"
+		}})
 	if err != nil {
 		return nil, err
 	}
@@ -231,6 +230,12 @@ func (f *Forage) Run(ctx context.Context) (*ForageSummary, error) {
 	sum.Seconds = time.Since(start).Seconds()
 	return sum, nil
 }
+
+// keptAside is a model error's trajectory, kept beside the output: its
+// episode is set aside for the next run.
+type keptAside struct{ tr *trajectory.Trajectory }
+
+func (k keptAside) Error() string { return "kept in " + ModelErrorsPath("OUT") }
 
 // grade grades an episode as cwm reward would: the submitted patch, or
 // the final diff when nothing was submitted, against the task's hidden

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"cwm/internal/episode"
+	"cwm/internal/errkind"
 	"cwm/internal/model"
 )
 
@@ -89,11 +90,11 @@ func NewProtocol(name, toolRole string) (Protocol, error) {
 			toolRole = model.RoleTool
 		case model.RoleTool, model.RoleUser:
 		default:
-			return nil, fmt.Errorf("tool role %q: want tool or user", toolRole)
+			return nil, errkind.Errorf(errkind.Usage, "tool role %q: want tool or user", toolRole)
 		}
 		return &CWMProtocol{ToolRole: toolRole}, nil
 	case "openai":
 		return &FunctionProtocol{}, nil
 	}
-	return nil, fmt.Errorf("unknown protocol %q: want cwm or openai", name)
+	return nil, errkind.Errorf(errkind.Usage, "unknown protocol %q: want cwm or openai", name)
 }

@@ -1,18 +1,12 @@
 package cli
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
-	"io"
-	"strings"
 
 	"cwm/internal/command"
 	"cwm/internal/env"
 	"cwm/internal/envoci"
-	"cwm/internal/jsonl"
 	"cwm/internal/sandbox"
 )
 
@@ -22,14 +16,6 @@ import (
 func resolveEnv(ctx context.Context, e *command.Env, ref string) (*env.Env, error) {
 	return envoci.Resolve(ctx, env.NewStore(e.Home), ref, envoci.Options{Home: e.Home},
 		func(what string, secs float64) { fmt.Fprintf(e.Stderr, "cwm: %s in %.1fs\n", what, secs) })
-}
-
-// progressTo is where a command's progress goes: stderr, unless quiet.
-func progressTo(e *command.Env, quiet bool) io.Writer {
-	if quiet {
-		return nil
-	}
-	return e.Stderr
 }
 
 // openSandboxes starts a sandbox runtime for one command, keeping warm
@@ -57,12 +43,6 @@ func openEnvSandbox(ctx context.Context, e *command.Env, en *env.Env) (*sandbox.
 	return s, func() { s.Close(); closeRT() }, nil
 }
 
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
 // humanBytes formats a size for tables: 1.2M, 340K.
 func humanBytes(n int64) string {
 	switch {
@@ -81,51 +61,4 @@ func shortID(id string) string {
 		return id[:12]
 	}
 	return id
-}
-
-// interspersed parses flags that follow positional arguments ("env test
-// ID --json"), which flag.FlagSet stops at. Arguments after "--" are
-// all positional.
-func interspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for len(args) > 0 {
-		a := args[0]
-		switch {
-		case a == "--":
-			return append(pos, args[1:]...), nil
-		case strings.HasPrefix(a, "-") && a != "-":
-			if err := fs.Parse(args); err != nil {
-				return nil, command.Usagef("%v", err)
-			}
-			args = fs.Args()
-			if len(args) > 0 && args[0] == a {
-				// Parse stopped before it: a lone "--" it consumed.
-				return append(pos, args...), nil
-			}
-		default:
-			pos = append(pos, a)
-			args = args[1:]
-		}
-	}
-	return pos, nil
-}
-
-// shardFlag binds a batch stage's --shard; what says what is split, and
-// by which key.
-func shardFlag(fs *flag.FlagSet, p *string, what string) {
-	fs.StringVar(p, "shard", "", "`i/n`: "+what+" of shard i (0-based) of n only (default: the shard of the Slurm array task or Kubernetes indexed job running it, else all; docs/scale.md)")
-}
-
-// replaceJSONL writes items as JSON lines to path, replacing it at once.
-func replaceJSONL[T any](path string, items []T) error {
-	return jsonl.Replace(path, func(w *bufio.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetEscapeHTML(false)
-		for _, it := range items {
-			if err := enc.Encode(it); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
 }

@@ -65,11 +65,11 @@ func (a *setupAgentFlags) wanted(built *env.Env, overridden bool) (bool, error) 
 func (a *setupAgentFlags) run(ctx context.Context, e *command.Env, sbs *env.Sandboxes, built *env.Env, opts envbuild.Options) (*env.Env, error) {
 	proto, err := agent.NewProtocol(a.protocol, "")
 	if err != nil {
-		return nil, command.UsageError(err.Error())
+		return nil, err
 	}
 	client, err := model.NewClient(model.ClientConfig{BaseURL: a.baseURL, APIKey: os.Getenv(a.apiKeyEnv), Model: a.model})
 	if err != nil {
-		return nil, command.UsageError(err.Error())
+		return nil, err
 	}
 	limits := agent.Limits{MaxTurns: a.maxTurns, ContextTokens: a.contextToks, WallTime: a.wallTime}
 	runner := &agent.Runner{Sandboxes: sbs, Client: client, Protocol: proto, Limits: limits, Log: e.Log}

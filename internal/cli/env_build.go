@@ -13,7 +13,6 @@ import (
 )
 
 type envBuildCmd struct {
-	fs             *flag.FlagSet // for flags after the arguments
 	rev            string
 	envName        string
 	install        command.StringList
@@ -85,7 +84,6 @@ Examples:
 }
 
 func (c *envBuildCmd) Flags(fs *flag.FlagSet) {
-	c.fs = fs
 	fs.StringVar(&c.rev, "rev", "", "`REVISION` of a git repository (default HEAD)")
 	fs.StringVar(&c.envName, "name", "", "`NAME` to refer to the environment by (default: the directory's name)")
 	fs.Var(&c.install, "install", "install `CMD` instead of the detected ones (repeatable, run in order)")
@@ -109,10 +107,6 @@ func (c *envBuildCmd) Flags(fs *flag.FlagSet) {
 }
 
 func (c *envBuildCmd) Run(ctx context.Context, e *command.Env, args []string) error {
-	args, err := interspersed(c.fs, args)
-	if err != nil {
-		return err
-	}
 	if len(args) != 1 {
 		return command.Usagef("want one repository (a path or a git URL), got %d arguments", len(args))
 	}

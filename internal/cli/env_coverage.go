@@ -13,7 +13,6 @@ import (
 )
 
 type envCoverageCmd struct {
-	fs   *flag.FlagSet // for flags after the arguments
 	json bool
 	test string
 }
@@ -34,16 +33,11 @@ build skipped it.`
 }
 
 func (c *envCoverageCmd) Flags(fs *flag.FlagSet) {
-	c.fs = fs
 	fs.BoolVar(&c.json, "json", false, "print JSON")
 	fs.StringVar(&c.test, "test", "", "show the functions and lines test `ID` executes")
 }
 
 func (c *envCoverageCmd) Run(ctx context.Context, e *command.Env, args []string) error {
-	args, err := interspersed(c.fs, args)
-	if err != nil {
-		return err
-	}
 	if len(args) < 1 || len(args) > 2 {
 		return command.Usagef("want an environment id or name and an optional function")
 	}

@@ -11,7 +11,6 @@ import (
 )
 
 type envExportCmd struct {
-	fs      *flag.FlagSet
 	json    bool
 	withLog bool
 }
@@ -29,16 +28,11 @@ on first use. The build log stays here unless --with-build-log.`
 }
 
 func (c *envExportCmd) Flags(fs *flag.FlagSet) {
-	c.fs = fs
 	fs.BoolVar(&c.json, "json", false, "print the result as JSON")
 	fs.BoolVar(&c.withLog, "with-build-log", false, "ship the build log too (it stays here otherwise)")
 }
 
 func (c *envExportCmd) Run(ctx context.Context, e *command.Env, args []string) error {
-	args, err := interspersed(c.fs, args)
-	if err != nil {
-		return err
-	}
 	if len(args) != 2 {
 		return command.Usagef("want an environment and a file")
 	}

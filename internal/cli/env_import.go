@@ -12,7 +12,6 @@ import (
 )
 
 type envImportCmd struct {
-	fs          *flag.FlagSet
 	json        bool
 	maxUnpacked command.ByteSize
 	grant       grantFlags
@@ -34,7 +33,6 @@ Layers are unpacked under the rules cwm env pull describes, within
 }
 
 func (c *envImportCmd) Flags(fs *flag.FlagSet) {
-	c.fs = fs
 	fs.BoolVar(&c.json, "json", false, "print the result as JSON")
 	c.maxUnpacked = layertar.DefaultMaxBytes
 	fs.Var(&c.maxUnpacked, "max-unpacked", "the `SIZE` the environment may take unpacked (suffixes K, M, G, T); a layer past it is refused")
@@ -42,10 +40,6 @@ func (c *envImportCmd) Flags(fs *flag.FlagSet) {
 }
 
 func (c *envImportCmd) Run(ctx context.Context, e *command.Env, args []string) error {
-	args, err := interspersed(c.fs, args)
-	if err != nil {
-		return err
-	}
 	if len(args) != 1 {
 		return command.Usagef("want one file")
 	}

@@ -12,7 +12,6 @@ import (
 )
 
 type envPullCmd struct {
-	fs          *flag.FlagSet
 	json        bool
 	maxUnpacked command.ByteSize
 	grant       grantFlags
@@ -45,7 +44,6 @@ manifest's digest; cwm env show prints it).` + grantHelp
 }
 
 func (c *envPullCmd) Flags(fs *flag.FlagSet) {
-	c.fs = fs
 	fs.BoolVar(&c.json, "json", false, "print the result as JSON")
 	c.maxUnpacked = layertar.DefaultMaxBytes
 	fs.Var(&c.maxUnpacked, "max-unpacked", "the `SIZE` the environment may take unpacked (suffixes K, M, G, T); a layer past it is refused")
@@ -53,10 +51,6 @@ func (c *envPullCmd) Flags(fs *flag.FlagSet) {
 }
 
 func (c *envPullCmd) Run(ctx context.Context, e *command.Env, args []string) error {
-	args, err := interspersed(c.fs, args)
-	if err != nil {
-		return err
-	}
 	if len(args) != 1 {
 		return command.Usagef("want one registry reference")
 	}

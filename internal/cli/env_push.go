@@ -11,7 +11,6 @@ import (
 )
 
 type envPushCmd struct {
-	fs      *flag.FlagSet
 	json    bool
 	withLog bool
 }
@@ -39,16 +38,11 @@ See docs/scale.md.`
 }
 
 func (c *envPushCmd) Flags(fs *flag.FlagSet) {
-	c.fs = fs
 	fs.BoolVar(&c.json, "json", false, "print the result as JSON")
 	fs.BoolVar(&c.withLog, "with-build-log", false, "ship the build log too (it stays here otherwise)")
 }
 
 func (c *envPushCmd) Run(ctx context.Context, e *command.Env, args []string) error {
-	args, err := interspersed(c.fs, args)
-	if err != nil {
-		return err
-	}
 	if len(args) != 2 {
 		return command.Usagef("want an environment and a registry reference")
 	}

@@ -12,7 +12,6 @@ import (
 )
 
 type envShowCmd struct {
-	fs    *flag.FlagSet // for flags after the arguments
 	json  bool
 	tests bool
 }
@@ -32,16 +31,11 @@ baseline run.`
 }
 
 func (c *envShowCmd) Flags(fs *flag.FlagSet) {
-	c.fs = fs
 	fs.BoolVar(&c.json, "json", false, "print the manifest (env.json), its origin and baseline")
 	fs.BoolVar(&c.tests, "tests", false, "list every test's baseline")
 }
 
 func (c *envShowCmd) Run(ctx context.Context, e *command.Env, args []string) error {
-	args, err := interspersed(c.fs, args)
-	if err != nil {
-		return err
-	}
 	if len(args) != 1 {
 		return command.Usagef("want one environment id or name")
 	}

@@ -14,7 +14,6 @@ import (
 // envTestCmd is "env test" (the file is not named env_test.go, which Go
 // would take for a test file).
 type envTestCmd struct {
-	fs      *flag.FlagSet // for flags after the arguments
 	json    bool
 	timeout time.Duration
 	quiet   bool
@@ -32,17 +31,12 @@ baseline. Exits 0 when every test run passed or was skipped, 1 otherwise
 }
 
 func (c *envTestCmd) Flags(fs *flag.FlagSet) {
-	c.fs = fs
 	fs.BoolVar(&c.json, "json", false, "print the outcomes as JSON")
 	fs.BoolVar(&c.quiet, "quiet", false, "print only tests that did not pass and the summary")
 	fs.DurationVar(&c.timeout, "timeout", 0, "wall-clock limit of the run (default: the environment's)")
 }
 
 func (c *envTestCmd) Run(ctx context.Context, e *command.Env, args []string) error {
-	args, err := interspersed(c.fs, args)
-	if err != nil {
-		return err
-	}
 	if len(args) < 1 {
 		return command.Usagef("want an environment id or name, then optional test ids")
 	}

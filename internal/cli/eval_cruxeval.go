@@ -5,26 +5,23 @@ import (
 	"flag"
 	"fmt"
 	"runtime"
-	"strconv"
 
 	"cwm/internal/command"
 	"cwm/internal/eval"
 	"cwm/internal/passk"
-	"cwm/internal/shard"
 )
 
 type evalCruxCmd struct {
 	endpointFlags
+	evalOutput
 	thinkFlags
-	in, out, mode, api string
-	samples            int
-	scoreWorkers       int
-	limit              int
-	shard              string
-	showPrompt         bool
-	id                 string
-	json, quiet        bool
-	countEcho          string
+	in, mode, api string
+	samples       int
+	scoreWorkers  int
+	limit         int
+	showPrompt    bool
+	id            string
+	countEcho     string
 }
 
 func (*evalCruxCmd) Name() string { return "eval cruxeval" }
@@ -80,19 +77,16 @@ var maxTokensByMode = map[eval.Mode]int{eval.Direct: 512, eval.DirectCoT: 2048, 
 
 func (c *evalCruxCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.in, "in", "", "problems `file` in CruxEval's form (default: CruxEval's 800, embedded)")
-	fs.StringVar(&c.out, "out", "", "output `file` (JSONL, one line per sample; appended to, resumed)")
 	fs.StringVar(&c.mode, "mode", "direct", "how the model answers: direct, direct-cot, trace-final, trace-full or reasoning")
 	fs.StringVar(&c.api, "api", "completions", "endpoint: completions (raw text) or chat (messages)")
 	fs.IntVar(&c.samples, "samples", 1, "completions per problem (pass@k for k up to N)")
 	fs.IntVar(&c.scoreWorkers, "score-workers", runtime.NumCPU(), "sandboxed Python servers scoring answers")
 	fs.IntVar(&c.limit, "limit", 0, "only the first `N` problems (0: all)")
-	shardFlag(fs, &c.shard, "run the (problem, sample) pairs")
 	fs.BoolVar(&c.showPrompt, "show-prompt", false, "print the prompt of one problem and exit")
 	fs.StringVar(&c.id, "id", "", "the problem --show-prompt shows (default: the first)")
-	fs.BoolVar(&c.json, "json", false, "print the summary as JSON")
-	fs.BoolVar(&c.quiet, "quiet", false, "print no progress")
 	fs.StringVar(&c.countEcho, "count-echo", string(passk.EchoWrong), "how pass@k counts an answer that repeats the call: wrong or drop (CruxEval's script)")
 	c.thinkFlags.register(fs)
+	c.evalOutput.register(fs, "sample", "run the (problem, sample) pairs")
 	c.endpointFlags.register(fs, "512 direct and trace-final, 2048 direct-cot, 16384 trace-full and reasoning")
 }
 
@@ -102,7 +96,7 @@ func (c *evalCruxCmd) Run(ctx context.Context, e *command.Env, args []string) er
 	}
 	mode, err := eval.ParseMode(c.mode)
 	if err != nil {
-		return command.UsageError("--mode: " + err.Error())
+		return fmt.Errorf("--mode: %w", err)
 	}
 	api, err := parseAPI(c.api)
 	if err != nil {
@@ -134,17 +128,13 @@ func (c *evalCruxCmd) Run(ctx context.Context, e *command.Env, args []string) er
 		return command.Usagef("--out is required")
 	}
 	if _, err := eval.BuildPrompt(mode, api, &problems[0]); err != nil {
-		return command.UsageError(err.Error())
+		return err
 	}
-	part, err := shard.Parse(c.shard)
-	if err != nil {
-		return command.Usagef("--shard: %v", err)
-	}
-	client, err := c.client(maxTokensByMode[mode])
+	part, err := c.part()
 	if err != nil {
 		return err
 	}
-	sr, err := startEvalShard(c.Name(), c.out, part, c.in, "mode", string(mode), "samples", strconv.Itoa(c.samples))
+	client, err := c.client(maxTokensByMode[mode])
 	if err != nil {
 		return err
 	}
@@ -154,34 +144,24 @@ func (c *evalCruxCmd) Run(ctx context.Context, e *command.Env, args []string) er
 	}
 	defer stop()
 	opts := eval.Options{Problems: problems, Mode: mode, API: api, Samples: c.samples, Seed: c.seed.ptr(), Think: c.think(),
-		Client: client, Checker: scorer, Out: c.out, Shard: part, Concurrency: c.concurrency,
+		Client: client, Checker: scorer, Out: c.out, Shard: part, Input: c.in, Concurrency: c.concurrency,
 		OnModelError: sampleErrorLogger(e, "cwm eval cruxeval"), CountEcho: echo}
-	if !c.quiet {
-		opts.Progress = e.Stderr
-	}
+	opts.Progress = progressTo(e, c.quiet)
 	sum, err := eval.Run(ctx, opts)
 	if err != nil {
-		return finishEval(ctx, e, err, c.json, nil, 0, sr, 0)
+		return finishEval(ctx, e, err, c.json, nil, 0)
 	}
-	return finishEval(ctx, e, nil, c.json, sum, sum.ModelErrors, sr, sum.Samples+sum.Missing)
+	return finishEval(ctx, e, nil, c.json, sum, sum.ModelErrors)
 }
 
 func (c *evalCruxCmd) printPrompt(e *command.Env, mode eval.Mode, api eval.API, problems []eval.Problem) error {
-	p := &problems[0]
-	if c.id != "" {
-		p = nil
-		for i := range problems {
-			if problems[i].ID == c.id {
-				p = &problems[i]
-			}
-		}
-		if p == nil {
-			return command.Usagef("--id %q: no such problem", c.id)
-		}
+	p, err := promptOf(problems, c.id, "problem", func(p *eval.Problem) string { return p.ID })
+	if err != nil {
+		return err
 	}
 	pr, err := eval.BuildPromptThink(mode, api, p, c.think())
 	if err != nil {
-		return command.UsageError(err.Error())
+		return err
 	}
 	showPrompt(e, fmt.Sprintf("%s, mode %s, api %s, answer %s", p.ID, mode, api, p.Output), pr)
 	return nil

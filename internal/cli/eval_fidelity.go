@@ -4,21 +4,18 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"strconv"
 
 	"cwm/internal/command"
 	"cwm/internal/eval"
-	"cwm/internal/shard"
 )
 
 type evalFidelityCmd struct {
 	endpointFlags
-	traces, out string
-	next        int
-	noFull      bool
-	limit       int
-	shard       string
-	json, quiet bool
+	evalOutput
+	traces string
+	next   int
+	noFull bool
+	limit  int
 }
 
 func (*evalFidelityCmd) Name() string { return "eval fidelity" }
@@ -52,13 +49,10 @@ Examples:
 
 func (c *evalFidelityCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.traces, "traces", "", "traces `file` (cwm trace func or trace repo output)")
-	fs.StringVar(&c.out, "out", "", "output `file` (JSONL, one line per prediction; appended to, resumed)")
 	fs.IntVar(&c.next, "next", 8, "teacher-forced next-frame steps per trace (0: none)")
 	fs.BoolVar(&c.noFull, "no-full", false, "do not ask for whole traces")
 	fs.IntVar(&c.limit, "limit", 0, "only the first `N` traces (0: all)")
-	shardFlag(fs, &c.shard, "run the predictions")
-	fs.BoolVar(&c.json, "json", false, "print the summary as JSON")
-	fs.BoolVar(&c.quiet, "quiet", false, "print no progress")
+	c.evalOutput.register(fs, "prediction", "run the predictions")
 	c.endpointFlags.register(fs, "16384 for a whole trace; 1024 for one frame")
 }
 
@@ -75,9 +69,9 @@ func (c *evalFidelityCmd) Run(ctx context.Context, e *command.Env, args []string
 	if c.next < 0 || c.limit < 0 || (c.noFull && c.next == 0) {
 		return command.Usagef("--next and --limit must not be negative, and --no-full needs --next")
 	}
-	part, err := shard.Parse(c.shard)
+	part, err := c.part()
 	if err != nil {
-		return command.Usagef("--shard: %v", err)
+		return err
 	}
 	recs, skipped, err := eval.LoadTraces(c.traces)
 	if err != nil {
@@ -100,19 +94,13 @@ func (c *evalFidelityCmd) Run(ctx context.Context, e *command.Env, args []string
 	if err != nil {
 		return err
 	}
-	sr, err := startEvalShard(c.Name(), c.out, part, c.traces, "next", strconv.Itoa(c.next))
-	if err != nil {
-		return err
-	}
-	opts := eval.FidelityOptions{Traces: recs, Full: !c.noFull, Next: c.next, Client: client, Out: c.out, Shard: part,
+	opts := eval.FidelityOptions{Traces: recs, Full: !c.noFull, Next: c.next, Client: client, Out: c.out, Shard: part, Input: c.traces,
 		Concurrency:  c.concurrency,
 		OnModelError: func(key string, err error) { fmt.Fprintf(e.Stderr, "cwm eval fidelity: %s: %v\n", key, err) }}
-	if !c.quiet {
-		opts.Progress = e.Stderr
-	}
+	opts.Progress = progressTo(e, c.quiet)
 	sum, err := eval.RunFidelity(ctx, opts)
 	if err != nil {
-		return finishEval(ctx, e, err, c.json, nil, 0, sr, 0)
+		return finishEval(ctx, e, err, c.json, nil, 0)
 	}
-	return finishEval(ctx, e, nil, c.json, sum, sum.ModelErrors, sr, sum.Traces+sum.Steps+sum.Missing)
+	return finishEval(ctx, e, nil, c.json, sum, sum.ModelErrors)
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"time"
 
-	"cwm/internal/batch"
 	"cwm/internal/command"
 	"cwm/internal/eval"
 	"cwm/internal/model"
@@ -65,9 +64,32 @@ func (f *endpointFlags) client(maxTokens int) (*model.Client, error) {
 		MaxRetries: retries, RequestTimeout: f.requestTimeout,
 	})
 	if err != nil {
-		return nil, command.UsageError(err.Error())
+		return nil, err
 	}
 	return c, nil
+}
+
+// evalOutput are the flags of every eval command besides the endpoint's:
+// where its lines go (one per what), its shard, how it reports.
+type evalOutput struct {
+	out, shard  string
+	json, quiet bool
+}
+
+func (o *evalOutput) register(fs *flag.FlagSet, per, shardWhat string) {
+	fs.StringVar(&o.out, "out", "", "output `file` (JSONL, one line per "+per+"; appended to, resumed)")
+	shardFlag(fs, &o.shard, shardWhat)
+	fs.BoolVar(&o.json, "json", false, "print the summary as JSON")
+	fs.BoolVar(&o.quiet, "quiet", false, "print no progress")
+}
+
+// part is the shard --shard names.
+func (o *evalOutput) part() (shard.Shard, error) {
+	part, err := shard.Parse(o.shard)
+	if err != nil {
+		return part, command.Usagef("--shard: %v", err)
+	}
+	return part, nil
 }
 
 // thinkFlags are the thinking tokens of the reasoning mode.
@@ -90,9 +112,10 @@ func parseAPI(s string) (eval.API, error) {
 
 // finishEval ends an eval command: an interrupted run says how to resume;
 // otherwise the summary is printed (as JSON with --json), and the command
-// fails when the model server failed items, or marks its shard done.
+// fails when the model server failed items (the stage marked its shard
+// done otherwise).
 func finishEval(ctx context.Context, e *command.Env, err error, asJSON bool, sum interface{ Write(io.Writer) },
-	modelErrors int, sr *batch.ShardRun, items int) error {
+	modelErrors int) error {
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted; run the same command again to resume: %w", ctx.Err())
@@ -110,7 +133,7 @@ func finishEval(ctx context.Context, e *command.Env, err error, asJSON bool, sum
 	if modelErrors > 0 {
 		return fmt.Errorf("the model server failed %d requests after its retries; run again to retry them", modelErrors)
 	}
-	return sr.Finish(items)
+	return nil
 }
 
 // startRunner starts the sandboxed Python servers that score answers (or
@@ -129,21 +152,22 @@ func startRunner(ctx context.Context, e *command.Env, workers int, timeout time.
 	return s, func() { s.Close(); rt.Close() }, nil
 }
 
-// startEvalShard removes the shard marker of out before the run, and
-// records the parameters that decide its items.
-func startEvalShard(name, out string, part shard.Shard, input string, params ...string) (*batch.ShardRun, error) {
-	var inputs []string
-	if input != "" {
-		inputs = append(inputs, input)
+// promptOf is the item --show-prompt shows: the one whose id is id, or
+// the first when id is empty.
+func promptOf[T any](items []T, id, what string, idOf func(*T) string) (*T, error) {
+	if id == "" {
+		return &items[0], nil
 	}
-	sr, err := batch.StartShard(name, out, part, inputs...)
-	if err != nil {
-		return nil, err
+	var p *T
+	for i := range items {
+		if idOf(&items[i]) == id {
+			p = &items[i]
+		}
 	}
-	for i := 0; i+1 < len(params); i += 2 {
-		sr.Param(params[i], params[i+1])
+	if p == nil {
+		return nil, command.Usagef("--id %q: no such %s", id, what)
 	}
-	return sr, nil
+	return p, nil
 }
 
 // showPrompt prints a prompt exactly as it is sent (stdout) under a

@@ -5,23 +5,20 @@ import (
 	"flag"
 	"fmt"
 	"runtime"
-	"strconv"
 
 	"cwm/internal/command"
 	"cwm/internal/eval"
-	"cwm/internal/shard"
 )
 
 type evalHaltCmd struct {
 	endpointFlags
+	evalOutput
 	thinkFlags
-	in, out, mode, api string
-	samples            int
-	runWorkers         int
-	shard              string
-	showPrompt         bool
-	id                 string
-	json, quiet        bool
+	in, mode, api string
+	samples       int
+	runWorkers    int
+	showPrompt    bool
+	id            string
 }
 
 func (*evalHaltCmd) Name() string { return "eval halt" }
@@ -52,17 +49,14 @@ Examples:
 
 func (c *evalHaltCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.in, "in", "", "programs `file` (JSONL of {id, code, label}; default: cwm's starter set)")
-	fs.StringVar(&c.out, "out", "", "output `file` (JSONL, one line per sample; appended to, resumed)")
 	fs.StringVar(&c.mode, "mode", "direct", "direct or reasoning")
 	fs.StringVar(&c.api, "api", "completions", "endpoint: completions (raw text) or chat (messages)")
 	fs.IntVar(&c.samples, "samples", 1, "answers per program")
 	fs.IntVar(&c.runWorkers, "run-workers", runtime.NumCPU(), "sandboxed Python servers confirming non-termination (5 s each)")
-	shardFlag(fs, &c.shard, "run the (program, sample) pairs")
 	fs.BoolVar(&c.showPrompt, "show-prompt", false, "print the prompt of one program and exit")
 	fs.StringVar(&c.id, "id", "", "the program --show-prompt shows (default: the first)")
-	fs.BoolVar(&c.json, "json", false, "print the summary as JSON")
-	fs.BoolVar(&c.quiet, "quiet", false, "print no progress")
 	c.thinkFlags.register(fs)
+	c.evalOutput.register(fs, "sample", "run the (program, sample) pairs")
 	c.endpointFlags.register(fs, "64 direct, 16384 reasoning")
 }
 
@@ -88,17 +82,9 @@ func (c *evalHaltCmd) Run(ctx context.Context, e *command.Env, args []string) er
 		}
 	}
 	if c.showPrompt {
-		p := &programs[0]
-		if c.id != "" {
-			p = nil
-			for i := range programs {
-				if programs[i].ID == c.id {
-					p = &programs[i]
-				}
-			}
-			if p == nil {
-				return command.Usagef("--id %q: no such program", c.id)
-			}
+		p, err := promptOf(programs, c.id, "program", func(p *eval.HaltProgram) string { return p.ID })
+		if err != nil {
+			return err
 		}
 		pr, _ := eval.BuildHaltPrompt(mode, api, p, c.think())
 		showPrompt(e, fmt.Sprintf("%s, mode %s, api %s, label %s", p.ID, mode, api, p.Label), pr)
@@ -110,15 +96,11 @@ func (c *evalHaltCmd) Run(ctx context.Context, e *command.Env, args []string) er
 	if c.out == "" {
 		return command.Usagef("--out is required")
 	}
-	part, err := shard.Parse(c.shard)
-	if err != nil {
-		return command.Usagef("--shard: %v", err)
-	}
-	client, err := c.client(map[eval.Mode]int{eval.Direct: 64, eval.Reasoning: 16384}[mode])
+	part, err := c.part()
 	if err != nil {
 		return err
 	}
-	sr, err := startEvalShard(c.Name(), c.out, part, c.in, "mode", string(mode), "samples", strconv.Itoa(c.samples))
+	client, err := c.client(map[eval.Mode]int{eval.Direct: 64, eval.Reasoning: 16384}[mode])
 	if err != nil {
 		return err
 	}
@@ -128,16 +110,14 @@ func (c *evalHaltCmd) Run(ctx context.Context, e *command.Env, args []string) er
 	}
 	defer stop()
 	opts := eval.HaltOptions{Programs: programs, Mode: mode, API: api, Samples: c.samples, Seed: c.seed.ptr(), Think: c.think(),
-		Client: client, Runner: runner, Out: c.out, Shard: part, Concurrency: c.concurrency,
+		Client: client, Runner: runner, Out: c.out, Shard: part, Input: c.in, Concurrency: c.concurrency,
 		OnModelError: sampleErrorLogger(e, "cwm eval halt")}
-	if !c.quiet {
-		opts.Progress = e.Stderr
-	}
+	opts.Progress = progressTo(e, c.quiet)
 	sum, err := eval.RunHalt(ctx, opts)
 	if err != nil {
-		return finishEval(ctx, e, err, c.json, nil, 0, sr, 0)
+		return finishEval(ctx, e, err, c.json, nil, 0)
 	}
-	return finishEval(ctx, e, nil, c.json, sum, sum.ModelErrors, sr, sum.Samples+sum.Missing)
+	return finishEval(ctx, e, nil, c.json, sum, sum.ModelErrors)
 }
 
 // sampleErrorLogger prints a sample the model server failed, under the

@@ -4,19 +4,16 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"strconv"
 
 	"cwm/internal/command"
 	"cwm/internal/eval"
-	"cwm/internal/shard"
 )
 
 type evalObserveCmd struct {
 	endpointFlags
-	trajectories, out, api string
-	perTraj                int
-	shard                  string
-	json, quiet            bool
+	evalOutput
+	trajectories, api string
+	perTraj           int
 }
 
 func (*evalObserveCmd) Name() string { return "eval observe" }
@@ -48,12 +45,9 @@ Example:
 
 func (c *evalObserveCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.trajectories, "trajectories", "", "trajectories `file` (forage or reward output)")
-	fs.StringVar(&c.out, "out", "", "output `file` (JSONL, one line per prediction; appended to, resumed)")
 	fs.StringVar(&c.api, "api", "completions", "endpoint: completions (raw text) or chat (messages)")
 	fs.IntVar(&c.perTraj, "per-trajectory", 0, "at most `N` actions per trajectory (0: all)")
-	shardFlag(fs, &c.shard, "run the predictions")
-	fs.BoolVar(&c.json, "json", false, "print the summary as JSON")
-	fs.BoolVar(&c.quiet, "quiet", false, "print no progress")
+	c.evalOutput.register(fs, "prediction", "run the predictions")
 	c.endpointFlags.register(fs, "4096")
 }
 
@@ -74,9 +68,9 @@ func (c *evalObserveCmd) Run(ctx context.Context, e *command.Env, args []string)
 	if c.perTraj < 0 {
 		return command.Usagef("--per-trajectory must not be negative")
 	}
-	part, err := shard.Parse(c.shard)
+	part, err := c.part()
 	if err != nil {
-		return command.Usagef("--shard: %v", err)
+		return err
 	}
 	obs, err := eval.LoadObservations(c.trajectories, c.perTraj)
 	if err != nil {
@@ -89,18 +83,13 @@ func (c *evalObserveCmd) Run(ctx context.Context, e *command.Env, args []string)
 	if err != nil {
 		return err
 	}
-	sr, err := startEvalShard(c.Name(), c.out, part, c.trajectories, "per-trajectory", strconv.Itoa(c.perTraj))
-	if err != nil {
-		return err
-	}
-	opts := eval.ObserveOptions{Observations: obs, API: api, Client: client, Out: c.out, Shard: part, Concurrency: c.concurrency,
+	opts := eval.ObserveOptions{Observations: obs, API: api, Client: client, Out: c.out, Shard: part,
+		Input: c.trajectories, PerTrajectory: c.perTraj, Concurrency: c.concurrency,
 		OnModelError: func(key string, err error) { fmt.Fprintf(e.Stderr, "cwm eval observe: %s: %v\n", key, err) }}
-	if !c.quiet {
-		opts.Progress = e.Stderr
-	}
+	opts.Progress = progressTo(e, c.quiet)
 	sum, err := eval.RunObserve(ctx, opts)
 	if err != nil {
-		return finishEval(ctx, e, err, c.json, nil, 0, sr, 0)
+		return finishEval(ctx, e, err, c.json, nil, 0)
 	}
-	return finishEval(ctx, e, nil, c.json, sum, sum.ModelErrors, sr, sum.All.N+sum.Missing)
+	return finishEval(ctx, e, nil, c.json, sum, sum.ModelErrors)
 }

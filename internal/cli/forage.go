@@ -5,12 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"cwm/internal/agent"
-	"cwm/internal/batch"
 	"cwm/internal/command"
 	"cwm/internal/env"
 	"cwm/internal/episode"
@@ -118,7 +116,7 @@ func (c *forageCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		return command.Usagef("--max-turns, --context and --format-errors must be positive, --command-timeout at least 1s")
 	}
 	if err := c.mapping.Validate(); err != nil {
-		return command.UsageError(err.Error())
+		return err
 	}
 	if h := episode.History(c.history); h != episode.HistorySquash && h != episode.HistoryAmend {
 		return command.Usagef("--history %q: want squash or amend", c.history)
@@ -129,7 +127,7 @@ func (c *forageCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	}
 	proto, err := agent.NewProtocol(c.protocol, c.toolRole)
 	if err != nil {
-		return command.UsageError(err.Error())
+		return err
 	}
 	retries := c.retries
 	if retries == 0 {
@@ -141,7 +139,7 @@ func (c *forageCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		MaxRetries: retries, RequestTimeout: c.requestTimeout, PriceInput: c.priceIn, PriceOutput: c.priceOut,
 	})
 	if err != nil {
-		return command.UsageError(err.Error())
+		return err
 	}
 	tasks, err := task.Load(c.tasks)
 	if err != nil {
@@ -156,7 +154,7 @@ func (c *forageCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	}
 	defer closeRT()
 	opts := agent.ForageOptions{Tasks: tasks, Samples: c.samples, Out: c.out, Store: env.NewStore(e.Home),
-		Workers: c.concurrency, Shard: part, Seed: c.seed.ptr(),
+		Workers: c.concurrency, Shard: part, TasksFile: c.tasks, Seed: c.seed.ptr(),
 		OnFailure: func(t *task.Task, sample int, tr *trajectory.Trajectory, err error) {
 			if err != nil {
 				fmt.Fprintf(e.Stderr, "cwm forage: %s sample %d: %v\n", t.InstanceID, sample, err)
@@ -176,11 +174,6 @@ func (c *forageCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	if err != nil {
 		return err
 	}
-	sr, err := batch.StartShard(c.Name(), c.out, part, c.tasks)
-	if err != nil {
-		return err
-	}
-	sr.Param("samples", strconv.Itoa(c.samples))
 	if !c.quiet && f.Done() > 0 {
 		fmt.Fprintf(e.Stderr, "cwm forage: %d of %d episodes already in %s\n", f.Done(), f.Episodes(), c.out)
 	}
@@ -204,60 +197,5 @@ func (c *forageCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	if len(why) > 0 {
 		return fmt.Errorf("%s; run again to retry them", strings.Join(why, "; "))
 	}
-	if err := sr.Finish(f.Episodes()); err != nil {
-		return err
-	}
 	return nil
-}
-
-// optFloat and optInt are flags that remember whether they were given, so
-// that the server's defaults apply otherwise.
-type optFloat struct {
-	v   float64
-	set bool
-}
-
-func (o *optFloat) String() string {
-	if !o.set {
-		return ""
-	}
-	return strconv.FormatFloat(o.v, 'g', -1, 64)
-}
-
-func (o *optFloat) Set(s string) (err error) {
-	o.v, err = strconv.ParseFloat(s, 64)
-	o.set = err == nil
-	return err
-}
-
-func (o *optFloat) ptr() *float64 {
-	if !o.set {
-		return nil
-	}
-	return &o.v
-}
-
-func (o *optInt) ptr() *int64 {
-	if !o.set {
-		return nil
-	}
-	return &o.v
-}
-
-type optInt struct {
-	v   int64
-	set bool
-}
-
-func (o *optInt) String() string {
-	if !o.set {
-		return ""
-	}
-	return strconv.FormatInt(o.v, 10)
-}
-
-func (o *optInt) Set(s string) (err error) {
-	o.v, err = strconv.ParseInt(s, 10, 64)
-	o.set = err == nil
-	return err
 }

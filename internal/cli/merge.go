@@ -15,7 +15,6 @@ import (
 )
 
 type mergeCmd struct {
-	fs      *flag.FlagSet
 	out     string
 	stage   string
 	inputs  command.StringList
@@ -55,9 +54,8 @@ Exits 1 when a check fails. See docs/scale.md.`
 }
 
 func (c *mergeCmd) Flags(fs *flag.FlagSet) {
-	c.fs = fs
 	fs.StringVar(&c.out, "out", "", "merged output `FILE` (must not exist, unless --force)")
-	fs.StringVar(&c.stage, "stage", "", "`NAME` of the stage that wrote the shards (default: from their markers): "+mergeStageNames())
+	fs.StringVar(&c.stage, "stage", "", "`NAME` of the stage that wrote the shards (default: from their markers): "+stageNames())
 	fs.Var(&c.inputs, "input", "the stage's input `FILE` (repeatable; default: from the markers)")
 	fs.IntVar(&c.shards, "shards", 0, "`N` shards the run had (default: from the markers, else the number of files)")
 	fs.BoolVar(&c.partial, "partial", false, "write the output even when shards are missing or unfinished")
@@ -66,10 +64,6 @@ func (c *mergeCmd) Flags(fs *flag.FlagSet) {
 }
 
 func (c *mergeCmd) Run(ctx context.Context, e *command.Env, args []string) error {
-	args, err := interspersed(c.fs, args)
-	if err != nil {
-		return err
-	}
 	switch {
 	case c.out == "":
 		return command.Usagef("--out is required")
@@ -87,9 +81,9 @@ func (c *mergeCmd) Run(ctx context.Context, e *command.Env, args []string) error
 	if err != nil {
 		return err
 	}
-	st := mergeStages[stageName]
-	spec := batch.MergeSpec{Shards: args, Out: c.out, LineKey: st.lineKey, ItemKey: st.itemKey,
-		Count: c.shards, Sidecars: st.sidecars, Partial: c.partial}
+	st := findStage(stageName)
+	spec := st.MergeSpec(args, c.out)
+	spec.Count, spec.Partial = c.shards, c.partial
 	inputs := []string(c.inputs)
 	var params map[string]string
 	if marker != nil {
@@ -98,8 +92,8 @@ func (c *mergeCmd) Run(ctx context.Context, e *command.Env, args []string) error
 			inputs = marker.Inputs
 		}
 	}
-	if st.expected != nil && len(inputs) > 0 {
-		if spec.Expected, err = st.expected(inputs, params); err != nil {
+	if st.Expected != nil && len(inputs) > 0 {
+		if spec.Expected, err = st.Expected(inputs, params); err != nil {
 			return fmt.Errorf("the input's items: %w (give it with --input)", err)
 		}
 	}
@@ -146,8 +140,8 @@ func (c *mergeCmd) readMarkers(files []string) (string, *batch.Marker, error) {
 	if stage == "" {
 		return "", nil, command.Usagef("no shard has a marker (%s) to say which stage wrote it: give --stage", batch.MarkerPath(files[0]))
 	}
-	if _, ok := mergeStages[stage]; !ok {
-		return "", nil, command.Usagef("--stage %q: not a batch stage (%s)", stage, mergeStageNames())
+	if findStage(stage) == nil {
+		return "", nil, command.Usagef("--stage %q: not a batch stage (%s)", stage, stageNames())
 	}
 	return stage, first, nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"runtime"
 
-	"cwm/internal/batch"
 	"cwm/internal/command"
 	"cwm/internal/env"
 	"cwm/internal/reward"
@@ -66,7 +65,7 @@ func (c *rewardCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		return command.Usagef("--tasks, --in and --out are required")
 	}
 	if err := c.mapping.Validate(); err != nil {
-		return command.UsageError(err.Error())
+		return err
 	}
 	if c.concurrency < 1 {
 		return command.Usagef("--concurrency %d is below 1", c.concurrency)
@@ -79,7 +78,7 @@ func (c *rewardCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	if err != nil {
 		return fmt.Errorf("load tasks: %w", err)
 	}
-	sr, err := batch.StartShard(c.Name(), c.out, part, c.in)
+	sr, err := reward.Stage.Start(c.out, part, []string{c.in})
 	if err != nil {
 		return err
 	}

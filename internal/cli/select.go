@@ -7,7 +7,6 @@ import (
 	"os"
 	"time"
 
-	"cwm/internal/batch"
 	"cwm/internal/command"
 	"cwm/internal/env"
 	"cwm/internal/model"
@@ -156,7 +155,7 @@ func (c *selectCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		if client, err = model.NewClient(model.ClientConfig{BaseURL: c.baseURL, APIKey: os.Getenv(c.apiKeyEnv), Model: c.model,
 			Sampling:   model.Sampling{Temperature: c.temperature.ptr(), MaxTokens: c.maxTokens},
 			MaxRetries: retries, RequestTimeout: c.requestTimeout}); err != nil {
-			return command.UsageError(err.Error())
+			return err
 		}
 	}
 	if verifies {
@@ -167,7 +166,7 @@ func (c *selectCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		zero := 0.0
 		if verifier, err = model.NewClient(model.ClientConfig{BaseURL: c.baseURL, APIKey: os.Getenv(c.apiKeyEnv), Model: name,
 			Sampling: model.Sampling{Temperature: &zero}, MaxRetries: retries, RequestTimeout: c.requestTimeout}); err != nil {
-			return command.UsageError(err.Error())
+			return err
 		}
 	}
 	tasks, err := task.Load(c.tasks)
@@ -182,13 +181,9 @@ func (c *selectCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		Config: selection.Config{Client: client, Verifier: verifier, VerifyEach: c.verifyEach, Majority: c.majority, RegressionSet: c.regressionSet, Testgen: c.testgen, Tests: c.tests, Keep: c.keep, Regression: c.regression,
 			Method: method, Curves: !c.noCurves},
 		Tasks: tasks, Candidates: c.candidates, K: c.k, Out: c.out, Name: name,
-		Store: env.NewStore(e.Home), Workers: c.concurrency, Shard: part}
+		Store: env.NewStore(e.Home), Workers: c.concurrency, Shard: part, TasksFile: c.tasks}
 	if !c.quiet {
 		opts.Progress = e.Stderr
-	}
-	sr, err := batch.StartShard(c.Name(), c.out, part, c.tasks, c.candidates)
-	if err != nil {
-		return err
 	}
 	sbs, closeRT, err := openSandboxes(e, c.concurrency)
 	if err != nil {
@@ -213,5 +208,5 @@ func (c *selectCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	if len(errs) > 0 {
 		return fmt.Errorf("%d tasks could not be selected; run again to retry them", len(errs))
 	}
-	return sr.Finish(sum.Tasks)
+	return nil
 }

@@ -170,7 +170,7 @@ func (c *serveCmd) Run(ctx context.Context, e *command.Env, args []string) error
 		return command.Usagef("--history %q: want squash or amend", c.history)
 	}
 	if err := c.mapping.Validate(); err != nil {
-		return command.UsageError(err.Error())
+		return err
 	}
 	log, err := c.logger(e)
 	if err != nil {

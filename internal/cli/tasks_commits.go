@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 
-	"cwm/internal/batch"
 	"cwm/internal/command"
 	"cwm/internal/env"
 	"cwm/internal/envbuild"
@@ -122,7 +121,7 @@ func (c *tasksCommitsCmd) Run(ctx context.Context, e *command.Env, args []string
 		return err
 	}
 	defer src.close()
-	sr, err := batch.StartShard(c.Name(), c.out, part)
+	sr, err := tasks.CommitsStage.Start(c.out, part, nil)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"cwm/internal/batch"
 	"cwm/internal/command"
 	"cwm/internal/envbuild"
 	"cwm/internal/mutate"
@@ -97,7 +96,7 @@ func (c *tasksMutateCmd) Run(ctx context.Context, e *command.Env, args []string)
 	if err != nil {
 		return fmt.Errorf("tasks from %s: test-to-code map: %w", src.env.ID, err)
 	}
-	sr, err := batch.StartShard(c.Name(), c.out, shard)
+	sr, err := tasks.MutateStage.Start(c.out, shard, nil)
 	if err != nil {
 		return err
 	}

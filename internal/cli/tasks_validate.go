@@ -14,7 +14,6 @@ import (
 )
 
 type tasksValidateCmd struct {
-	fs            *flag.FlagSet // for flags after the arguments
 	json          bool
 	out           string
 	workers       int
@@ -37,7 +36,6 @@ verdict as a JSON line (the shard's, with --shard; cwm merge joins them).`
 }
 
 func (c *tasksValidateCmd) Flags(fs *flag.FlagSet) {
-	c.fs = fs
 	fs.BoolVar(&c.json, "json", false, "print every verdict as JSON")
 	fs.StringVar(&c.out, "out", "", "write the verdicts to `FILE` (JSONL, replaced when the run ends)")
 	fs.IntVar(&c.workers, "workers", 1, "check `N` tasks at once")
@@ -48,10 +46,6 @@ func (c *tasksValidateCmd) Flags(fs *flag.FlagSet) {
 }
 
 func (c *tasksValidateCmd) Run(ctx context.Context, e *command.Env, args []string) error {
-	args, err := interspersed(c.fs, args)
-	if err != nil {
-		return err
-	}
 	if len(args) != 1 {
 		return command.Usagef("want one tasks file")
 	}
@@ -71,7 +65,7 @@ func (c *tasksValidateCmd) Run(ctx context.Context, e *command.Env, args []strin
 	}
 	var sr *batch.ShardRun
 	if c.out != "" {
-		if sr, err = batch.StartShard(c.Name(), c.out, part, args[0]); err != nil {
+		if sr, err = tasks.ValidateStage.Start(c.out, part, args[:1]); err != nil {
 			return err
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"time"
 
-	"cwm/internal/batch"
 	"cwm/internal/command"
 	"cwm/internal/sandbox"
 	"cwm/internal/shard"
@@ -97,7 +96,7 @@ func (c *traceFuncCmd) Run(ctx context.Context, e *command.Env, args []string) e
 	if err != nil {
 		return err
 	}
-	sr, err := batch.StartShard(c.Name(), c.out, part, c.in)
+	sr, err := tracer.FuncStage.Start(c.out, part, []string{c.in})
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"time"
 
-	"cwm/internal/batch"
 	"cwm/internal/command"
 	"cwm/internal/shard"
 	"cwm/internal/tracer"
@@ -108,7 +107,7 @@ func (c *traceRepoCmd) Run(ctx context.Context, e *command.Env, args []string) e
 	if err != nil {
 		return err
 	}
-	sr, err := batch.StartShard(c.Name(), c.out, part)
+	sr, err := tracer.RepoStage.Start(c.out, part, nil)
 	if err != nil {
 		return err
 	}

@@ -73,7 +73,8 @@ func (p *Program) Run(ctx context.Context, args []string, stdin io.Reader, stdou
 // as Run does.
 func Exec(ctx context.Context, e *Env, cmd Command, args []string) int {
 	fs := flagSet(cmd)
-	if err := fs.Parse(args); err != nil {
+	args, err := parseArgs(fs, cmd, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printCommandHelp(e.Stdout, cmd, fs)
 			return 0
@@ -82,7 +83,7 @@ func Exec(ctx context.Context, e *Env, cmd Command, args []string) int {
 		printCommandHelp(e.Stderr, cmd, fs)
 		return 2
 	}
-	return exitCode(cmd.Run(ctx, e, fs.Args()), cmd, fs, e.Stderr)
+	return exitCode(cmd.Run(ctx, e, args), cmd, fs, e.Stderr)
 }
 
 func flagSet(cmd Command) *flag.FlagSet {

@@ -26,6 +26,10 @@ type templates struct {
 	mu     sync.Mutex // guards m and the fields of its entries
 	m      map[string]*template
 	closed bool
+	// evicting counts the evicted templates still closing (off the lock:
+	// a close takes a sandbox's teardown); close waits for them, so that
+	// Server.Close returns with every sandbox of the server closed.
+	evicting sync.WaitGroup
 }
 
 // template is one prepared task; ready closes once ep or err is set.
@@ -112,6 +116,9 @@ func (ts *templates) prepare(ctx context.Context, e *env.Env, t *task.Task) (*ep
 // evictLocked closes the least recently used templates past max that no
 // reset is forking.
 func (ts *templates) evictLocked() {
+	if ts.closed {
+		return // close has taken the templates (and waits for evicting)
+	}
 	for len(ts.m) > ts.max {
 		var oldKey string
 		var old *template
@@ -127,7 +134,7 @@ func (ts *templates) evictLocked() {
 			return
 		}
 		delete(ts.m, oldKey)
-		go old.ep.Close()
+		ts.evicting.Go(func() { old.ep.Close() })
 	}
 }
 
@@ -144,4 +151,5 @@ func (ts *templates) close() {
 			tp.ep.Close()
 		}
 	}
+	ts.evicting.Wait()
 }

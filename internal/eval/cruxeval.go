@@ -35,6 +35,9 @@ type Options struct {
 	// to and resumed.
 	Out   string
 	Shard shard.Shard
+	// Input is the file the items were read from, which a shard's marker
+	// records for cwm merge (empty: none).
+	Input string
 	// Concurrency is how many samples are in flight at once.
 	Concurrency int
 	// Progress, when set, shows a progress bar.
@@ -93,7 +96,7 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 		opts.Samples = 1
 	}
 	if _, err := BuildPrompt(opts.Mode, opts.API, &Problem{ID: "check", Code: "def f(): pass"}); err != nil {
-		return nil, errkind.Wrap(errkind.Usage, err)
+		return nil, err
 	}
 	if err := checkOutMode(opts.Out, opts.Mode); err != nil {
 		return nil, err
@@ -104,24 +107,26 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 			items = append(items, item{&opts.Problems[i], s})
 		}
 	}
-	run, err := runStage(ctx, stage[item, Line]{label: "eval cruxeval " + string(opts.Mode), items: items,
-		key: func(it item) string { return key(it.p.ID, it.sample) }, lineKey: lineKey, out: opts.Out, shard: opts.Shard,
-		concurrency: opts.Concurrency, progress: opts.Progress,
-		do:      func(ctx context.Context, it item) (Line, error) { return sampleOne(ctx, &opts, it) },
-		outcome: func(l Line) string { return string(l.Verdict) },
-		onModelError: func(it item, err error) {
+	itemKey := func(it item) string { return key(it.p.ID, it.sample) }
+	run, err := batch.RunStage(ctx, batch.Job[item, Line]{Stage: &CruxEvalStage, Label: "eval cruxeval " + string(opts.Mode),
+		Items: items, Key: itemKey, Out: opts.Out, Shard: opts.Shard, Order: batch.UnfinishedLast,
+		Inputs: inputs(opts.Input), Params: []string{"mode", string(opts.Mode), "samples", strconv.Itoa(opts.Samples)},
+		Workers: opts.Concurrency, Progress: opts.Progress,
+		Do:      func(ctx context.Context, _ int, it item) (Line, error) { return sampleOne(ctx, &opts, it) },
+		Outcome: func(l Line) string { return string(l.Verdict) },
+		Aside: modelErrorsAside(func(it item, err error) {
 			if opts.OnModelError != nil {
 				opts.OnModelError(it.p.ID, it.sample, err)
 			}
-		}})
+		})})
 	if err != nil {
 		return nil, err
 	}
-	sum, err := SummarizeEcho(opts.Out, opts.Mode, run.want, opts.CountEcho)
+	sum, err := SummarizeEcho(opts.Out, opts.Mode, run.Want(itemKey), opts.CountEcho)
 	if err != nil {
 		return nil, err
 	}
-	sum.Resumed, sum.ModelErrors, sum.Seconds = run.resumed, run.modelErrors, run.seconds
+	sum.Resumed, sum.ModelErrors, sum.Seconds = run.Plan.Resumed(), run.SetAside, run.Seconds
 	if opts.Client != nil {
 		sum.Model = opts.Client.Model()
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"cwm/internal/batch"
 	"cwm/internal/errkind"
 	"cwm/internal/jsonl"
 	"cwm/internal/model"
@@ -246,11 +247,14 @@ type FidelityOptions struct {
 	Traces []TraceRecord
 	// Full asks for each whole trace; Next for that many teacher-forced
 	// frames per trace (NextSteps).
-	Full        bool
-	Next        int
-	Client      *model.Client
-	Out         string
-	Shard       shard.Shard
+	Full   bool
+	Next   int
+	Client *model.Client
+	Out    string
+	Shard  shard.Shard
+	// Input is the file the items were read from, which a shard's marker
+	// records for cwm merge (empty: none).
+	Input       string
 	Concurrency int
 	Progress    io.Writer
 	// OnModelError is told of each request the model server failed.
@@ -292,9 +296,11 @@ func RunFidelity(ctx context.Context, opts FidelityOptions) (*FidelitySummary, e
 			items = append(items, fitem{r, "next", s})
 		}
 	}
-	run, err := runStage(ctx, stage[fitem, FidelityLine]{label: "eval fidelity", items: items, key: fitem.key, lineKey: FidelityLineKey,
-		out: opts.Out, shard: opts.Shard, concurrency: opts.Concurrency, progress: opts.Progress,
-		do: func(ctx context.Context, it fitem) (FidelityLine, error) {
+	run, err := batch.RunStage(ctx, batch.Job[fitem, FidelityLine]{Stage: &FidelityStage, Label: "eval fidelity", Items: items,
+		Key: fitem.key, Out: opts.Out, Shard: opts.Shard, Order: batch.UnfinishedLast,
+		Inputs: inputs(opts.Input), Params: []string{"next", strconv.Itoa(opts.Next)},
+		Workers: opts.Concurrency, Progress: opts.Progress,
+		Do: func(ctx context.Context, _ int, it fitem) (FidelityLine, error) {
 			pr := Prompt{Text: TracePrompt(it.r, it.step), Stop: []string{trace.TokEndOfText}}
 			if it.task == "next" {
 				pr.Stop = []string{trace.TokFrameSep}
@@ -313,20 +319,20 @@ func RunFidelity(ctx context.Context, opts FidelityOptions) (*FidelitySummary, e
 			l.PromptTokens, l.CompletionTokens, l.Retries = rep.Usage.PromptTokens, rep.Usage.CompletionTokens, rep.Retries.Total()
 			return l, nil
 		},
-		outcome: func(l FidelityLine) string { return l.Task },
-		onModelError: func(it fitem, err error) {
+		Outcome: func(l FidelityLine) string { return l.Task },
+		Aside: modelErrorsAside(func(it fitem, err error) {
 			if opts.OnModelError != nil {
 				opts.OnModelError(it.key(), err)
 			}
-		}})
+		})})
 	if err != nil {
 		return nil, err
 	}
-	sum, err := SummarizeFidelity(opts.Out, run.want)
+	sum, err := SummarizeFidelity(opts.Out, run.Want(fitem.key))
 	if err != nil {
 		return nil, err
 	}
-	sum.ModelErrors, sum.Resumed, sum.Seconds = run.modelErrors, run.resumed, run.seconds
+	sum.ModelErrors, sum.Resumed, sum.Seconds = run.SetAside, run.Plan.Resumed(), run.Seconds
 	if opts.Client != nil {
 		sum.Model = opts.Client.Model()
 	}

@@ -7,10 +7,12 @@ import (
 	"io"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"cwm/internal/batch"
 	"cwm/internal/errkind"
 	"cwm/internal/jsonl"
 	"cwm/internal/model"
@@ -159,9 +161,12 @@ type HaltOptions struct {
 	Think  Think
 	Client *model.Client
 	// Runner runs a program with HaltTimeout (a Scorer made with it).
-	Runner      *Scorer
-	Out         string
-	Shard       shard.Shard
+	Runner *Scorer
+	Out    string
+	Shard  shard.Shard
+	// Input is the file the items were read from, which a shard's marker
+	// records for cwm merge (empty: none).
+	Input       string
 	Concurrency int
 	Progress    io.Writer
 	// OnModelError is told of each sample the model server failed.
@@ -214,10 +219,12 @@ func RunHalt(ctx context.Context, opts HaltOptions) (*HaltSummary, error) {
 	for i := range opts.Programs {
 		runs[opts.Programs[i].ID] = &runOnce{}
 	}
-	run, err := runStage(ctx, stage[hitem, HaltLine]{label: "eval halt", items: items,
-		key: func(it hitem) string { return key(it.p.ID, it.sample) }, lineKey: lineKey, out: opts.Out, shard: opts.Shard,
-		concurrency: opts.Concurrency, progress: opts.Progress,
-		do: func(ctx context.Context, it hitem) (HaltLine, error) {
+	itemKey := func(it hitem) string { return key(it.p.ID, it.sample) }
+	run, err := batch.RunStage(ctx, batch.Job[hitem, HaltLine]{Stage: &HaltStage, Label: "eval halt", Items: items,
+		Key: itemKey, Out: opts.Out, Shard: opts.Shard, Order: batch.UnfinishedLast,
+		Inputs: inputs(opts.Input), Params: []string{"mode", string(opts.Mode), "samples", strconv.Itoa(opts.Samples)},
+		Workers: opts.Concurrency, Progress: opts.Progress,
+		Do: func(ctx context.Context, _ int, it hitem) (HaltLine, error) {
 			pr, err := BuildHaltPrompt(opts.Mode, opts.API, it.p, opts.Think)
 			if err != nil {
 				return HaltLine{}, err
@@ -249,20 +256,20 @@ func RunHalt(ctx context.Context, opts HaltOptions) (*HaltSummary, error) {
 			}
 			return l, nil
 		},
-		outcome: func(l HaltLine) string { return map[bool]string{true: "right", false: "wrong"}[l.Correct] },
-		onModelError: func(it hitem, err error) {
+		Outcome: func(l HaltLine) string { return map[bool]string{true: "right", false: "wrong"}[l.Correct] },
+		Aside: modelErrorsAside(func(it hitem, err error) {
 			if opts.OnModelError != nil {
 				opts.OnModelError(it.p.ID, it.sample, err)
 			}
-		}})
+		})})
 	if err != nil {
 		return nil, err
 	}
-	sum, err := SummarizeHalt(opts.Out, run.want)
+	sum, err := SummarizeHalt(opts.Out, run.Want(itemKey))
 	if err != nil {
 		return nil, err
 	}
-	sum.ModelErrors, sum.Resumed, sum.Seconds = run.modelErrors, run.resumed, run.seconds
+	sum.ModelErrors, sum.Resumed, sum.Seconds = run.SetAside, run.Plan.Resumed(), run.Seconds
 	sum.Model, sum.Mode = opts.Client.Model(), opts.Mode
 	return sum, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"cwm/internal/batch"
 	"cwm/internal/errkind"
 	"cwm/internal/jsonl"
 	"cwm/internal/lazyre"
@@ -249,9 +250,15 @@ type ObserveOptions struct {
 	Client       *model.Client
 	Out          string
 	Shard        shard.Shard
-	Concurrency  int
-	Progress     io.Writer
-	OnModelError func(key string, err error)
+	// Input is the file the items were read from, which a shard's marker
+	// records for cwm merge (empty: none).
+	Input string
+	// PerTrajectory is how many observations of a trajectory the items
+	// were cut to, which a shard's marker records.
+	PerTrajectory int
+	Concurrency   int
+	Progress      io.Writer
+	OnModelError  func(key string, err error)
 }
 
 func observeKey(id string, msg int) string { return id + "@" + strconv.Itoa(msg) }
@@ -273,9 +280,11 @@ func RunObserve(ctx context.Context, opts ObserveOptions) (*ObserveSummary, erro
 	for i := range opts.Observations {
 		items[i] = &opts.Observations[i]
 	}
-	run, err := runStage(ctx, stage[*Observation, ObserveLine]{label: "eval observe", items: items, key: key, lineKey: ObserveLineKey,
-		out: opts.Out, shard: opts.Shard, concurrency: opts.Concurrency, progress: opts.Progress,
-		do: func(ctx context.Context, o *Observation) (ObserveLine, error) {
+	run, err := batch.RunStage(ctx, batch.Job[*Observation, ObserveLine]{Stage: &ObserveStage, Label: "eval observe", Items: items,
+		Key: key, Out: opts.Out, Shard: opts.Shard, Order: batch.UnfinishedLast,
+		Inputs: inputs(opts.Input), Params: []string{"per-trajectory", strconv.Itoa(opts.PerTrajectory)},
+		Workers: opts.Concurrency, Progress: opts.Progress,
+		Do: func(ctx context.Context, _ int, o *Observation) (ObserveLine, error) {
 			rep, err := ask(ctx, opts.Client, opts.API, BuildObservePrompt(opts.API, o), nil, 0)
 			if err != nil {
 				return ObserveLine{}, err
@@ -286,20 +295,20 @@ func RunObserve(ctx context.Context, opts ObserveOptions) (*ObserveSummary, erro
 			l.Exact, l.Normalized, l.Similarity = ScoreObservation(l.Completion, o.Truth)
 			return l, nil
 		},
-		outcome: func(l ObserveLine) string { return l.Tool },
-		onModelError: func(o *Observation, err error) {
+		Outcome: func(l ObserveLine) string { return l.Tool },
+		Aside: modelErrorsAside(func(o *Observation, err error) {
 			if opts.OnModelError != nil {
 				opts.OnModelError(key(o), err)
 			}
-		}})
+		})})
 	if err != nil {
 		return nil, err
 	}
-	sum, err := SummarizeObserve(opts.Out, run.want)
+	sum, err := SummarizeObserve(opts.Out, run.Want(key))
 	if err != nil {
 		return nil, err
 	}
-	sum.ModelErrors, sum.Resumed, sum.Seconds = run.modelErrors, run.resumed, run.seconds
+	sum.ModelErrors, sum.Resumed, sum.Seconds = run.SetAside, run.Plan.Resumed(), run.Seconds
 	return sum, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"cwm/internal/errkind"
 	"cwm/internal/model"
 	"cwm/internal/trace"
 	"cwm/internal/tracer"
@@ -54,7 +55,7 @@ func ParseMode(s string) (Mode, error) {
 			return m, nil
 		}
 	}
-	return "", fmt.Errorf("unknown mode %q: want one of %s", s, joinModes())
+	return "", errkind.Errorf(errkind.Usage, "unknown mode %q: want one of %s", s, joinModes())
 }
 
 func joinModes() string {
@@ -157,18 +158,18 @@ func BuildPromptThink(mode Mode, api API, p *Problem, think Think) (Prompt, erro
 		return cwmChat(sys, user, think), nil
 	case TraceFinal, TraceFull:
 		if api == Chat {
-			return Prompt{}, fmt.Errorf("mode %s writes CWM's special tokens and needs --api completions", mode)
+			return Prompt{}, errkind.Errorf(errkind.Usage, "mode %s writes CWM's special tokens and needs --api completions", mode)
 		}
 		ctx := p.TraceContext()
 		if tok := trace.SpecialToken(ctx); tok != "" {
-			return Prompt{}, fmt.Errorf("problem %s: its code holds CWM's special token %s", p.ID, tok)
+			return Prompt{}, errkind.Errorf(errkind.Input, "problem %s: its code holds CWM's special token %s", p.ID, tok)
 		}
 		if mode == TraceFull {
 			return Prompt{Text: fill(promptFile("trace-full.txt"), "{context}", ctx), Stop: []string{trace.TokEndOfText}}, nil
 		}
 		return Prompt{Text: fill(promptFile("trace-final.txt"), "{context}", ctx, "{call}", p.Call()), Stop: []string{trace.TokFrameSep}}, nil
 	}
-	return Prompt{}, fmt.Errorf("unknown mode %q", mode)
+	return Prompt{}, errkind.Errorf(errkind.Usage, "unknown mode %q", mode)
 }
 
 func chatOrText(api API, system, user string, stop []string) Prompt {

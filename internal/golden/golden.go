@@ -9,6 +9,7 @@
 package golden
 
 import (
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -45,3 +46,14 @@ func Check(t testing.TB, path, got string) {
 // Updating reports whether the tests run with -update, for fixtures
 // refreshed by other means (testscript's UpdateScripts).
 func Updating() bool { return *update }
+
+// CheckJSON compares v, marshalled as one JSON line, with the golden file
+// at path: the form of a JSONL format's line.
+func CheckJSON(t testing.TB, path string, v any) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("marshal the line of %s: %v", path, err)
+	}
+	Check(t, path, string(b)+"\n")
+}

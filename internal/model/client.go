@@ -75,10 +75,10 @@ type Client struct {
 // NewClient returns a client for cfg.
 func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.BaseURL == "" {
-		return nil, errors.New("model client: no base URL")
+		return nil, errkind.New(errkind.Usage, "model client: no base URL")
 	}
 	if cfg.Model == "" {
-		return nil, errors.New("model client: no model name")
+		return nil, errkind.New(errkind.Usage, "model client: no model name")
 	}
 	if cfg.MaxRetries == 0 {
 		cfg.MaxRetries = 6

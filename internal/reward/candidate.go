@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"cwm/internal/batch"
 	"cwm/internal/jsonl"
 	"cwm/internal/trajectory"
 )
@@ -77,10 +78,25 @@ func (c candidate) graded() (patch, from string) {
 func groupKey(id, model string) string       { return model + "\x00" + id }
 func lineKey(id, model string, n int) string { return fmt.Sprintf("%s\x00%s\x00%d", model, id, n) }
 
-// ScoredKeys are the keys of a line cwm reward wrote: the line's own (task,
+// Stage is cwm reward as a batch stage: a scored line is keyed by its
+// task, model and sample; its item, which decided its shard, is its task
+// group.
+var Stage = batch.Stage{Name: "reward", LineKey: scoredLine, ItemKey: scoredGroup}
+
+func scoredLine(line []byte) (string, error) {
+	k, _, err := scoredKeys(line)
+	return k, err
+}
+
+func scoredGroup(line []byte) (string, error) {
+	_, g, err := scoredKeys(line)
+	return g, err
+}
+
+// scoredKeys are the keys of a line cwm reward wrote: the line's own (task,
 // model and sample) and its task group's (task and model), by which the
 // stage shards its input. cwm merge checks shard outputs with them.
-func ScoredKeys(line []byte) (key, group string, err error) {
+func scoredKeys(line []byte) (key, group string, err error) {
 	c, _, err := decodeCandidate(line)
 	if err != nil {
 		return "", "", err

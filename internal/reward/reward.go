@@ -1,6 +1,6 @@
 package reward
 
-import "fmt"
+import "cwm/internal/errkind"
 
 // Mapping turns a grading into a scalar reward.
 type Mapping struct {
@@ -19,21 +19,22 @@ type Mapping struct {
 	Scale float64
 }
 
-// Validate checks the mapping and fills in the default threshold.
+// Validate checks the mapping and fills in the default threshold; a
+// wrong one is an errkind.Usage error (it comes from flags or options).
 func (m *Mapping) Validate() error {
 	switch m.Kind {
 	case "binary", "cwm":
 	default:
-		return fmt.Errorf("reward kind %q is not binary or cwm", m.Kind)
+		return errkind.Errorf(errkind.Usage, "reward kind %q is not binary or cwm", m.Kind)
 	}
 	if m.Threshold == 0 {
 		m.Threshold = 0.5
 	}
 	if !(m.Threshold > 0 && m.Threshold <= 1) {
-		return fmt.Errorf("similarity threshold %v is not in (0, 1]", m.Threshold)
+		return errkind.Errorf(errkind.Usage, "similarity threshold %v is not in (0, 1]", m.Threshold)
 	}
 	if m.Scale < 0 {
-		return fmt.Errorf("reward scale %v is negative", m.Scale)
+		return errkind.Errorf(errkind.Usage, "reward scale %v is negative", m.Scale)
 	}
 	return nil
 }

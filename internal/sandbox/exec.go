@@ -61,7 +61,6 @@ const (
 	ReasonFileSize  Reason = "filesize"
 	ReasonDisk      Reason = "disk"
 	ReasonCancelled Reason = "cancelled"
-	ReasonReset     Reason = "reset"
 )
 
 // Result is how a command ended.

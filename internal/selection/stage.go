@@ -16,7 +16,6 @@ import (
 	"cwm/internal/env"
 	"cwm/internal/errkind"
 	"cwm/internal/jsonl"
-	"cwm/internal/progress"
 	"cwm/internal/reward"
 	"cwm/internal/shard"
 	"cwm/internal/task"
@@ -40,6 +39,9 @@ type Options struct {
 	Store   *env.Store
 	Workers int
 	Shard   shard.Shard
+	// TasksFile is the file Tasks were read from, which a shard's marker
+	// records beside Candidates (empty: none).
+	TasksFile string
 	// Progress receives a progress bar; nil for none.
 	Progress io.Writer
 }
@@ -55,6 +57,10 @@ type Line struct {
 	// directory.
 	TestsFile string `json:"tests_file"`
 }
+
+// Stage is cwm select as a batch stage: a line per task, keyed by its
+// instance_id.
+var Stage = batch.Stage{Name: "select", LineKey: jsonl.Field("instance_id")}
 
 // TestsFile is what a task's tests file holds.
 type TestsFile struct {
@@ -93,72 +99,56 @@ func Run(ctx context.Context, sbs *env.Sandboxes, opts Options) (*Summary, []Tas
 			items = append(items, t)
 		}
 	}
-	plan, err := batch.Resume(batch.Spec[*task.Task]{Items: items, Key: func(t *task.Task) string { return t.InstanceID },
-		Out: opts.Out, OutKey: jsonl.Field("instance_id"), Shard: opts.Shard})
-	if err != nil {
-		return nil, nil, err
-	}
 	envs := map[string]*env.Env{}
-	for _, t := range plan.Todo {
-		if _, ok := envs[t.EnvID]; ok {
-			continue
-		}
-		if t.EnvID == "" {
-			return nil, nil, errkind.Errorf(errkind.Input, "task %s has no env_id", t.InstanceID)
-		}
-		e, err := opts.Store.Resolve(t.EnvID)
-		if err != nil {
-			return nil, nil, fmt.Errorf("task %s: %w", t.InstanceID, err)
-		}
-		envs[t.EnvID] = e
-	}
 	var errs []TaskError
-	if len(plan.Todo) > 0 {
-		if err := os.MkdirAll(TestsDir(opts.Out), 0o755); err != nil {
-			return nil, nil, err
-		}
-		w, err := jsonl.Append(opts.Out)
-		if err != nil {
-			return nil, nil, err
-		}
-		defer w.Close()
-		var bar *progress.Bar
-		if opts.Progress != nil {
-			bar = progress.New(opts.Progress, "select", len(plan.Todo))
-		}
-		type out struct {
-			res    *Result
-			prompt string
-		}
-		err = batch.Run(ctx, plan.Todo, batch.Options[*task.Task]{Workers: opts.Workers, Progress: bar},
-			func(ctx context.Context, _ int, t *task.Task) (*Result, error) {
-				return Select(ctx, sbs, opts.Config, Input{Task: t, Env: envs[t.EnvID], Cands: groups[t.InstanceID], Shuffle: shuffles[t.InstanceID]})
-			},
-			func(t *task.Task, res *Result, err error) error {
-				if ctx.Err() != nil {
-					return nil
+	run, err := batch.RunStage(ctx, batch.Job[*task.Task, *Result]{Stage: &Stage, Label: "select", Items: items,
+		Key: func(t *task.Task) string { return t.InstanceID }, Out: opts.Out, Shard: opts.Shard,
+		Inputs: []string{opts.TasksFile, opts.Candidates}, Workers: opts.Workers, Progress: opts.Progress, QuietIdle: true,
+		Prepare: func(plan batch.Plan[*task.Task]) error {
+			for _, t := range plan.Todo {
+				if _, ok := envs[t.EnvID]; ok {
+					continue
 				}
-				if err == nil {
-					err = writeTask(opts, t, groups[t.InstanceID], res, w)
+				if t.EnvID == "" {
+					return errkind.Errorf(errkind.Input, "task %s has no env_id", t.InstanceID)
 				}
+				e, err := opts.Store.Resolve(t.EnvID)
 				if err != nil {
-					errs = append(errs, TaskError{ID: t.InstanceID, Error: err.Error()})
-					bar.Count("failed")
-					return nil
+					return fmt.Errorf("task %s: %w", t.InstanceID, err)
 				}
-				switch {
-				case res.Resolved != nil && *res.Resolved:
-					bar.Count("resolved")
-				case res.Winner < 0:
-					bar.Count("no winner")
-				}
+				envs[t.EnvID] = e
+			}
+			if len(plan.Todo) == 0 {
 				return nil
-			})
-		bar.Done()
-		if err != nil {
-			return nil, errs, err
-		}
+			}
+			return os.MkdirAll(TestsDir(opts.Out), 0o755)
+		},
+		Do: func(ctx context.Context, _ int, t *task.Task) (*Result, error) {
+			return Select(ctx, sbs, opts.Config, Input{Task: t, Env: envs[t.EnvID], Cands: groups[t.InstanceID], Shuffle: shuffles[t.InstanceID]})
+		},
+		Write: func(w *jsonl.Writer, t *task.Task, res *Result, err error) (string, error) {
+			if err == nil {
+				err = writeTask(opts, t, groups[t.InstanceID], res, w)
+			}
+			switch {
+			case err != nil:
+				return "", err
+			case res.Resolved != nil && *res.Resolved:
+				return "resolved", nil
+			case res.Winner < 0:
+				return "no winner", nil
+			}
+			return "", nil
+		},
+		// A task that fails is reported and left for the next run.
+		Aside: func(t *task.Task, err error) string {
+			errs = append(errs, TaskError{ID: t.InstanceID, Error: err.Error()})
+			return "failed"
+		}})
+	if err != nil {
+		return nil, errs, err
 	}
+	plan := run.Plan
 	sum, err := summarize(opts.Out, plan.Mine)
 	if err != nil {
 		return nil, errs, err

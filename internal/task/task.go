@@ -84,6 +84,19 @@ func Load(path string) ([]Task, error) {
 	return load(path, jsonl.ScanInput)
 }
 
+// LoadAll reads the tasks files a run was given, in order, as Load does.
+func LoadAll(paths []string) ([]Task, error) {
+	var all []Task
+	for _, p := range paths {
+		ts, err := Load(p)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, ts...)
+	}
+	return all, nil
+}
+
 // Written reads the tasks an earlier run of a stage wrote to path, to
 // resume it: a missing file holds none, and a torn last line (the run was
 // killed while writing it) is left for jsonl.Append to cut off.

@@ -286,7 +286,7 @@ func (r *mutateRun) candidates(ctx context.Context, sb *sandbox.Sandbox, cov *en
 		}
 	}
 	keep := func(file string, fn mutate.Func, affects []mutate.Func) bool {
-		if !r.opts.Shard.Has(file + "\x00" + fn.Name) {
+		if !r.opts.Shard.Has(functionKey(file, fn.Name)) {
 			return false
 		}
 		if len(wanted) == 0 {

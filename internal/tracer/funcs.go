@@ -137,7 +137,7 @@ type Funcs struct {
 // a killed run left unfinished last (batch.UnfinishedLast).
 func NewFuncs(opts FuncsOptions) (*Funcs, error) {
 	plan, err := batch.Resume(batch.Spec[FuncLine]{Items: opts.Funcs, Key: func(f FuncLine) string { return f.ID },
-		Out: opts.Out, OutKey: jsonl.Field("id"), Shard: opts.Shard, Order: batch.UnfinishedLast})
+		Out: opts.Out, OutKey: FuncStage.LineKey, Shard: opts.Shard, Order: batch.UnfinishedLast})
 	if err != nil {
 		return nil, err
 	}

@@ -43,6 +43,10 @@ func (c *runCmd) Flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.json, "json", false, "after the command, print its result as JSON on stderr")
 }
 
+// Verbatim: the arguments from CMD on are CMD's, flags among them too
+// ("sandbox run python3 -c ..."), whether or not "--" comes before it.
+func (*runCmd) Verbatim() {}
+
 func (c *runCmd) Run(ctx context.Context, e *command.Env, args []string) error {
 	if len(args) == 0 {
 		return command.Usagef("no command given")
