@@ -28,6 +28,7 @@ type serveCmd struct {
 	history                  string
 	maxSessions, templates   int
 	idleTimeout, drainGrace  time.Duration
+	bodyTimeout              time.Duration
 	limits                   agent.Limits
 	maxMessage               command.ByteSize
 	trajectories, addrFile   string
@@ -90,6 +91,7 @@ func (c *serveCmd) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.limits.WallTime, "episode-timeout", d.WallTime, "wall-clock limit of an episode, checked at each step")
 	c.maxMessage = 16 << 20
 	fs.Var(&c.maxMessage, "max-message-bytes", "largest /ws message or REST body (`size`: 16M, 1G, ...)")
+	fs.DurationVar(&c.bodyTimeout, "body-timeout", 30*time.Second, "how long a request's body may take to arrive once its headers have")
 	fs.DurationVar(&c.drainGrace, "drain-grace", 30*time.Second, "on SIGTERM, how long in-flight steps may take")
 	fs.IntVar(&c.templates, "templates", 64, "prepared tasks kept so that resets copy them")
 	fs.StringVar(&c.trajectories, "trajectories", "", "append every finished swe and shell episode to this `file` (JSONL trajectories)")
@@ -161,8 +163,8 @@ func (c *serveCmd) Run(ctx context.Context, e *command.Env, args []string) error
 		return command.Usagef("--max-sessions, --templates and --trace-workers must be at least 1")
 	case c.limits.MaxTurns < 1 || c.limits.ContextTokens < 1 || c.limits.MaxFormatErrors < 1:
 		return command.Usagef("--max-turns, --context and --format-errors must be at least 1")
-	case c.limits.CommandTimeout < time.Second || c.drainGrace <= 0 || c.idleTimeout < 0 || c.limits.WallTime <= 0:
-		return command.Usagef("--step-timeout must be at least 1s; --drain-grace and --episode-timeout positive; --idle-timeout not negative")
+	case c.limits.CommandTimeout < time.Second || c.drainGrace <= 0 || c.bodyTimeout <= 0 || c.idleTimeout < 0 || c.limits.WallTime <= 0:
+		return command.Usagef("--step-timeout must be at least 1s; --drain-grace, --body-timeout and --episode-timeout positive; --idle-timeout not negative")
 	case c.maxMessage < 1024:
 		return command.Usagef("--max-message-bytes must be at least 1K")
 	}
@@ -213,7 +215,7 @@ func (c *serveCmd) Run(ctx context.Context, e *command.Env, args []string) error
 		Sandboxes: env.NewSandboxes(rt), Store: env.NewStore(e.Home), Tasks: tasks, Traces: traces,
 		Kind: c.kind, Protocol: c.protocol, ToolRole: c.toolRole, History: episode.History(c.history),
 		Limits: c.limits, Mapping: c.mapping, MaxSessions: c.maxSessions, IdleTimeout: c.idleTimeout,
-		MaxMessageBytes: int64(c.maxMessage), DrainGrace: c.drainGrace, Templates: c.templates,
+		MaxMessageBytes: int64(c.maxMessage), DrainGrace: c.drainGrace, BodyTimeout: c.bodyTimeout, Templates: c.templates,
 		Token: token, Trajectories: c.trajectories, Version: Version, Log: log,
 		NewTracer: func(ctx context.Context) (*tracer.Pool, error) {
 			return tracer.NewPool(ctx, rt, tracer.Options{Workers: c.traceWorkers, Log: log})

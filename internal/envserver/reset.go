@@ -81,8 +81,8 @@ func (s *Server) planReset(raw json.RawMessage) (*resetPlan, error) {
 	if err := onlyKindFields(raw, p.kind, allowed); err != nil {
 		return nil, err
 	}
-	if len(d.EpisodeID) > 255 {
-		return nil, invalid("string_too_long", "String should have at most 255 characters", "data", "episode_id")
+	if err := checkEpisodeID(d.EpisodeID, "data", "episode_id"); err != nil {
+		return nil, err
 	}
 	if d.Seed != nil && *d.Seed < 0 {
 		return nil, invalid("greater_than_equal", "Input should be greater than or equal to 0", "data", "seed")

@@ -67,6 +67,10 @@ type Options struct {
 	IdleTimeout time.Duration
 	// MaxMessageBytes bounds a /ws message or a REST body (16 MiB).
 	MaxMessageBytes int64
+	// BodyTimeout bounds how long a request's body may take to arrive
+	// once its headers have (30s): a client that drips its body cannot
+	// hold a connection and a handler for ever.
+	BodyTimeout time.Duration
 	// DrainGrace is how long in-flight steps may take once the server
 	// stops (30s).
 	DrainGrace time.Duration
@@ -153,6 +157,9 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxMessageBytes <= 0 {
 		opts.MaxMessageBytes = 16 << 20
 	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = 30 * time.Second
+	}
 	if opts.DrainGrace <= 0 {
 		opts.DrainGrace = 30 * time.Second
 	}
@@ -213,14 +220,14 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /schema", s.auth(s.schema))
 	mux.HandleFunc("GET /metadata", s.auth(s.metadata))
 	mux.HandleFunc("GET /metrics", s.auth(s.serveMetrics))
-	mux.HandleFunc("GET /ws", s.auth(s.serveWS))
+	mux.HandleFunc("GET /ws", s.authWS(s.serveWS))
 	mux.HandleFunc("GET /v1/episodes", s.auth(s.listEpisodes))
 	mux.HandleFunc("POST /v1/episodes", s.auth(s.createEpisode))
 	mux.HandleFunc("GET /v1/episodes/{id}", s.auth(s.getEpisode))
 	mux.HandleFunc("DELETE /v1/episodes/{id}", s.auth(s.deleteEpisode))
 	mux.HandleFunc("POST /v1/episodes/{id}/step", s.auth(s.stepEpisode))
 	mux.HandleFunc("POST /v1/episodes/{id}/clone", s.auth(s.cloneEpisode))
-	return s.logRequests(mux)
+	return s.logRequests(s.bodyDeadline(mux))
 }
 
 // Serve serves on ln until ctx is cancelled, then drains: no new

@@ -120,7 +120,7 @@ func errorDetails(err error) map[string]any {
 // REST) instead of taking a new slot.
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	attach := r.URL.Query().Get("episode_id")
-	ws, err := websocket.Accept(w, r, nil)
+	ws, err := websocket.Accept(&guardWriter{ResponseWriter: w, limit: s.opts.MaxMessageBytes}, r, nil)
 	if err != nil {
 		return // Accept answered the request
 	}
@@ -142,9 +142,15 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		for {
 			_, b, err := ws.Read(ctx)
 			if err != nil {
-				if errors.Is(err, websocket.ErrMessageTooBig) {
+				tooBig := errors.Is(err, errFrameTooBig)
+				if tooBig || errors.Is(err, websocket.ErrMessageTooBig) {
 					s.metrics.failed("MESSAGE_TOO_BIG")
 					s.log.Info("closing /ws: message too big", "episode", c.episodeID(), "limit", s.opts.MaxMessageBytes)
+				}
+				if tooBig {
+					// The library closes with 1009 only for the bytes it
+					// counted itself.
+					ws.Close(websocket.StatusMessageTooBig, "a frame header declares more than the message limit")
 				}
 				return
 			}
@@ -187,6 +193,9 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 // openConn registers a connection: it takes a slot, or attaches to the
 // open episode id.
 func (s *Server) openConn(c *wsConn, id string) error {
+	if err := checkEpisodeID(id, "query", "episode_id"); err != nil {
+		return err
+	}
 	if id == "" {
 		if err := s.acquire(); err != nil {
 			return err
