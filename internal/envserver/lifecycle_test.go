@@ -128,7 +128,7 @@ func TestCapacity(t *testing.T) {
 	if r := w2.recv(); errorCode(r) != CodeCapacityReached || r["data"].(map[string]any)["active_sessions"] != 2.0 {
 		t.Errorf("/ws past capacity = %v", r)
 	}
-	if _, err := w2.tryRecv(5 * time.Second); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+	if _, err := w2.tryRecv(30 * time.Second); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
 		t.Errorf("after CAPACITY_REACHED: %v, want the connection closed", err)
 	}
 	if code, b, _ := f.do("GET", "/health", nil, ""); code != 200 || b["status"] != "degraded" {

@@ -24,6 +24,11 @@ const (
 // writeTimeout bounds sending one reply to a client that does not read.
 const writeTimeout = 30 * time.Second
 
+// refusedLinger is how long a refused connection (CAPACITY_REACHED, an
+// episode it cannot attach to) stays open for the client's first message
+// before it is closed.
+const refusedLinger = 2 * time.Second
+
 // wsConn is one /ws connection: OpenEnv's session, which holds at most one
 // episode at a time (reset replaces it) and owns the clones it made that
 // no other connection attached.
@@ -131,6 +136,17 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	if err := s.openConn(c, attach); err != nil {
 		c.send(s.errorReply(err))
 		cancel()
+		// OpenEnv's clients send their first message as soon as they
+		// connect and read only after: closed at once, the connection
+		// fails their send and the error is never read (openenv-core
+		// 0.3's client then raises ConnectionClosed, not the code). So
+		// the close waits for that message, or refusedLinger.
+		read := make(chan struct{})
+		go func() { ws.Read(context.Background()); close(read) }()
+		select {
+		case <-read:
+		case <-time.After(refusedLinger):
+		}
 		ws.Close(websocket.StatusNormalClosure, firstLine(err.Error()))
 		return
 	}
