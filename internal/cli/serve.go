@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,6 +34,7 @@ type serveCmd struct {
 	limits                   agent.Limits
 	maxMessage               command.ByteSize
 	trajectories, addrFile   string
+	envName                  string
 	logFormat, logLevel      string
 	traceWorkers             int
 	gradeFlags
@@ -95,6 +98,7 @@ func (c *serveCmd) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.drainGrace, "drain-grace", 30*time.Second, "on SIGTERM, how long in-flight steps may take")
 	fs.IntVar(&c.templates, "templates", 64, "prepared tasks kept so that resets copy them")
 	fs.StringVar(&c.trajectories, "trajectories", "", "append every finished swe and shell episode to this `file` (JSONL trajectories)")
+	fs.StringVar(&c.envName, "env-name", "", "the environment's `name` in OpenEnv's Task API (default cwm-KIND)")
 	fs.StringVar(&c.addrFile, "addr-file", "", "write the server's URL to this `file` once it listens (for --listen with port 0)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log lines as text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug (one line per request), info, warn, error")
@@ -191,17 +195,34 @@ func (c *serveCmd) Run(ctx context.Context, e *command.Env, args []string) error
 	if c.token != "" {
 		log.Warn("--token is visible to every user of this machine (ps); prefer --token-file or $CWM_SERVE_TOKEN")
 	}
+	// Each file is a split of the Task API, named by its base name.
 	var tasks []task.Task
+	var taskSplits, traceSplits []envserver.Split
 	for _, p := range c.tasks {
 		ts, err := task.Load(p)
 		if err != nil {
 			return fmt.Errorf("load tasks: %w", err)
 		}
 		tasks = append(tasks, ts...)
+		sp := envserver.Split{Name: splitName(p, taskSplits)}
+		for _, t := range ts {
+			sp.IDs = append(sp.IDs, t.InstanceID)
+		}
+		taskSplits = append(taskSplits, sp)
 	}
-	traces, skipped, err := envserver.LoadTraces(c.traces)
-	if err != nil {
-		return fmt.Errorf("load traces: %w", err)
+	var traces []envserver.TraceRecord
+	skipped := 0
+	for _, p := range c.traces {
+		recs, n, err := envserver.LoadTraces([]string{p})
+		if err != nil {
+			return fmt.Errorf("load traces: %w", err)
+		}
+		traces, skipped = append(traces, recs...), skipped+n
+		sp := envserver.Split{Name: splitName(p, traceSplits)}
+		for _, r := range recs {
+			sp.IDs = append(sp.IDs, r.ID)
+		}
+		traceSplits = append(traceSplits, sp)
 	}
 	if skipped > 0 {
 		log.Info("traces skipped: not complete", "skipped", skipped)
@@ -216,13 +237,19 @@ func (c *serveCmd) Run(ctx context.Context, e *command.Env, args []string) error
 		Kind: c.kind, Protocol: c.protocol, ToolRole: c.toolRole, History: episode.History(c.history),
 		Limits: c.limits, Mapping: c.mapping, MaxSessions: c.maxSessions, IdleTimeout: c.idleTimeout,
 		MaxMessageBytes: int64(c.maxMessage), DrainGrace: c.drainGrace, BodyTimeout: c.bodyTimeout, Templates: c.templates,
-		Token: token, Trajectories: c.trajectories, Version: Version, Log: log,
+		Token: token, Trajectories: c.trajectories, Version: Version, Log: log, EnvName: c.envName,
 		NewTracer: func(ctx context.Context) (*tracer.Pool, error) {
 			return tracer.NewPool(ctx, rt, tracer.Options{Workers: c.traceWorkers, Log: log})
 		},
 	}
 	if c.idleTimeout == 0 {
 		opts.IdleTimeout = -1
+	}
+	switch kind := c.kind; {
+	case kind == "swe" || kind == "" && len(tasks) > 0:
+		opts.Splits = taskSplits
+	case kind == "trace":
+		opts.Splits = traceSplits
 	}
 	if len(c.envs) > 0 {
 		opts.Envs = c.envs
@@ -250,4 +277,16 @@ func (c *serveCmd) Run(ctx context.Context, e *command.Env, args []string) error
 	}
 	fmt.Fprintln(e.Stdout, "cwm serve: drained and stopped")
 	return nil
+}
+
+// splitName is the Task API's name of the split of a tasks or traces
+// file: its base name without the extension, numbered if an earlier file
+// has the same.
+func splitName(path string, earlier []envserver.Split) string {
+	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	name := base
+	for n := 2; slices.ContainsFunc(earlier, func(s envserver.Split) bool { return s.Name == name }); n++ {
+		name = fmt.Sprintf("%s-%d", base, n)
+	}
+	return name
 }

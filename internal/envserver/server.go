@@ -37,6 +37,12 @@ type Options struct {
 	Tasks []task.Task
 	// Traces are the traces trace episodes may name by id (LoadTraces).
 	Traces []TraceRecord
+	// Splits are the Task API's splits of the tasks (swe) or traces
+	// (trace): one "all" of every one, in order, when none are given.
+	Splits []Split
+	// EnvName is the one environment the Task API lists ("cwm-" and the
+	// kind).
+	EnvName string
 	// Envs are the environments shell episodes may use, by id or name
 	// (nil: every usable environment of Store).
 	Envs []string
@@ -135,6 +141,9 @@ func New(opts Options) (*Server, error) {
 	if opts.Protocol == "" {
 		opts.Protocol = "cwm"
 	}
+	if opts.EnvName == "" {
+		opts.EnvName = "cwm-" + opts.Kind
+	}
 	if _, err := agent.NewProtocol(opts.Protocol, opts.ToolRole); err != nil {
 		return nil, err
 	}
@@ -190,6 +199,9 @@ func New(opts Options) (*Server, error) {
 		}
 		s.traces[r.ID] = r
 	}
+	if err := s.setSplits(); err != nil {
+		return nil, err
+	}
 	if opts.Envs != nil {
 		s.envs = map[string]bool{}
 		for _, ref := range opts.Envs {
@@ -221,6 +233,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /metadata", s.auth(s.metadata))
 	mux.HandleFunc("GET /metrics", s.auth(s.serveMetrics))
 	mux.HandleFunc("GET /ws", s.authWS(s.serveWS))
+	s.taskAPI(mux)
 	mux.HandleFunc("GET /v1/episodes", s.auth(s.listEpisodes))
 	mux.HandleFunc("POST /v1/episodes", s.auth(s.createEpisode))
 	mux.HandleFunc("GET /v1/episodes/{id}", s.auth(s.getEpisode))
