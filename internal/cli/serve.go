@@ -47,9 +47,9 @@ func (*serveCmd) Synopsis() string {
 func (*serveCmd) Usage() string {
 	return `[--listen 127.0.0.1:8000] [--tasks TASKS.jsonl]... [--traces TRACES.jsonl]... [flags]
 Serves cwm's environments over OpenEnv's wire protocol (WebSocket /ws with
-reset, step, state and close; GET /health, /schema, /metadata), so that
-OpenEnv's EnvClient, TRL and the trainers built on them work unchanged,
-plus cwm's extensions: a clone message that branches an episode, a REST
+reset, step, state and close; GET /health, /schema, /metadata; the Task
+API), so that OpenEnv's client (openenv 0.10, openenv-core 0.3, tested)
+works unchanged, plus cwm's extensions: a clone message that branches an episode, a REST
 API (POST /v1/episodes, /v1/episodes/ID/step, /v1/episodes/ID/clone,
 GET and DELETE /v1/episodes/ID) and /metrics in Prometheus' format.
 
