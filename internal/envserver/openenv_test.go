@@ -49,13 +49,17 @@ func TestOpenEnvClients(t *testing.T) {
 			f.srv.opts.NewTracer = func(ctx context.Context) (*tracer.Pool, error) {
 				return tracer.NewPool(ctx, f.rt, tracer.Options{Workers: 1})
 			}
-			cfg, _ := json.Marshal(map[string]any{"url": f.url, "token": token, "flavor": c.flavor,
+			clientDir, err := filepath.Abs("../../clients/python")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, _ := json.Marshal(map[string]any{"url": f.url, "token": token, "flavor": c.flavor, "client_dir": clientDir,
 				"task_id": f.task.InstanceID, "fix": fixAdd, "env": "calc-env", "bad_task": badTask, "max_sessions": maxSessions,
 				"trace_code": "def f(a, b):\n    y = a\n    for i in range(b):\n        y += i\n    return y\n", "trace_call": "f(1, 3)"})
 			checks := runChecks(t, f, py, "testdata/openenv_conformance.py", string(cfg))
 			for _, name := range []string{"auth", "auth_refused", "reset_swe_async", "submit_reward_async", "reset_trace_sync",
 				"reset_shell_sync", "close", "error_VALIDATION_ERROR", "error_SESSION_ERROR", "error_FACTORY_ERROR",
-				"error_INVALID_JSON", "error_UNKNOWN_TYPE", "error_EXECUTION_ERROR", "error_CAPACITY_REACHED", "concurrent_sessions"} {
+				"error_INVALID_JSON", "error_UNKNOWN_TYPE", "error_EXECUTION_ERROR", "error_CAPACITY_REACHED", "clone_subclass", "concurrent_sessions"} {
 				t.Run(name, func(t *testing.T) {
 					r, ok := checks[name]
 					switch {
@@ -69,6 +73,40 @@ func TestOpenEnvClients(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// clients/python installs with pip (its pyproject.toml, built without
+// network by a venv of setuptools and wheel) and reports its version;
+// its OpenEnv subclass imports beside openenv.
+func TestPythonClientInstalls(t *testing.T) {
+	pip := pytestenv.Python(t, "testdata/pyreq/pybuild.txt")
+	py := pytestenv.Python(t, "testdata/pyreq/openenv.txt")
+	dir, err := filepath.Abs("../../clients/python")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// setuptools builds in the source tree (build/, *.egg-info): build
+	// a copy, and keep clients/python clean.
+	src := filepath.Join(t.TempDir(), "python")
+	if err := os.CopyFS(src, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	target := t.TempDir()
+	cmd := exec.Command(pip, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps", "--no-build-isolation",
+		"--disable-pip-version-check", "--target", target, src)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("pip install ./clients/python: %v\n%s", err, out)
+	}
+	probe := exec.Command(py, "-c", "import importlib.metadata as m, cwmserve, cwmserve.openenv; print(m.version('cwmserve'), cwmserve.__version__, cwmserve.openenv.CwmEnvClient.__mro__[1].__name__)")
+	probe.Env = append(os.Environ(), "PYTHONPATH="+target)
+	probe.Dir = t.TempDir() // not clients/python: the installed copy
+	out, err := probe.CombinedOutput()
+	if err != nil {
+		t.Fatalf("import the installed client: %v\n%s", err, out)
+	}
+	if f := strings.Fields(string(out)); len(f) != 3 || f[0] != f[1] || f[2] != "GenericEnvClient" {
+		t.Errorf("installed client says %q, want its version twice and GenericEnvClient", out)
 	}
 }
 
@@ -188,4 +226,32 @@ func parentOf(pid int) int {
 	}
 	ppid, _ := strconv.Atoi(fields[1])
 	return ppid
+}
+
+// BenchmarkPythonClientsStep: the step latency of one /ws session
+// through OpenEnv's GenericEnvClient (openenv 0.10.0, .sync()) and
+// through cwm's own Python client, on one server, b.N steps of `true` per
+// client in each of three alternating rounds (testdata/client_latency.py).
+func BenchmarkPythonClientsStep(b *testing.B) {
+	py := pytestenv.Python(b, "testdata/pyreq/openenv.txt")
+	// Episodes long enough for every step of a round.
+	f := newFixture(b, func(o *Options) { o.Limits.MaxTurns, o.Limits.ContextTokens = 1<<20, 1<<40 })
+	dir, err := filepath.Abs("../../clients/python")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg, _ := json.Marshal(map[string]any{"url": f.url, "env": "calc-env", "steps": b.N, "rounds": 3, "client_dir": dir})
+	out, err := exec.Command(py, "testdata/client_latency.py", string(cfg)).CombinedOutput()
+	if err != nil {
+		b.Fatalf("client_latency.py: %v\n%s", err, out)
+	}
+	var r map[string]struct{ P50, P90 float64 }
+	if err := json.Unmarshal(out, &r); err != nil {
+		b.Fatalf("client_latency.py said %s: %v", out, err)
+	}
+	b.ReportMetric(r["openenv"].P50, "openenv-p50-ms")
+	b.ReportMetric(r["openenv"].P90, "openenv-p90-ms")
+	b.ReportMetric(r["cwm"].P50, "cwm-p50-ms")
+	b.ReportMetric(r["cwm"].P90, "cwm-p90-ms")
+	b.ReportMetric(r["cwm"].P50/r["openenv"].P50, "cwm/openenv-p50")
 }

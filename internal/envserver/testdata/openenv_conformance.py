@@ -43,7 +43,7 @@ def check(name):
     return wrap
 
 
-def client(token=TOKEN, **kw):
+def client(token=TOKEN, cls=GenericEnvClient, **kw):
     """A GenericEnvClient that authenticates the way this release can.
 
     openenv 0.10 takes headers: the token goes as a Bearer header. The
@@ -53,9 +53,9 @@ def client(token=TOKEN, **kw):
     """
     if FLAVOR == "openenv":
         headers = {"Authorization": "Bearer " + token} if token else None
-        return GenericEnvClient(base_url=URL, headers=headers, **kw)
+        return cls(base_url=URL, headers=headers, **kw)
     base = URL + "/ws?token=" + token + "&_=" if token else URL
-    return GenericEnvClient(base_url=base, **kw)
+    return cls(base_url=base, **kw)
 
 
 def rest(path):
@@ -264,6 +264,28 @@ async def _():
     finally:
         for env in held:
             await env.close()
+
+
+@check("clone_subclass")
+def _():
+    # clients/python's OpenEnv client subclass: cwm's clone and attach,
+    # on this release's client.
+    sys.path.insert(0, cfg["client_dir"])
+    from cwmserve.openenv import CwmEnvClient
+    wait_for("every slot free", lambda: rest("/v1/episodes")["active_sessions"] == 0)
+    with client(cls=CwmEnvClient).sync() as env:
+        env.reset(kind="shell", env=cfg["env"])
+        env.step(BASH("cd /tmp && echo branched > f"))
+        st = env.clone(episode_id="oe-branch")
+        assert st["episode_id"] == "oe-branch" and st["step_count"] == 1, st
+        expect_code("VALIDATION_ERROR", lambda: env.clone(episode_id="a/b"))
+        kw = {"headers": {"Authorization": "Bearer " + TOKEN}} if FLAVOR == "openenv" else {}
+        base = URL if FLAVOR == "openenv" else URL + "/ws?token=" + TOKEN + "&_="
+        with CwmEnvClient.attach(base, "oe-branch", **kw).sync() as other:
+            r = other.step(BASH("cat f"))
+            assert r.observation["output"] == "branched", r.observation
+            assert other.state()["episode_id"] == "oe-branch"
+    wait_for("the clone closed with its owner", lambda: open_episodes() == 0)
 
 
 @check("concurrent_sessions")
