@@ -57,29 +57,33 @@ func TestOpenEnvClients(t *testing.T) {
 				"task_id": f.task.InstanceID, "fix": fixAdd, "env": "calc-env", "bad_task": badTask, "max_sessions": maxSessions,
 				"trace_code": "def f(a, b):\n    y = a\n    for i in range(b):\n        y += i\n    return y\n", "trace_call": "f(1, 3)"})
 			checks := runChecks(t, f, py, "testdata/openenv_conformance.py", string(cfg))
-			for _, name := range []string{"auth", "auth_refused", "reset_swe_async", "submit_reward_async", "reset_trace_sync",
+			checkSubtests(t, checks, "auth", "auth_refused", "reset_swe_async", "submit_reward_async", "reset_trace_sync",
 				"reset_shell_sync", "close", "error_VALIDATION_ERROR", "error_SESSION_ERROR", "error_FACTORY_ERROR",
-				"error_INVALID_JSON", "error_UNKNOWN_TYPE", "error_EXECUTION_ERROR", "error_CAPACITY_REACHED", "clone_subclass", "concurrent_sessions"} {
-				t.Run(name, func(t *testing.T) {
-					r, ok := checks[name]
-					switch {
-					case !ok:
-						t.Fatalf("the script ran no check %s", name)
-					case !r.OK:
-						t.Errorf("%s", r.Detail)
-					default:
-						t.Logf("%s", r.Detail)
-					}
-				})
-			}
+				"error_INVALID_JSON", "error_UNKNOWN_TYPE", "error_EXECUTION_ERROR", "error_CAPACITY_REACHED", "clone_subclass", "concurrent_sessions")
 		})
 	}
+}
+
+// TRL's environment_factory contract: a class written as TRL's docs show,
+// wrapping OpenEnv's client (openenv 0.10.0), its tools rendered by
+// transformers' get_json_schema (transformers installed without torch),
+// reset with a dataset row, its tools called and its reward read as
+// TRL 1.16's GRPOTrainer does (testdata/trl_environment.py).
+func TestTRLEnvironmentFactory(t *testing.T) {
+	t.Parallel()
+	py := pytestenv.Python(t, "testdata/pyreq/trl.txt")
+	const token = "trl-t0ken"
+	f := newFixture(t, func(o *Options) { o.Token = token })
+	cfg, _ := json.Marshal(map[string]any{"url": f.url, "token": token, "task_id": f.task.InstanceID})
+	checks := runChecks(t, f, py, "testdata/trl_environment.py", string(cfg))
+	checkSubtests(t, checks, "tools", "rollout")
 }
 
 // clients/python installs with pip (its pyproject.toml, built without
 // network by a venv of setuptools and wheel) and reports its version;
 // its OpenEnv subclass imports beside openenv.
 func TestPythonClientInstalls(t *testing.T) {
+	t.Parallel() // its venvs are made beside the others on a cold cache
 	pip := pytestenv.Python(t, "testdata/pyreq/pybuild.txt")
 	py := pytestenv.Python(t, "testdata/pyreq/openenv.txt")
 	dir, err := filepath.Abs("../../clients/python")
@@ -107,6 +111,23 @@ func TestPythonClientInstalls(t *testing.T) {
 	}
 	if f := strings.Fields(string(out)); len(f) != 3 || f[0] != f[1] || f[2] != "GenericEnvClient" {
 		t.Errorf("installed client says %q, want its version twice and GenericEnvClient", out)
+	}
+}
+
+// checkSubtests makes each named check of a script a subtest, which
+// fails with the script's traceback; a check the script never ran fails.
+func checkSubtests(t *testing.T, checks map[string]checkResult, names ...string) {
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			switch r, ok := checks[name]; {
+			case !ok:
+				t.Fatalf("the script ran no check %s", name)
+			case !r.OK:
+				t.Errorf("%s", r.Detail)
+			default:
+				t.Logf("%s", r.Detail)
+			}
+		})
 	}
 }
 
