@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,9 +30,11 @@ type serveCmd struct {
 	history                  string
 	maxSessions, templates   int
 	idleTimeout, drainGrace  time.Duration
+	bodyTimeout              time.Duration
 	limits                   agent.Limits
 	maxMessage               command.ByteSize
 	trajectories, addrFile   string
+	envName                  string
 	logFormat, logLevel      string
 	traceWorkers             int
 	gradeFlags
@@ -43,9 +47,9 @@ func (*serveCmd) Synopsis() string {
 func (*serveCmd) Usage() string {
 	return `[--listen 127.0.0.1:8000] [--tasks TASKS.jsonl]... [--traces TRACES.jsonl]... [flags]
 Serves cwm's environments over OpenEnv's wire protocol (WebSocket /ws with
-reset, step, state and close; GET /health, /schema, /metadata), so that
-OpenEnv's EnvClient, TRL and the trainers built on them work unchanged,
-plus cwm's extensions: a clone message that branches an episode, a REST
+reset, step, state and close; GET /health, /schema, /metadata; the Task
+API), so that OpenEnv's client (openenv 0.10, openenv-core 0.3, tested)
+works unchanged, plus cwm's extensions: a clone message that branches an episode, a REST
 API (POST /v1/episodes, /v1/episodes/ID/step, /v1/episodes/ID/clone,
 GET and DELETE /v1/episodes/ID) and /metrics in Prometheus' format.
 
@@ -90,9 +94,11 @@ func (c *serveCmd) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.limits.WallTime, "episode-timeout", d.WallTime, "wall-clock limit of an episode, checked at each step")
 	c.maxMessage = 16 << 20
 	fs.Var(&c.maxMessage, "max-message-bytes", "largest /ws message or REST body (`size`: 16M, 1G, ...)")
+	fs.DurationVar(&c.bodyTimeout, "body-timeout", 30*time.Second, "how long a request's body may take to arrive once its headers have")
 	fs.DurationVar(&c.drainGrace, "drain-grace", 30*time.Second, "on SIGTERM, how long in-flight steps may take")
 	fs.IntVar(&c.templates, "templates", 64, "prepared tasks kept so that resets copy them")
 	fs.StringVar(&c.trajectories, "trajectories", "", "append every finished swe and shell episode to this `file` (JSONL trajectories)")
+	fs.StringVar(&c.envName, "env-name", "", "the environment's `name` in OpenEnv's Task API (default cwm-KIND)")
 	fs.StringVar(&c.addrFile, "addr-file", "", "write the server's URL to this `file` once it listens (for --listen with port 0)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log lines as text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug (one line per request), info, warn, error")
@@ -161,8 +167,8 @@ func (c *serveCmd) Run(ctx context.Context, e *command.Env, args []string) error
 		return command.Usagef("--max-sessions, --templates and --trace-workers must be at least 1")
 	case c.limits.MaxTurns < 1 || c.limits.ContextTokens < 1 || c.limits.MaxFormatErrors < 1:
 		return command.Usagef("--max-turns, --context and --format-errors must be at least 1")
-	case c.limits.CommandTimeout < time.Second || c.drainGrace <= 0 || c.idleTimeout < 0 || c.limits.WallTime <= 0:
-		return command.Usagef("--step-timeout must be at least 1s; --drain-grace and --episode-timeout positive; --idle-timeout not negative")
+	case c.limits.CommandTimeout < time.Second || c.drainGrace <= 0 || c.bodyTimeout <= 0 || c.idleTimeout < 0 || c.limits.WallTime <= 0:
+		return command.Usagef("--step-timeout must be at least 1s; --drain-grace, --body-timeout and --episode-timeout positive; --idle-timeout not negative")
 	case c.maxMessage < 1024:
 		return command.Usagef("--max-message-bytes must be at least 1K")
 	}
@@ -189,17 +195,34 @@ func (c *serveCmd) Run(ctx context.Context, e *command.Env, args []string) error
 	if c.token != "" {
 		log.Warn("--token is visible to every user of this machine (ps); prefer --token-file or $CWM_SERVE_TOKEN")
 	}
+	// Each file is a split of the Task API, named by its base name.
 	var tasks []task.Task
+	var taskSplits, traceSplits []envserver.Split
 	for _, p := range c.tasks {
 		ts, err := task.Load(p)
 		if err != nil {
 			return fmt.Errorf("load tasks: %w", err)
 		}
 		tasks = append(tasks, ts...)
+		sp := envserver.Split{Name: splitName(p, taskSplits)}
+		for _, t := range ts {
+			sp.IDs = append(sp.IDs, t.InstanceID)
+		}
+		taskSplits = append(taskSplits, sp)
 	}
-	traces, skipped, err := envserver.LoadTraces(c.traces)
-	if err != nil {
-		return fmt.Errorf("load traces: %w", err)
+	var traces []envserver.TraceRecord
+	skipped := 0
+	for _, p := range c.traces {
+		recs, n, err := envserver.LoadTraces([]string{p})
+		if err != nil {
+			return fmt.Errorf("load traces: %w", err)
+		}
+		traces, skipped = append(traces, recs...), skipped+n
+		sp := envserver.Split{Name: splitName(p, traceSplits)}
+		for _, r := range recs {
+			sp.IDs = append(sp.IDs, r.ID)
+		}
+		traceSplits = append(traceSplits, sp)
 	}
 	if skipped > 0 {
 		log.Info("traces skipped: not complete", "skipped", skipped)
@@ -213,14 +236,20 @@ func (c *serveCmd) Run(ctx context.Context, e *command.Env, args []string) error
 		Sandboxes: env.NewSandboxes(rt), Store: env.NewStore(e.Home), Tasks: tasks, Traces: traces,
 		Kind: c.kind, Protocol: c.protocol, ToolRole: c.toolRole, History: episode.History(c.history),
 		Limits: c.limits, Mapping: c.mapping, MaxSessions: c.maxSessions, IdleTimeout: c.idleTimeout,
-		MaxMessageBytes: int64(c.maxMessage), DrainGrace: c.drainGrace, Templates: c.templates,
-		Token: token, Trajectories: c.trajectories, Version: Version, Log: log,
+		MaxMessageBytes: int64(c.maxMessage), DrainGrace: c.drainGrace, BodyTimeout: c.bodyTimeout, Templates: c.templates,
+		Token: token, Trajectories: c.trajectories, Version: Version, Log: log, EnvName: c.envName,
 		NewTracer: func(ctx context.Context) (*tracer.Pool, error) {
 			return tracer.NewPool(ctx, rt, tracer.Options{Workers: c.traceWorkers, Log: log})
 		},
 	}
 	if c.idleTimeout == 0 {
 		opts.IdleTimeout = -1
+	}
+	switch kind := c.kind; {
+	case kind == "swe" || kind == "" && len(tasks) > 0:
+		opts.Splits = taskSplits
+	case kind == "trace":
+		opts.Splits = traceSplits
 	}
 	if len(c.envs) > 0 {
 		opts.Envs = c.envs
@@ -248,4 +277,16 @@ func (c *serveCmd) Run(ctx context.Context, e *command.Env, args []string) error
 	}
 	fmt.Fprintln(e.Stdout, "cwm serve: drained and stopped")
 	return nil
+}
+
+// splitName is the Task API's name of the split of a tasks or traces
+// file: its base name without the extension, numbered if an earlier file
+// has the same.
+func splitName(path string, earlier []envserver.Split) string {
+	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	name := base
+	for n := 2; slices.ContainsFunc(earlier, func(s envserver.Split) bool { return s.Name == name }); n++ {
+		name = fmt.Sprintf("%s-%d", base, n)
+	}
+	return name
 }

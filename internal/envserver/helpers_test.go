@@ -138,6 +138,25 @@ func (f *fixture) stop() error {
 // do sends a REST request and decodes the JSON answer.
 func (f *fixture) do(method, path string, body any, token string) (int, map[string]any, http.Header) {
 	f.t.Helper()
+	code, raw, h := f.request(method, path, body, token)
+	var out map[string]any
+	json.Unmarshal(raw, &out)
+	return code, out, h
+}
+
+// doRaw sends a REST request and decodes whatever JSON comes back.
+func (f *fixture) doRaw(method, path string, body any, token string) (int, any) {
+	f.t.Helper()
+	code, raw, _ := f.request(method, path, body, token)
+	var out any
+	json.Unmarshal(raw, &out)
+	return code, out
+}
+
+// request sends a REST request: body a string as it is, or a value as
+// JSON.
+func (f *fixture) request(method, path string, body any, token string) (int, []byte, http.Header) {
+	f.t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -157,9 +176,7 @@ func (f *fixture) do(method, path string, body any, token string) (int, map[stri
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	var out map[string]any
-	json.Unmarshal(raw, &out)
-	return resp.StatusCode, out, resp.Header
+	return resp.StatusCode, raw, resp.Header
 }
 
 // wsClient is a /ws connection speaking raw frames.

@@ -128,7 +128,7 @@ func TestCapacity(t *testing.T) {
 	if r := w2.recv(); errorCode(r) != CodeCapacityReached || r["data"].(map[string]any)["active_sessions"] != 2.0 {
 		t.Errorf("/ws past capacity = %v", r)
 	}
-	if _, err := w2.tryRecv(5 * time.Second); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+	if _, err := w2.tryRecv(30 * time.Second); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
 		t.Errorf("after CAPACITY_REACHED: %v, want the connection closed", err)
 	}
 	if code, b, _ := f.do("GET", "/health", nil, ""); code != 200 || b["status"] != "degraded" {
@@ -209,7 +209,7 @@ func TestOversizedAndMalformed(t *testing.T) {
 }
 
 // With a token, every route but /health needs it, as a Bearer header or a
-// token query parameter (for /ws); a wrong one is 401, and the token
+// token query parameter (on /ws only); a wrong one is 401, and the token
 // never reaches the logs.
 func TestToken(t *testing.T) {
 	const token = "s3cret-t0ken-value"
@@ -224,6 +224,15 @@ func TestToken(t *testing.T) {
 	}
 	if code, _, _ := f.do("GET", "/metrics", nil, token); code != 200 {
 		t.Errorf("/metrics with the token = %d", code)
+	}
+	// ?token= is for /ws alone (clients that cannot set its headers).
+	for _, path := range []string{"/schema", "/metrics", "/metadata", "/v1/episodes"} {
+		if code, _, _ := f.do("GET", path+"?token="+token, nil, ""); code != 401 {
+			t.Errorf("%s?token= = %d, want 401", path, code)
+		}
+	}
+	if code, _, _ := f.do("POST", "/v1/episodes?token="+token, map[string]any{"kind": "shell"}, ""); code != 401 {
+		t.Errorf("POST /v1/episodes?token= = %d, want 401", code)
 	}
 	if _, err := f.tryDial("?token=wrong", nil); err == nil {
 		t.Errorf("/ws with a wrong token connected")

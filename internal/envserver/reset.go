@@ -24,6 +24,9 @@ type resetData struct {
 	// so it is recorded and otherwise unused.
 	Seed *int64 `json:"seed"`
 
+	// swe and trace: a task of the Task API, by split and index.
+	Split string `json:"split"`
+	Index *int   `json:"index"`
 	// swe: a task of the server's by id, or a task record.
 	TaskID     string     `json:"task_id"`
 	InstanceID string     `json:"instance_id"`
@@ -47,9 +50,9 @@ type resetData struct {
 
 // kindFields are the fields of each kind beyond the common ones.
 var kindFields = map[string][]string{
-	KindSWE:   {"task_id", "instance_id", "task", "protocol", "model", "sample"},
+	KindSWE:   {"task_id", "instance_id", "task", "split", "index", "protocol", "model", "sample"},
 	KindShell: {"env", "instruction", "protocol", "model", "sample"},
-	KindTrace: {"trace_id", "trace", "code", "call", "reward"},
+	KindTrace: {"trace_id", "trace", "code", "call", "split", "index", "reward"},
 }
 
 // resetPlan is a validated reset: what to start, resolved.
@@ -81,8 +84,8 @@ func (s *Server) planReset(raw json.RawMessage) (*resetPlan, error) {
 	if err := onlyKindFields(raw, p.kind, allowed); err != nil {
 		return nil, err
 	}
-	if len(d.EpisodeID) > 255 {
-		return nil, invalid("string_too_long", "String should have at most 255 characters", "data", "episode_id")
+	if err := checkEpisodeID(d.EpisodeID, "data", "episode_id"); err != nil {
+		return nil, err
 	}
 	if d.Seed != nil && *d.Seed < 0 {
 		return nil, invalid("greater_than_equal", "Input should be greater than or equal to 0", "data", "seed")
@@ -97,6 +100,9 @@ func (s *Server) planReset(raw json.RawMessage) (*resetPlan, error) {
 			return nil, invalid("enum", err.Error(), "data", "protocol")
 		}
 		p.proto = proto
+	}
+	if err := s.resolveSplit(p); err != nil {
+		return nil, err
 	}
 	var err error
 	switch p.kind {
@@ -143,6 +149,35 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// resolveSplit turns a reset's split and index (a task of the Task API)
+// into the task_id or trace_id they name.
+func (s *Server) resolveSplit(p *resetPlan) error {
+	d := &p.data
+	if d.Split == "" && d.Index == nil {
+		return nil
+	}
+	if d.Split == "" || d.Index == nil {
+		return invalid("missing", "split and index go together", "data", map[bool]string{true: "split", false: "index"}[d.Split == ""])
+	}
+	if d.TaskID != "" || d.InstanceID != "" || d.Task != nil || d.TraceID != "" || len(d.Trace) > 0 || d.Code != "" {
+		return invalid("value_error", "a reset names its task by split and index, or otherwise, not both", "data", "split")
+	}
+	id, err := s.splitID(d.Split, *d.Index)
+	if err != nil {
+		loc := "split"
+		if te, ok := err.(*taskAPIError); ok && strings.HasPrefix(te.msg, "Invalid task index") {
+			loc = "index"
+		}
+		return invalid("value_error", err.Error(), "data", loc)
+	}
+	if p.kind == KindSWE {
+		d.TaskID = id
+	} else {
+		d.TraceID = id
+	}
+	return nil
 }
 
 func (s *Server) planSWE(p *resetPlan) error {

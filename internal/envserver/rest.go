@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 )
@@ -34,10 +35,31 @@ func (s *Server) writeError(w http.ResponseWriter, err error) {
 	writeJSON(w, status, body)
 }
 
-// readBody reads a request body of at most MaxMessageBytes.
+// bodyDeadline sets the read deadline of a request that has a body to
+// BodyTimeout from now; readBody lifts it once the body is in (the
+// connection's read then watches for the client going away, which a
+// deadline would take for it), and the WebSocket upgrade lifts it too
+// (guardWriter). A body a handler does not read stays bounded by it.
+func (s *Server) bodyDeadline(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength != 0 {
+			http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// readBody reads a request body of at most MaxMessageBytes, within
+// BodyTimeout.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxMessageBytes))
+	if err == nil {
+		http.NewResponseController(w).SetReadDeadline(time.Time{})
+	}
 	var mb *http.MaxBytesError
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, &sessionError{http.StatusRequestTimeout, "the request body did not arrive within " + s.opts.BodyTimeout.String() + " (--body-timeout)"}
+	}
 	if errors.As(err, &mb) {
 		return nil, &sessionError{http.StatusRequestEntityTooLarge, "request body larger than " + strconv.FormatInt(mb.Limit, 10) + " bytes (--max-message-bytes)"}
 	}

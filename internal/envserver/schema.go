@@ -119,6 +119,8 @@ func resetProps(kind string) map[string]any {
 		"episode_id":  map[string]any{"type": "string", "maxLength": 255, "description": "The episode's id (default: a random one)"},
 		"seed":        map[string]any{"type": "integer", "minimum": 0, "description": "Recorded; episodes are deterministic given their actions"},
 		"task_id":     prop("string", "A task of the server's --tasks"),
+		"split":       prop("string", "A split of the Task API (GET /{env}/splits); with index, names the task"),
+		"index":       map[string]any{"type": "integer", "minimum": 0, "description": "The task's index in split"},
 		"instance_id": prop("string", "The same as task_id"),
 		"task":        map[string]any{"type": "object", "description": "A task record (cwm's task schema), instead of task_id"},
 		"protocol":    prop("string", "cwm or openai (default: the server's --protocol)"),
@@ -161,6 +163,15 @@ func (s *Server) schema(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, schemas(kind))
 }
 
+// sessionTimeout is the idle timeout in seconds, as OpenEnv's
+// ConcurrencyConfig gives it (null: none).
+func (s *Server) sessionTimeout() any {
+	if s.opts.IdleTimeout < 0 {
+		return nil
+	}
+	return s.opts.IdleTimeout.Seconds()
+}
+
 // health is GET /health: OpenEnv's {"status": "healthy"}; "degraded"
 // while every slot is taken; 503 "unhealthy" while the server drains. It
 // needs no token, for probes.
@@ -181,8 +192,16 @@ func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 // metadata is GET /metadata: OpenEnv's EnvironmentMetadata.
 func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
 	version := s.opts.Version
+	// OpenEnv's EnvironmentMetadata, and what its ConcurrencyConfig says
+	// of a server: how many sessions it holds at once. (OpenEnv 0.10's
+	// clients read none of it; a trainer that starts one server per
+	// episode unless told otherwise can.)
 	writeJSON(w, http.StatusOK, map[string]any{
-		"name": "cwm",
+		"max_concurrent_envs":          s.opts.MaxSessions,
+		"supports_concurrent_sessions": true,
+		"session_timeout":              s.sessionTimeout(),
+		"env_name":                     s.opts.EnvName,
+		"name":                         "cwm",
 		"description": "cwm's executable environments: swe (a task's repository, the SWE tools, a submitted patch graded by its hidden tests), " +
 			"trace (predict the next frame of a CWM execution trace, teacher forced), shell (a sandbox on an environment with the SWE tools). " +
 			"Default kind: " + s.opts.Kind + ". Extensions: a clone message, and REST at /v1/episodes.",

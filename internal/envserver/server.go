@@ -37,6 +37,12 @@ type Options struct {
 	Tasks []task.Task
 	// Traces are the traces trace episodes may name by id (LoadTraces).
 	Traces []TraceRecord
+	// Splits are the Task API's splits of the tasks (swe) or traces
+	// (trace): one "all" of every one, in order, when none are given.
+	Splits []Split
+	// EnvName is the one environment the Task API lists ("cwm-" and the
+	// kind).
+	EnvName string
 	// Envs are the environments shell episodes may use, by id or name
 	// (nil: every usable environment of Store).
 	Envs []string
@@ -67,6 +73,10 @@ type Options struct {
 	IdleTimeout time.Duration
 	// MaxMessageBytes bounds a /ws message or a REST body (16 MiB).
 	MaxMessageBytes int64
+	// BodyTimeout bounds how long a request's body may take to arrive
+	// once its headers have (30s): a client that drips its body cannot
+	// hold a connection and a handler for ever.
+	BodyTimeout time.Duration
 	// DrainGrace is how long in-flight steps may take once the server
 	// stops (30s).
 	DrainGrace time.Duration
@@ -131,6 +141,9 @@ func New(opts Options) (*Server, error) {
 	if opts.Protocol == "" {
 		opts.Protocol = "cwm"
 	}
+	if opts.EnvName == "" {
+		opts.EnvName = "cwm-" + opts.Kind
+	}
 	if _, err := agent.NewProtocol(opts.Protocol, opts.ToolRole); err != nil {
 		return nil, err
 	}
@@ -152,6 +165,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.MaxMessageBytes <= 0 {
 		opts.MaxMessageBytes = 16 << 20
+	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = 30 * time.Second
 	}
 	if opts.DrainGrace <= 0 {
 		opts.DrainGrace = 30 * time.Second
@@ -183,6 +199,9 @@ func New(opts Options) (*Server, error) {
 		}
 		s.traces[r.ID] = r
 	}
+	if err := s.setSplits(); err != nil {
+		return nil, err
+	}
 	if opts.Envs != nil {
 		s.envs = map[string]bool{}
 		for _, ref := range opts.Envs {
@@ -213,14 +232,15 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /schema", s.auth(s.schema))
 	mux.HandleFunc("GET /metadata", s.auth(s.metadata))
 	mux.HandleFunc("GET /metrics", s.auth(s.serveMetrics))
-	mux.HandleFunc("GET /ws", s.auth(s.serveWS))
+	mux.HandleFunc("GET /ws", s.authWS(s.serveWS))
+	s.taskAPI(mux)
 	mux.HandleFunc("GET /v1/episodes", s.auth(s.listEpisodes))
 	mux.HandleFunc("POST /v1/episodes", s.auth(s.createEpisode))
 	mux.HandleFunc("GET /v1/episodes/{id}", s.auth(s.getEpisode))
 	mux.HandleFunc("DELETE /v1/episodes/{id}", s.auth(s.deleteEpisode))
 	mux.HandleFunc("POST /v1/episodes/{id}/step", s.auth(s.stepEpisode))
 	mux.HandleFunc("POST /v1/episodes/{id}/clone", s.auth(s.cloneEpisode))
-	return s.logRequests(mux)
+	return s.logRequests(s.bodyDeadline(mux))
 }
 
 // Serve serves on ln until ctx is cancelled, then drains: no new

@@ -122,8 +122,11 @@ func (s *Server) register(id, kind string, ep episodeImpl, owner *wsConn) (*entr
 	return e, nil
 }
 
-// lookup finds an open entry.
+// lookup finds an open entry by the id a REST path names.
 func (s *Server) lookup(id string) (*entry, error) {
+	if err := checkEpisodeID(id, "path", "episode_id"); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entries[id]
@@ -195,6 +198,9 @@ func (s *Server) stepEntry(ctx context.Context, e *entry, action json.RawMessage
 
 // cloneEntry branches an entry into a new one that takes a new slot.
 func (s *Server) cloneEntry(ctx context.Context, e *entry, id string, owner *wsConn) (*entry, error) {
+	if err := checkEpisodeID(id, "data", "episode_id"); err != nil {
+		return nil, err
+	}
 	if err := s.begin(); err != nil {
 		return nil, err
 	}

@@ -24,6 +24,11 @@ const (
 // writeTimeout bounds sending one reply to a client that does not read.
 const writeTimeout = 30 * time.Second
 
+// refusedLinger is how long a refused connection (CAPACITY_REACHED, an
+// episode it cannot attach to) stays open for the client's first message
+// before it is closed.
+const refusedLinger = 2 * time.Second
+
 // wsConn is one /ws connection: OpenEnv's session, which holds at most one
 // episode at a time (reset replaces it) and owns the clones it made that
 // no other connection attached.
@@ -120,7 +125,7 @@ func errorDetails(err error) map[string]any {
 // REST) instead of taking a new slot.
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	attach := r.URL.Query().Get("episode_id")
-	ws, err := websocket.Accept(w, r, nil)
+	ws, err := websocket.Accept(&guardWriter{ResponseWriter: w, limit: s.opts.MaxMessageBytes}, r, nil)
 	if err != nil {
 		return // Accept answered the request
 	}
@@ -131,6 +136,17 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	if err := s.openConn(c, attach); err != nil {
 		c.send(s.errorReply(err))
 		cancel()
+		// OpenEnv's clients send their first message as soon as they
+		// connect and read only after: closed at once, the connection
+		// fails their send and the error is never read (openenv-core
+		// 0.3's client then raises ConnectionClosed, not the code). So
+		// the close waits for that message, or refusedLinger.
+		read := make(chan struct{})
+		go func() { ws.Read(context.Background()); close(read) }()
+		select {
+		case <-read:
+		case <-time.After(refusedLinger):
+		}
 		ws.Close(websocket.StatusNormalClosure, firstLine(err.Error()))
 		return
 	}
@@ -142,9 +158,15 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		for {
 			_, b, err := ws.Read(ctx)
 			if err != nil {
-				if errors.Is(err, websocket.ErrMessageTooBig) {
+				tooBig := errors.Is(err, errFrameTooBig)
+				if tooBig || errors.Is(err, websocket.ErrMessageTooBig) {
 					s.metrics.failed("MESSAGE_TOO_BIG")
 					s.log.Info("closing /ws: message too big", "episode", c.episodeID(), "limit", s.opts.MaxMessageBytes)
+				}
+				if tooBig {
+					// The library closes with 1009 only for the bytes it
+					// counted itself.
+					ws.Close(websocket.StatusMessageTooBig, "a frame header declares more than the message limit")
 				}
 				return
 			}
@@ -187,6 +209,9 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 // openConn registers a connection: it takes a slot, or attaches to the
 // open episode id.
 func (s *Server) openConn(c *wsConn, id string) error {
+	if err := checkEpisodeID(id, "query", "episode_id"); err != nil {
+		return err
+	}
 	if id == "" {
 		if err := s.acquire(); err != nil {
 			return err

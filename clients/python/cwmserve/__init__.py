@@ -15,7 +15,9 @@ The WebSocket ``/ws`` (OpenEnv's session protocol, one episode per
 connection) is ``Client.session()``; it uses the ``websockets`` package
 (11 or later, for its synchronous client) when installed and a small
 standard-library client otherwise. OpenEnv's own ``EnvClient`` speaks
-``/ws`` too: see docs/serve.md.
+``/ws`` too; ``cwmserve.openenv.CwmEnvClient`` is OpenEnv's
+``GenericEnvClient`` with cwm's ``clone`` (it needs ``openenv`` or
+``openenv-core`` installed): see docs/serve.md.
 """
 
 import json
@@ -26,6 +28,11 @@ import urllib.request
 from typing import Any, Dict, NamedTuple, Optional
 
 __all__ = ["Client", "Episode", "Session", "StepResult", "ServeError"]
+
+# The client's version follows cwm's: a release of cwm vX.Y.Z is the
+# client's X.Y.Z; between releases (cwm version says "dev"), the next one
+# with .dev0.
+__version__ = "0.1.0.dev0"
 
 
 class ServeError(Exception):
