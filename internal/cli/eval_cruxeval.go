@@ -87,7 +87,7 @@ func (c *evalCruxCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.countEcho, "count-echo", string(passk.EchoWrong), "how pass@k counts an answer that repeats the call: wrong or drop (CruxEval's script)")
 	c.thinkFlags.register(fs)
 	c.evalOutput.register(fs, "sample", "run the (problem, sample) pairs")
-	c.endpointFlags.register(fs, "512 direct and trace-final, 2048 direct-cot, 16384 trace-full and reasoning")
+	c.endpointFlags.register(fs, evalEndpoint("512 direct and trace-final, 2048 direct-cot, 16384 trace-full and reasoning"))
 }
 
 func (c *evalCruxCmd) Run(ctx context.Context, e *command.Env, args []string) error {

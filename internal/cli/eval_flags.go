@@ -5,69 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"cwm/internal/command"
 	"cwm/internal/eval"
-	"cwm/internal/model"
 	"cwm/internal/sandbox"
 	"cwm/internal/shard"
 )
-
-// endpointFlags are the model endpoint's flags of the eval commands.
-type endpointFlags struct {
-	model, baseURL, apiKeyEnv string
-	temperature, topP         optFloat
-	maxTokens                 int
-	seed                      optInt
-	retries                   int
-	requestTimeout            time.Duration
-	concurrency               int
-}
-
-func (f *endpointFlags) register(fs *flag.FlagSet, maxTokens string) {
-	fs.StringVar(&f.model, "model", "", "model `name` as the server knows it")
-	fs.StringVar(&f.baseURL, "base-url", "", "OpenAI-compatible endpoint `URL`, e.g. http://localhost:8000/v1")
-	fs.StringVar(&f.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment `variable` holding the API key")
-	fs.Var(&f.temperature, "temperature", "sampling temperature (default: the server's)")
-	fs.Var(&f.topP, "top-p", "nucleus sampling top_p (default: the server's)")
-	fs.IntVar(&f.maxTokens, "max-tokens", 0, "completion `tokens` per answer (0: "+maxTokens+")")
-	fs.Var(&f.seed, "seed", "sampling seed; sample k of a problem uses seed+k")
-	fs.IntVar(&f.retries, "retries", 6, "retries of a failed model request (429, 5xx, network, timeout)")
-	fs.DurationVar(&f.requestTimeout, "request-timeout", 10*time.Minute, "limit of one model request")
-	fs.IntVar(&f.concurrency, "concurrency", 8, "model requests at once")
-}
-
-func (f *endpointFlags) check() error {
-	switch {
-	case f.model == "" || f.baseURL == "":
-		return command.Usagef("--model and --base-url are required")
-	case f.concurrency < 1 || f.maxTokens < 0:
-		return command.Usagef("--concurrency must be at least 1, --max-tokens not negative")
-	}
-	return nil
-}
-
-// client makes the model client; maxTokens is used when --max-tokens is 0.
-func (f *endpointFlags) client(maxTokens int) (*model.Client, error) {
-	retries := f.retries
-	if retries == 0 {
-		retries = -1 // the client's 0 means its default
-	}
-	if f.maxTokens > 0 {
-		maxTokens = f.maxTokens
-	}
-	c, err := model.NewClient(model.ClientConfig{
-		BaseURL: f.baseURL, APIKey: os.Getenv(f.apiKeyEnv), Model: f.model,
-		Sampling:   model.Sampling{Temperature: f.temperature.ptr(), TopP: f.topP.ptr(), MaxTokens: maxTokens},
-		MaxRetries: retries, RequestTimeout: f.requestTimeout,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
-}
 
 // evalOutput are the flags of every eval command besides the endpoint's:
 // where its lines go (one per what), its shard, how it reports.
@@ -179,4 +123,10 @@ func showPrompt(e *command.Env, header string, pr eval.Prompt) {
 	for _, m := range pr.Messages {
 		fmt.Fprintf(e.Stdout, "--- %s\n%s\n", m.Role, m.Content)
 	}
+}
+
+// evalEndpoint is the eval commands' use of endpointFlags: all of them,
+// with maxTokens what --max-tokens' 0 means.
+func evalEndpoint(maxTokens string) endpointUse {
+	return endpointUse{sampling: true, maxTokens: maxTokens, topP: true, seedOf: "problem", concurrency: true}
 }

@@ -57,7 +57,7 @@ func (c *evalHaltCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.id, "id", "", "the program --show-prompt shows (default: the first)")
 	c.thinkFlags.register(fs)
 	c.evalOutput.register(fs, "sample", "run the (program, sample) pairs")
-	c.endpointFlags.register(fs, "64 direct, 16384 reasoning")
+	c.endpointFlags.register(fs, evalEndpoint("64 direct, 16384 reasoning"))
 }
 
 func (c *evalHaltCmd) Run(ctx context.Context, e *command.Env, args []string) error {
