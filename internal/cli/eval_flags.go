@@ -9,6 +9,7 @@ import (
 
 	"cwm/internal/command"
 	"cwm/internal/eval"
+	"cwm/internal/model"
 	"cwm/internal/sandbox"
 	"cwm/internal/shard"
 )
@@ -80,20 +81,51 @@ func finishEval(ctx context.Context, e *command.Env, err error, asJSON bool, sum
 	return nil
 }
 
-// startRunner starts the sandboxed Python servers that score answers (or
-// run halting programs) with the given timeout; stop closes them and
-// their runtime.
-func startRunner(ctx context.Context, e *command.Env, workers int, timeout time.Duration) (_ *eval.Scorer, stop func(), err error) {
+// checkRun checks the flags every run of an eval command needs: the
+// endpoint and --out.
+func checkRun(ep *endpointFlags, o *evalOutput) error {
+	if err := ep.check(); err != nil {
+		return err
+	}
+	if o.out == "" {
+		return command.Usagef("--out is required")
+	}
+	return nil
+}
+
+// sandboxedRun is what eval cruxeval and eval halt run with: the shard,
+// the model client and the sandboxed Python servers that score answers
+// (or run halting programs); stop closes the servers and their runtime.
+type sandboxedRun struct {
+	part   shard.Shard
+	client *model.Client
+	runner *eval.Scorer
+	stop   func()
+}
+
+// startSandboxedRun parses --shard, makes the client (maxTokens unless
+// --max-tokens says) and starts workers sandboxed Python servers with the
+// given timeout (0: the scorer's).
+func startSandboxedRun(ctx context.Context, e *command.Env, ep *endpointFlags, o *evalOutput, maxTokens, workers int,
+	timeout time.Duration) (sandboxedRun, error) {
+	var r sandboxedRun
+	var err error
+	if r.part, err = o.part(); err != nil {
+		return r, err
+	}
+	if r.client, err = ep.client(maxTokens); err != nil {
+		return r, err
+	}
 	rt, err := sandbox.NewRuntime(sandbox.Options{Home: e.Home, Log: e.Log, Warm: -1})
 	if err != nil {
-		return nil, nil, err
+		return r, err
 	}
-	s, err := eval.NewScorer(ctx, rt, workers, timeout)
-	if err != nil {
+	if r.runner, err = eval.NewScorer(ctx, rt, workers, timeout); err != nil {
 		rt.Close()
-		return nil, nil, err
+		return r, err
 	}
-	return s, func() { s.Close(); rt.Close() }, nil
+	r.stop = func() { r.runner.Close(); rt.Close() }
+	return r, nil
 }
 
 // promptOf is the item --show-prompt shows: the one whose id is id, or
