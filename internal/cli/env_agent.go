@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -14,15 +13,14 @@ import (
 	"cwm/internal/env"
 	"cwm/internal/envbuild"
 	"cwm/internal/jsonl"
-	"cwm/internal/model"
 	"cwm/internal/setupagent"
 )
 
 // setupAgentFlags are env build's flags for the setup agent.
 type setupAgentFlags struct {
-	always                bool
-	model, baseURL        string
-	protocol, apiKeyEnv   string
+	always bool
+	endpointFlags
+	protocol              string
 	trajectories          string
 	maxTurns, contextToks int
 	wallTime              time.Duration
@@ -30,10 +28,8 @@ type setupAgentFlags struct {
 
 func (a *setupAgentFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&a.always, "agent", false, "run the setup agent (needs --model and --base-url) even when the detected recipe works; without it the agent runs only when the detected recipe gives no usable environment")
-	fs.StringVar(&a.model, "model", "", "setup agent's model `name` as the server knows it")
-	fs.StringVar(&a.baseURL, "base-url", "", "setup agent's OpenAI-compatible endpoint `URL`")
+	a.endpointFlags.register(fs, endpointUse{model: "setup agent's model `name` as the server knows it"})
 	fs.StringVar(&a.protocol, "protocol", "cwm", "setup agent's tool protocol: cwm or openai")
-	fs.StringVar(&a.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment `variable` holding the API key")
 	fs.StringVar(&a.trajectories, "trajectories", "", "setup trajectories `file` (JSONL, appended to; default $CWM_HOME/setup-trajectories.jsonl)")
 	fs.IntVar(&a.maxTurns, "agent-turns", 40, "model replies the setup agent may take")
 	fs.IntVar(&a.contextToks, "agent-context", agent.DefaultLimits.ContextTokens, "setup agent's context window in `tokens`")
@@ -67,7 +63,7 @@ func (a *setupAgentFlags) run(ctx context.Context, e *command.Env, sbs *env.Sand
 	if err != nil {
 		return nil, err
 	}
-	client, err := model.NewClient(model.ClientConfig{BaseURL: a.baseURL, APIKey: os.Getenv(a.apiKeyEnv), Model: a.model})
+	client, err := a.client(0)
 	if err != nil {
 		return nil, err
 	}

@@ -87,7 +87,7 @@ func (c *evalCruxCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.countEcho, "count-echo", string(passk.EchoWrong), "how pass@k counts an answer that repeats the call: wrong or drop (CruxEval's script)")
 	c.thinkFlags.register(fs)
 	c.evalOutput.register(fs, "sample", "run the (problem, sample) pairs")
-	c.endpointFlags.register(fs, "512 direct and trace-final, 2048 direct-cot, 16384 trace-full and reasoning")
+	c.endpointFlags.register(fs, evalEndpoint("512 direct and trace-final, 2048 direct-cot, 16384 trace-full and reasoning"))
 }
 
 func (c *evalCruxCmd) Run(ctx context.Context, e *command.Env, args []string) error {
@@ -121,30 +121,19 @@ func (c *evalCruxCmd) Run(ctx context.Context, e *command.Env, args []string) er
 	if c.showPrompt {
 		return c.printPrompt(e, mode, api, problems)
 	}
-	if err := c.endpointFlags.check(); err != nil {
+	if err := checkRun(&c.endpointFlags, &c.evalOutput); err != nil {
 		return err
-	}
-	if c.out == "" {
-		return command.Usagef("--out is required")
 	}
 	if _, err := eval.BuildPrompt(mode, api, &problems[0]); err != nil {
 		return err
 	}
-	part, err := c.part()
+	run, err := startSandboxedRun(ctx, e, &c.endpointFlags, &c.evalOutput, maxTokensByMode[mode], c.scoreWorkers, 0)
 	if err != nil {
 		return err
 	}
-	client, err := c.client(maxTokensByMode[mode])
-	if err != nil {
-		return err
-	}
-	scorer, stop, err := startRunner(ctx, e, c.scoreWorkers, 0)
-	if err != nil {
-		return err
-	}
-	defer stop()
+	defer run.stop()
 	opts := eval.Options{Problems: problems, Mode: mode, API: api, Samples: c.samples, Seed: c.seed.ptr(), Think: c.think(),
-		Client: client, Checker: scorer, Out: c.out, Shard: part, Input: c.in, Concurrency: c.concurrency,
+		Client: run.client, Checker: run.runner, Out: c.out, Shard: run.part, Input: c.in, Concurrency: c.concurrency,
 		OnModelError: sampleErrorLogger(e, "cwm eval cruxeval"), CountEcho: echo}
 	opts.Progress = progressTo(e, c.quiet)
 	sum, err := eval.Run(ctx, opts)

@@ -53,7 +53,7 @@ func (c *evalFidelityCmd) Flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.noFull, "no-full", false, "do not ask for whole traces")
 	fs.IntVar(&c.limit, "limit", 0, "only the first `N` traces (0: all)")
 	c.evalOutput.register(fs, "prediction", "run the predictions")
-	c.endpointFlags.register(fs, "16384 for a whole trace; 1024 for one frame")
+	c.endpointFlags.register(fs, evalEndpoint("16384 for a whole trace; 1024 for one frame"))
 }
 
 func (c *evalFidelityCmd) Run(ctx context.Context, e *command.Env, args []string) error {

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"cwm/internal/command"
@@ -14,60 +13,6 @@ import (
 	"cwm/internal/sandbox"
 	"cwm/internal/shard"
 )
-
-// endpointFlags are the model endpoint's flags of the eval commands.
-type endpointFlags struct {
-	model, baseURL, apiKeyEnv string
-	temperature, topP         optFloat
-	maxTokens                 int
-	seed                      optInt
-	retries                   int
-	requestTimeout            time.Duration
-	concurrency               int
-}
-
-func (f *endpointFlags) register(fs *flag.FlagSet, maxTokens string) {
-	fs.StringVar(&f.model, "model", "", "model `name` as the server knows it")
-	fs.StringVar(&f.baseURL, "base-url", "", "OpenAI-compatible endpoint `URL`, e.g. http://localhost:8000/v1")
-	fs.StringVar(&f.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment `variable` holding the API key")
-	fs.Var(&f.temperature, "temperature", "sampling temperature (default: the server's)")
-	fs.Var(&f.topP, "top-p", "nucleus sampling top_p (default: the server's)")
-	fs.IntVar(&f.maxTokens, "max-tokens", 0, "completion `tokens` per answer (0: "+maxTokens+")")
-	fs.Var(&f.seed, "seed", "sampling seed; sample k of a problem uses seed+k")
-	fs.IntVar(&f.retries, "retries", 6, "retries of a failed model request (429, 5xx, network, timeout)")
-	fs.DurationVar(&f.requestTimeout, "request-timeout", 10*time.Minute, "limit of one model request")
-	fs.IntVar(&f.concurrency, "concurrency", 8, "model requests at once")
-}
-
-func (f *endpointFlags) check() error {
-	switch {
-	case f.model == "" || f.baseURL == "":
-		return command.Usagef("--model and --base-url are required")
-	case f.concurrency < 1 || f.maxTokens < 0:
-		return command.Usagef("--concurrency must be at least 1, --max-tokens not negative")
-	}
-	return nil
-}
-
-// client makes the model client; maxTokens is used when --max-tokens is 0.
-func (f *endpointFlags) client(maxTokens int) (*model.Client, error) {
-	retries := f.retries
-	if retries == 0 {
-		retries = -1 // the client's 0 means its default
-	}
-	if f.maxTokens > 0 {
-		maxTokens = f.maxTokens
-	}
-	c, err := model.NewClient(model.ClientConfig{
-		BaseURL: f.baseURL, APIKey: os.Getenv(f.apiKeyEnv), Model: f.model,
-		Sampling:   model.Sampling{Temperature: f.temperature.ptr(), TopP: f.topP.ptr(), MaxTokens: maxTokens},
-		MaxRetries: retries, RequestTimeout: f.requestTimeout,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
-}
 
 // evalOutput are the flags of every eval command besides the endpoint's:
 // where its lines go (one per what), its shard, how it reports.
@@ -136,20 +81,51 @@ func finishEval(ctx context.Context, e *command.Env, err error, asJSON bool, sum
 	return nil
 }
 
-// startRunner starts the sandboxed Python servers that score answers (or
-// run halting programs) with the given timeout; stop closes them and
-// their runtime.
-func startRunner(ctx context.Context, e *command.Env, workers int, timeout time.Duration) (_ *eval.Scorer, stop func(), err error) {
+// checkRun checks the flags every run of an eval command needs: the
+// endpoint and --out.
+func checkRun(ep *endpointFlags, o *evalOutput) error {
+	if err := ep.check(); err != nil {
+		return err
+	}
+	if o.out == "" {
+		return command.Usagef("--out is required")
+	}
+	return nil
+}
+
+// sandboxedRun is what eval cruxeval and eval halt run with: the shard,
+// the model client and the sandboxed Python servers that score answers
+// (or run halting programs); stop closes the servers and their runtime.
+type sandboxedRun struct {
+	part   shard.Shard
+	client *model.Client
+	runner *eval.Scorer
+	stop   func()
+}
+
+// startSandboxedRun parses --shard, makes the client (maxTokens unless
+// --max-tokens says) and starts workers sandboxed Python servers with the
+// given timeout (0: the scorer's).
+func startSandboxedRun(ctx context.Context, e *command.Env, ep *endpointFlags, o *evalOutput, maxTokens, workers int,
+	timeout time.Duration) (sandboxedRun, error) {
+	var r sandboxedRun
+	var err error
+	if r.part, err = o.part(); err != nil {
+		return r, err
+	}
+	if r.client, err = ep.client(maxTokens); err != nil {
+		return r, err
+	}
 	rt, err := sandbox.NewRuntime(sandbox.Options{Home: e.Home, Log: e.Log, Warm: -1})
 	if err != nil {
-		return nil, nil, err
+		return r, err
 	}
-	s, err := eval.NewScorer(ctx, rt, workers, timeout)
-	if err != nil {
+	if r.runner, err = eval.NewScorer(ctx, rt, workers, timeout); err != nil {
 		rt.Close()
-		return nil, nil, err
+		return r, err
 	}
-	return s, func() { s.Close(); rt.Close() }, nil
+	r.stop = func() { r.runner.Close(); rt.Close() }
+	return r, nil
 }
 
 // promptOf is the item --show-prompt shows: the one whose id is id, or
@@ -179,4 +155,10 @@ func showPrompt(e *command.Env, header string, pr eval.Prompt) {
 	for _, m := range pr.Messages {
 		fmt.Fprintf(e.Stdout, "--- %s\n%s\n", m.Role, m.Content)
 	}
+}
+
+// evalEndpoint is the eval commands' use of endpointFlags: all of them,
+// with maxTokens what --max-tokens' 0 means.
+func evalEndpoint(maxTokens string) endpointUse {
+	return endpointUse{sampling: true, maxTokens: maxTokens, topP: true, seedOf: "problem", concurrency: true}
 }

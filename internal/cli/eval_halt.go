@@ -57,7 +57,7 @@ func (c *evalHaltCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.id, "id", "", "the program --show-prompt shows (default: the first)")
 	c.thinkFlags.register(fs)
 	c.evalOutput.register(fs, "sample", "run the (program, sample) pairs")
-	c.endpointFlags.register(fs, "64 direct, 16384 reasoning")
+	c.endpointFlags.register(fs, evalEndpoint("64 direct, 16384 reasoning"))
 }
 
 func (c *evalHaltCmd) Run(ctx context.Context, e *command.Env, args []string) error {
@@ -90,27 +90,17 @@ func (c *evalHaltCmd) Run(ctx context.Context, e *command.Env, args []string) er
 		showPrompt(e, fmt.Sprintf("%s, mode %s, api %s, label %s", p.ID, mode, api, p.Label), pr)
 		return nil
 	}
-	if err := c.endpointFlags.check(); err != nil {
+	if err := checkRun(&c.endpointFlags, &c.evalOutput); err != nil {
 		return err
 	}
-	if c.out == "" {
-		return command.Usagef("--out is required")
-	}
-	part, err := c.part()
+	run, err := startSandboxedRun(ctx, e, &c.endpointFlags, &c.evalOutput,
+		map[eval.Mode]int{eval.Direct: 64, eval.Reasoning: 16384}[mode], c.runWorkers, eval.HaltTimeout)
 	if err != nil {
 		return err
 	}
-	client, err := c.client(map[eval.Mode]int{eval.Direct: 64, eval.Reasoning: 16384}[mode])
-	if err != nil {
-		return err
-	}
-	runner, stop, err := startRunner(ctx, e, c.runWorkers, eval.HaltTimeout)
-	if err != nil {
-		return err
-	}
-	defer stop()
+	defer run.stop()
 	opts := eval.HaltOptions{Programs: programs, Mode: mode, API: api, Samples: c.samples, Seed: c.seed.ptr(), Think: c.think(),
-		Client: client, Runner: runner, Out: c.out, Shard: part, Input: c.in, Concurrency: c.concurrency,
+		Client: run.client, Runner: run.runner, Out: c.out, Shard: run.part, Input: c.in, Concurrency: c.concurrency,
 		OnModelError: sampleErrorLogger(e, "cwm eval halt")}
 	opts.Progress = progressTo(e, c.quiet)
 	sum, err := eval.RunHalt(ctx, opts)

@@ -48,7 +48,7 @@ func (c *evalObserveCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.api, "api", "completions", "endpoint: completions (raw text) or chat (messages)")
 	fs.IntVar(&c.perTraj, "per-trajectory", 0, "at most `N` actions per trajectory (0: all)")
 	c.evalOutput.register(fs, "prediction", "run the predictions")
-	c.endpointFlags.register(fs, "4096")
+	c.endpointFlags.register(fs, evalEndpoint("4096"))
 }
 
 func (c *evalObserveCmd) Run(ctx context.Context, e *command.Env, args []string) error {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -19,21 +18,16 @@ import (
 )
 
 type forageCmd struct {
-	tasks, out, model, baseURL string
-	protocol, toolRole         string
-	history                    string
-	apiKeyEnv                  string
-	samples, concurrency       int
-	shard                      string
-	limits                     agent.Limits
-	temperature, topP          optFloat
-	maxTokens                  int
-	seed                       optInt
-	stop                       command.StringList
-	retries                    int
-	requestTimeout             time.Duration
-	priceIn, priceOut          float64
-	json, quiet                bool
+	tasks, out           string
+	protocol, toolRole   string
+	history              string
+	ep                   endpointFlags
+	samples, concurrency int
+	shard                string
+	limits               agent.Limits
+	stop                 command.StringList
+	priceIn, priceOut    float64
+	json, quiet          bool
 
 	gradeFlags
 	noGrade bool
@@ -72,12 +66,10 @@ func (c *forageCmd) Flags(fs *flag.FlagSet) {
 	d := agent.DefaultLimits
 	fs.StringVar(&c.tasks, "tasks", "", "tasks `file` (JSONL, cwm's task schema)")
 	fs.StringVar(&c.out, "out", "", "trajectories `file` (JSONL; appended to, resumed)")
-	fs.StringVar(&c.model, "model", "", "model `name` as the server knows it")
-	fs.StringVar(&c.baseURL, "base-url", "", "OpenAI-compatible endpoint `URL`, e.g. http://localhost:8000/v1")
+	c.ep.register(fs, endpointUse{sampling: true, per: "reply", topP: true, seedOf: "task"})
 	fs.StringVar(&c.protocol, "protocol", "cwm", "tool protocol: cwm (text tool blocks) or openai (function calling)")
 	fs.StringVar(&c.toolRole, "tool-role", "tool", "`role` of tool results in the cwm protocol: tool, or user for servers that refuse tool messages without a tool_call_id")
 	fs.StringVar(&c.history, "history", "squash", "how the bug is hidden in git: squash (HEAD becomes a root commit with the bug) or amend (HEAD re-made, ancestors kept: they may show the fix)")
-	fs.StringVar(&c.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment `variable` holding the API key")
 	fs.IntVar(&c.samples, "samples", 1, "episodes per task (best@k, GRPO groups)")
 	fs.IntVar(&c.concurrency, "concurrency", 8, "episodes at once")
 	shardFlag(fs, &c.shard, "run the (task, sample) pairs")
@@ -88,13 +80,7 @@ func (c *forageCmd) Flags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.limits.MaxCost, "max-cost", 0, "`USD` an episode may spend (0: no limit; needs --price-in/--price-out)")
 	fs.IntVar(&c.limits.MaxFormatErrors, "format-errors", d.MaxFormatErrors, "consecutive replies without a tool call that end an episode")
 	fs.BoolVar(&c.limits.Strict, "strict", false, "CWM's strict format: the first format error ends the episode and the final response needs a markdown summary")
-	fs.Var(&c.temperature, "temperature", "sampling temperature (default: the server's)")
-	fs.Var(&c.topP, "top-p", "nucleus sampling top_p (default: the server's)")
-	fs.IntVar(&c.maxTokens, "max-tokens", 0, "completion `tokens` per reply (0: the server's default)")
-	fs.Var(&c.seed, "seed", "sampling seed; sample k of a task uses seed+k")
 	fs.Var(&c.stop, "stop", "stop `sequence` (repeatable)")
-	fs.IntVar(&c.retries, "retries", 6, "retries of a failed model request (429, 5xx, network, timeout)")
-	fs.DurationVar(&c.requestTimeout, "request-timeout", 10*time.Minute, "limit of one model request")
 	fs.Float64Var(&c.priceIn, "price-in", 0, "`USD` per million prompt tokens, for costs")
 	fs.Float64Var(&c.priceOut, "price-out", 0, "`USD` per million completion tokens, for costs")
 	fs.BoolVar(&c.json, "json", false, "print the summary as JSON")
@@ -108,7 +94,7 @@ func (c *forageCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		return command.Usagef("unexpected arguments %q", args)
 	}
 	switch {
-	case c.tasks == "" || c.out == "" || c.model == "" || c.baseURL == "":
+	case c.tasks == "" || c.out == "" || c.ep.model == "" || c.ep.baseURL == "":
 		return command.Usagef("--tasks, --out, --model and --base-url are required")
 	case c.samples < 1 || c.concurrency < 1:
 		return command.Usagef("--samples and --concurrency must be at least 1")
@@ -129,15 +115,9 @@ func (c *forageCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	if err != nil {
 		return err
 	}
-	retries := c.retries
-	if retries == 0 {
-		retries = -1 // the client's 0 means its default
-	}
-	client, err := model.NewClient(model.ClientConfig{
-		BaseURL: c.baseURL, APIKey: os.Getenv(c.apiKeyEnv), Model: c.model,
-		Sampling:   model.Sampling{Temperature: c.temperature.ptr(), TopP: c.topP.ptr(), MaxTokens: c.maxTokens, Stop: c.stop},
-		MaxRetries: retries, RequestTimeout: c.requestTimeout, PriceInput: c.priceIn, PriceOutput: c.priceOut,
-	})
+	cfg := c.ep.config(0)
+	cfg.Sampling.Stop, cfg.PriceInput, cfg.PriceOutput = c.stop, c.priceIn, c.priceOut
+	client, err := model.NewClient(cfg)
 	if err != nil {
 		return err
 	}
@@ -154,7 +134,7 @@ func (c *forageCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	}
 	defer closeRT()
 	opts := agent.ForageOptions{Tasks: tasks, Samples: c.samples, Out: c.out, Store: env.NewStore(e.Home),
-		Workers: c.concurrency, Shard: part, TasksFile: c.tasks, Seed: c.seed.ptr(),
+		Workers: c.concurrency, Shard: part, TasksFile: c.tasks, Seed: c.ep.seed.ptr(),
 		OnFailure: func(t *task.Task, sample int, tr *trajectory.Trajectory, err error) {
 			if err != nil {
 				fmt.Fprintf(e.Stderr, "cwm forage: %s sample %d: %v\n", t.InstanceID, sample, err)

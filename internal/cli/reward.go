@@ -78,10 +78,6 @@ func (c *rewardCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	if err != nil {
 		return fmt.Errorf("load tasks: %w", err)
 	}
-	sr, err := reward.Stage.Start(c.out, part, []string{c.in})
-	if err != nil {
-		return err
-	}
 	sc, err := reward.NewScoring(reward.ScoreOptions{Tasks: tasks, In: c.in, Out: c.out, Mapping: c.mapping,
 		Store: env.NewStore(e.Home), Workers: c.concurrency, Shard: part, Progress: e.Stderr})
 	if err != nil {
@@ -116,13 +112,9 @@ func (c *rewardCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	if err != nil {
 		return err
 	}
-	// Lines that could not be graded are graded by a re-run; lines that
-	// are not predictions never are, and do not keep the shard open.
-	if len(errs) == 0 {
-		if err := sr.Finish(sum.Lines); err != nil {
-			return err
-		}
-	}
+	// Lines that could not be graded are graded by a re-run (the stage
+	// left its shard unfinished); lines that are not predictions never
+	// are, and do not keep the shard open.
 	if len(errs) > 0 || len(sc.Bad) > 0 {
 		return command.ExitStatus(1)
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"log/slog"
 	"math"
 	"os"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"cwm/internal/batch"
 	"cwm/internal/command"
 	"cwm/internal/reward"
 )
@@ -182,6 +185,38 @@ func TestRewardCommand(t *testing.T) {
 		}
 		if code != 1 || sum.GradedNow != 0 || sum.ScoredBefore != 2 || sum.Lines != 2 || sum.UnknownTasks["other__repo-7"] != 1 || len(sum.Errors) != 1 {
 			t.Errorf("resumed run = %d, %+v", code, sum)
+		}
+	})
+
+	// A line that cannot be graded (its environment is not in the store)
+	// is not written and keeps the shard unfinished, while the other
+	// groups are written; a re-run grades it again and writes nothing twice.
+	t.Run("ungradable line", func(t *testing.T) {
+		in, scored := filepath.Join(dir, "ungradable.jsonl"), filepath.Join(dir, "ungradable-scored.jsonl")
+		tasks2 := filepath.Join(dir, "tasks2.jsonl")
+		writeJSONL(t, tasks2,
+			map[string]any{"instance_id": "calc__calc-1", "repo": "calc/calc", "patch": gold, "test_patch": testPatch,
+				"FAIL_TO_PASS": []string{"tests/test_calc.py::test_div_zero"}, "env_id": envID},
+			map[string]any{"instance_id": "calc__calc-2", "repo": "calc/calc", "patch": gold, "test_patch": testPatch,
+				"FAIL_TO_PASS": []string{"tests/test_calc.py::test_div_zero"}, "env_id": "0000000000000000"})
+		writeJSONL(t, in,
+			map[string]any{"instance_id": "calc__calc-1", "model_patch": gold, "model_name_or_path": "m1"},
+			map[string]any{"instance_id": "calc__calc-2", "model_patch": gold, "model_name_or_path": "m1"})
+		for run := 1; run <= 2; run++ {
+			code, out, errOut := runCommand(t, &rewardCmd{}, "--tasks", tasks2, "--in", in, "--out", scored)
+			if code != 1 || !strings.Contains(errOut, "calc__calc-2") {
+				t.Fatalf("run %d: cwm reward = %d, want 1 naming calc__calc-2\n%s%s", run, code, out, errOut)
+			}
+			var ids []any
+			for _, l := range readJSONL(t, scored) {
+				ids = append(ids, l["instance_id"])
+			}
+			if diff := cmp.Diff([]any{"calc__calc-1"}, ids); diff != "" {
+				t.Errorf("run %d: scored lines (-want +got):\n%s", run, diff)
+			}
+			if _, err := os.Stat(batch.MarkerPath(scored)); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("run %d: the shard's marker: %v, want none", run, err)
+			}
 		}
 	})
 

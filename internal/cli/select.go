@@ -4,8 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
-	"time"
 
 	"cwm/internal/command"
 	"cwm/internal/env"
@@ -16,17 +14,15 @@ import (
 )
 
 type selectCmd struct {
-	tasks, candidates, out, model, baseURL string
-	name, method, apiKeyEnv, shard         string
-	verifierModel                          string
-	k, tests, keep, regression             int
-	concurrency, retries                   int
-	temperature                            optFloat
-	maxTokens                              int
-	requestTimeout                         time.Duration
-	noCurves, json, quiet                  bool
-	verifyEach                             bool
-	majority, regressionSet, testgen       string
+	tasks, candidates, out           string
+	ep                               endpointFlags
+	name, method, shard              string
+	verifierModel                    string
+	k, tests, keep, regression       int
+	concurrency                      int
+	noCurves, json, quiet            bool
+	verifyEach                       bool
+	majority, regressionSet, testgen string
 }
 
 func (*selectCmd) Name() string { return "select" }
@@ -91,9 +87,8 @@ func (c *selectCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.tasks, "tasks", "", "tasks `file` (JSONL, cwm's task schema)")
 	fs.StringVar(&c.candidates, "candidates", "", "candidate patches `file`: SWE-bench predictions or forage trajectories (JSONL)")
 	fs.StringVar(&c.out, "out", "", "predictions `file` (JSONL; appended to, resumed)")
-	fs.StringVar(&c.model, "model", "", "test-writing model `name` as the server knows it")
-	fs.StringVar(&c.baseURL, "base-url", "", "OpenAI-compatible endpoint `URL`, e.g. http://localhost:8000/v1")
-	fs.StringVar(&c.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment `variable` holding the API key")
+	c.ep.register(fs, endpointUse{model: "test-writing model `name` as the server knows it", sampling: true,
+		temperature: "sampling temperature of the tests (default: the server's)", per: "test"})
 	fs.StringVar(&c.name, "name", "", "model_name_or_path of the predictions (default cwm-select-METHOD)")
 	fs.StringVar(&c.method, "method", "best", "how to pick: best, majority, hybrid or best-verifier")
 	fs.StringVar(&c.verifierModel, "verifier-model", "", "the verifier `name` of hybrid and best-verifier on the same endpoint (default: --model); asked at temperature 0")
@@ -107,10 +102,6 @@ func (c *selectCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.regressionSet, "regression-set", selection.RegressionExisting, "existing (CWM's: passing tests, PASS_TO_PASS included, FAIL_TO_PASS never) or strict (no test the task grades with)")
 	fs.IntVar(&c.concurrency, "concurrency", 2, "tasks at once")
 	shardFlag(fs, &c.shard, "select the tasks")
-	fs.Var(&c.temperature, "temperature", "sampling temperature of the tests (default: the server's)")
-	fs.IntVar(&c.maxTokens, "max-tokens", 0, "completion `tokens` per test (0: the server's default)")
-	fs.IntVar(&c.retries, "retries", 6, "retries of a failed model request (429, 5xx, network, timeout)")
-	fs.DurationVar(&c.requestTimeout, "request-timeout", 10*time.Minute, "limit of one model request")
 	fs.BoolVar(&c.noCurves, "no-curves", false, "do not grade the candidates with the hidden tests (no resolved rate, no curves)")
 	fs.BoolVar(&c.json, "json", false, "print the summary as JSON")
 	fs.BoolVar(&c.quiet, "quiet", false, "print no progress")
@@ -129,7 +120,7 @@ func (c *selectCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		return command.Usagef("--tasks, --candidates and --out are required")
 	case !known:
 		return command.Usagef("--method %q: want best, majority, hybrid or best-verifier", c.method)
-	case asksModel && (c.model == "" || c.baseURL == ""):
+	case asksModel && (c.ep.model == "" || c.ep.baseURL == ""):
 		return command.Usagef("--model and --base-url are required (only --method majority with --no-curves asks no model)")
 	case c.testgen != selection.TestgenPrompt && c.testgen != selection.TestgenAgent:
 		return command.Usagef("--testgen %q: want prompt or agent", c.testgen)
@@ -146,26 +137,20 @@ func (c *selectCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	if err != nil {
 		return command.Usagef("--shard: %v", err)
 	}
-	retries := c.retries
-	if retries == 0 {
-		retries = -1 // the client's 0 means its default
-	}
 	var client, verifier *model.Client
 	if asksModel {
-		if client, err = model.NewClient(model.ClientConfig{BaseURL: c.baseURL, APIKey: os.Getenv(c.apiKeyEnv), Model: c.model,
-			Sampling:   model.Sampling{Temperature: c.temperature.ptr(), MaxTokens: c.maxTokens},
-			MaxRetries: retries, RequestTimeout: c.requestTimeout}); err != nil {
+		if client, err = c.ep.client(0); err != nil {
 			return err
 		}
 	}
 	if verifies {
-		name := c.verifierModel
-		if name == "" {
-			name = c.model
+		cfg := c.ep.config(0)
+		if c.verifierModel != "" {
+			cfg.Model = c.verifierModel
 		}
 		zero := 0.0
-		if verifier, err = model.NewClient(model.ClientConfig{BaseURL: c.baseURL, APIKey: os.Getenv(c.apiKeyEnv), Model: name,
-			Sampling: model.Sampling{Temperature: &zero}, MaxRetries: retries, RequestTimeout: c.requestTimeout}); err != nil {
+		cfg.Sampling = model.Sampling{Temperature: &zero}
+		if verifier, err = model.NewClient(cfg); err != nil {
 			return err
 		}
 	}

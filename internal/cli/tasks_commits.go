@@ -9,7 +9,6 @@ import (
 	"cwm/internal/command"
 	"cwm/internal/env"
 	"cwm/internal/envbuild"
-	"cwm/internal/model"
 	"cwm/internal/shard"
 	"cwm/internal/tasks"
 )
@@ -22,9 +21,7 @@ type tasksCommitsCmd struct {
 	keepAll       bool
 	max           int
 	issueText     string
-	model         string
-	baseURL       string
-	apiKeyEnv     string
+	ep            endpointFlags
 	runs          int
 	excludeRepos  string
 	timeoutFactor float64
@@ -71,9 +68,7 @@ func (c *tasksCommitsCmd) Flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.keepAll, "keep-all", false, "with --auto, keep commits the fix classifier does not call fixes")
 	fs.IntVar(&c.max, "max", 0, "stop after `N` tasks in the output (0: no limit)")
 	fs.StringVar(&c.issueText, "issue-text", "", "problem statement `FILE` (default: the commit message)")
-	fs.StringVar(&c.model, "model", "", "model `NAME` that classifies each commit and writes its problem statement from the failing tests (needs --base-url)")
-	fs.StringVar(&c.baseURL, "base-url", "", "the model's OpenAI-compatible endpoint `URL`")
-	fs.StringVar(&c.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment `VARIABLE` holding the model's API key")
+	c.ep.register(fs, endpointUse{model: "model `NAME` that classifies each commit and writes its problem statement from the failing tests (needs --base-url)"})
 	fs.IntVar(&c.runs, "runs", 2, "baseline runs of each parent's environment")
 	fs.StringVar(&c.excludeRepos, "exclude-repos", "", "decontamination list `FILE` (default: the SWE-bench repositories; none: no check)")
 	fs.Float64Var(&c.timeoutFactor, "timeout-factor", 3, "test-run timeout as a multiple of the baseline's time (plus 5s)")
@@ -105,12 +100,12 @@ func (c *tasksCommitsCmd) Run(ctx context.Context, e *command.Env, args []string
 		}
 		issue = string(b)
 	}
-	if (c.model == "") != (c.baseURL == "") {
+	if (c.ep.model == "") != (c.ep.baseURL == "") {
 		return command.Usagef("--model and --base-url go together")
 	}
 	var writer tasks.Completer
-	if c.model != "" {
-		client, err := model.NewClient(model.ClientConfig{BaseURL: c.baseURL, APIKey: os.Getenv(c.apiKeyEnv), Model: c.model})
+	if c.ep.model != "" {
+		client, err := c.ep.client(0)
 		if err != nil {
 			return err
 		}
@@ -130,7 +125,7 @@ func (c *tasksCommitsCmd) Run(ctx context.Context, e *command.Env, args []string
 		return envbuild.AtRevision(ctx, src.sbs, base, rev, envbuild.Options{Home: e.Home, Runs: c.runs, Log: e.Log})
 	}
 	ds, err := tasks.Commits(ctx, src.sbs, src.env, tasks.CommitOptions{Out: c.out, Commits: commits, Auto: c.auto, KeepAll: c.keepAll,
-		Max: c.max, IssueText: issue, Model: writer, ModelName: c.model, Build: atParent, TimeoutFactor: c.timeoutFactor,
+		Max: c.max, IssueText: issue, Model: writer, ModelName: c.ep.model, Build: atParent, TimeoutFactor: c.timeoutFactor,
 		Exclude: src.excl, Shard: part, Progress: progress})
 	if c.json && ds != nil {
 		if werr := writeJSON(e.Stdout, ds); werr != nil && err == nil {

@@ -9,16 +9,17 @@ import (
 
 	"cwm/internal/errkind"
 	"cwm/internal/trace"
+	"cwm/internal/traceline"
 	"cwm/internal/tracer"
 )
 
-// TraceRecord is a trace a trace episode runs on (tracer.TraceLine).
-type TraceRecord = tracer.TraceLine
+// TraceRecord is a trace a trace episode runs on (traceline.Line).
+type TraceRecord = traceline.Line
 
 // LoadTraces reads traces files for Options.Traces; incomplete traces are
-// skipped and counted (tracer.LoadTraceLines).
+// skipped and counted (traceline.Load).
 func LoadTraces(paths []string) (recs []TraceRecord, skipped int, err error) {
-	return tracer.LoadTraceLines(paths...)
+	return traceline.Load(paths...)
 }
 
 // traceAction is a step of a trace episode: the model's prediction of the

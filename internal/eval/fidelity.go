@@ -13,16 +13,16 @@ import (
 	"cwm/internal/model"
 	"cwm/internal/shard"
 	"cwm/internal/trace"
-	"cwm/internal/tracer"
+	"cwm/internal/traceline"
 )
 
-// TraceRecord is a trace to predict (tracer.TraceLine).
-type TraceRecord = tracer.TraceLine
+// TraceRecord is a trace to predict (traceline.Line).
+type TraceRecord = traceline.Line
 
 // LoadTraces reads a traces file; incomplete traces are skipped and
 // counted. Ids must be unique: a prediction's line is keyed by its trace.
 func LoadTraces(path string) (recs []TraceRecord, skipped int, err error) {
-	recs, skipped, err = tracer.LoadTraceLines(path)
+	recs, skipped, err = traceline.Load(path)
 	if err != nil {
 		return nil, 0, err
 	}

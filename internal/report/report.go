@@ -17,7 +17,7 @@ import (
 	"cwm/internal/eval"
 	"cwm/internal/jsonl"
 	"cwm/internal/trace"
-	"cwm/internal/tracer"
+	"cwm/internal/traceline"
 )
 
 // Kind is what a file holds, told from its first line.
@@ -309,7 +309,7 @@ func (r *Report) addCrux(name, path string, in *Input) error {
 }
 
 func (r *Report) addTraces(path string, in *Input) error {
-	return jsonl.Decode(path, func(_ int, t tracer.TraceLine) error {
+	return jsonl.Decode(path, func(_ int, t traceline.Line) error {
 		in.Lines++
 		if len(r.Viewer.Traces) >= MaxViewTraces || len(t.Frames) == 0 {
 			return nil

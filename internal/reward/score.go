@@ -11,7 +11,6 @@ import (
 	"cwm/internal/batch"
 	"cwm/internal/env"
 	"cwm/internal/jsonl"
-	"cwm/internal/progress"
 	"cwm/internal/shard"
 	"cwm/internal/task"
 )
@@ -173,9 +172,10 @@ func (s *Scoring) readInput(byID map[string]*task.Task, done map[string]bool) er
 }
 
 // Run grades the pending lines in sandboxes of sbs (nil when nothing is
-// pending), opts.Workers at once, writes each task group once all its
-// lines are graded, with the advantages over the group, and returns the
-// summary of the whole of Out and the lines that could not be graded
+// pending), opts.Workers at once, on batch.RunStage: it writes each task
+// group once all its lines are graded, with the advantages over the
+// group, and marks the shard finished when no line failed. It returns
+// the summary of the whole of Out and the lines that could not be graded
 // (their environment is missing, the task cannot be graded), sorted by
 // line. The error is for a run that could not go on.
 func (s *Scoring) Run(ctx context.Context, sbs *env.Sandboxes) (*ScoreSummary, []LineError, error) {
@@ -187,15 +187,12 @@ func (s *Scoring) Run(ctx context.Context, sbs *env.Sandboxes) (*ScoreSummary, [
 	return sum, errs, err
 }
 
+// gradeFailed is a line that could not be graded once its group's other
+// lines are written: the stage sets it aside (not written, graded again
+// by the next run, the shard left unfinished).
+type gradeFailed struct{ error }
+
 func (s *Scoring) gradeAll(ctx context.Context, sbs *env.Sandboxes) ([]LineError, error) {
-	if len(s.jobs) == 0 {
-		return nil, nil
-	}
-	w, err := jsonl.Append(s.opts.Out)
-	if err != nil {
-		return nil, err
-	}
-	defer w.Close()
 	envs := &envCache{store: s.opts.Store, envs: map[string]*env.Env{}}
 	// Lines of a group go out together; pending counts what is missing.
 	pending := map[string]int{}
@@ -204,25 +201,27 @@ func (s *Scoring) gradeAll(ctx context.Context, sbs *env.Sandboxes) ([]LineError
 		pending[j.group]++
 		members[j.group] = append(members[j.group], j)
 	}
-	var bar *progress.Bar
-	if s.opts.Progress != nil {
-		bar = progress.New(s.opts.Progress, "grade", len(s.jobs))
+	// The shard's marker counts the lines of Out: earlier runs' and these.
+	lines := 0
+	for _, p := range s.prior {
+		lines += len(p)
 	}
-	defer bar.Done()
 	var errs []LineError
-	err = batch.Run(ctx, s.jobs, batch.Options[*job]{Workers: s.opts.Workers, Progress: bar},
-		func(ctx context.Context, _ int, j *job) (Result, error) {
+	_, err := batch.RunStage(ctx, batch.Job[*job, Result]{Stage: &Stage, Plan: &batch.Plan[*job]{Mine: s.jobs, Todo: s.jobs},
+		Out: s.opts.Out, Shard: s.opts.Shard, Inputs: []string{s.opts.In}, Workers: s.opts.Workers,
+		Progress: s.opts.Progress, Label: "grade", QuietIdle: true,
+		Do: func(ctx context.Context, _ int, j *job) (Result, error) {
 			e, err := envs.get(j.t)
 			if err != nil {
 				return Result{}, err
 			}
 			return Grade(ctx, sbs, e, j.t, j.patch)
 		},
-		func(j *job, r Result, err error) error {
+		Write: func(w *jsonl.Writer, j *job, r Result, err error) (string, error) {
 			j.result, j.err = r, err
+			outcome := ""
 			if err != nil {
 				errs = append(errs, LineError{Line: j.line, ID: j.t.InstanceID, Error: err.Error()})
-				bar.Count("error")
 			} else {
 				var sim *float64
 				if r.Similarity != nil {
@@ -230,24 +229,37 @@ func (s *Scoring) gradeAll(ctx context.Context, sbs *env.Sandboxes) ([]LineError
 				}
 				j.reward = s.opts.Mapping.Reward(r.Resolved, sim)
 				if r.Resolved {
-					bar.Count("resolved")
+					outcome = "resolved"
 				}
 			}
 			if pending[j.group]--; pending[j.group] == 0 {
-				if err := s.writeGroup(w, members[j.group], s.groups[j.group], s.prior[j.group]); err != nil {
-					return fmt.Errorf("write %s: %w", s.opts.Out, err)
+				n, err := s.writeGroup(w, members[j.group], s.groups[j.group], s.prior[j.group])
+				if err != nil {
+					return "", fmt.Errorf("write %s: %w", s.opts.Out, err)
 				}
+				lines += n
 			}
-			return nil
-		})
+			if j.err != nil {
+				return "", gradeFailed{j.err}
+			}
+			return outcome, nil
+		},
+		Aside: func(_ *job, err error) string {
+			if errors.As(err, new(gradeFailed)) {
+				return "error"
+			}
+			return ""
+		},
+		Finished: func(batch.Plan[*job]) int { return lines }})
 	sort.Slice(errs, func(a, b int) bool { return errs[a].Line < errs[b].Line })
 	return errs, err
 }
 
 // writeGroup writes the graded lines of one task group. The advantage is
 // over every graded sample of the group, those an earlier run wrote
-// (prior) included; a group of one sample has none.
-func (s *Scoring) writeGroup(w *jsonl.Writer, js []*job, size int, prior []float64) error {
+// (prior) included; a group of one sample has none. It returns how many
+// lines it wrote.
+func (s *Scoring) writeGroup(w *jsonl.Writer, js []*job, size int, prior []float64) (int, error) {
 	rewards := append([]float64{}, prior...)
 	var ok []*job
 	for _, j := range js {
@@ -263,10 +275,10 @@ func (s *Scoring) writeGroup(w *jsonl.Writer, js []*job, size int, prior []float
 			advantage = &adv[i]
 		}
 		if err := w.WriteRaw(s.outputLine(j, advantage)); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return nil
+	return len(ok), nil
 }
 
 // outputLine is j's input line with the grading's fields set.

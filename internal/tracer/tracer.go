@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"cwm/internal/trace"
+	"cwm/internal/traceline"
 )
 
 // pyFiles are written into each worker's sandbox. They are stored under
@@ -74,36 +75,19 @@ func normalizeNewlines(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
 }
 
-// Status is how tracing a function ended.
-type Status string
+// Status is how tracing a function ended (the traces file's schema,
+// traceline.Status).
+type Status = traceline.Status
 
+// The statuses, traceline's.
 const (
-	// OK: main returned; the trace is complete.
-	OK Status = "ok"
-	// Exception: main raised; the trace is complete and ends with the
-	// exception unwinding main (Output is the exception's repr).
-	Exception Status = "exception"
-	// Timeout: the wall-clock limit was reached; Frames hold what was
-	// recorded, Text is empty.
-	Timeout Status = "timeout"
-	// TooLong: the trace passed the line-event or byte cap; recording
-	// stopped there (Frames hold the prefix, Text is empty) and the program
-	// ran on untraced, so Output is known if it finished in time.
-	TooLong Status = "too_long"
-	// Error: the function could not be traced (it does not compile, its
-	// module code raised, it called os._exit or sys.settrace, its process
-	// died); Error says why.
-	Error Status = "error"
-	// Memory: the function's processes exhausted the worker's memory (the
-	// sandbox's memory cgroup OOM-killed one of them); Frames hold what was
-	// recorded before, if anything. Running past the address-space limit
-	// (Options.Memory) is not this: the program then gets a MemoryError,
-	// which its trace shows.
-	Memory Status = "memory"
+	OK        = traceline.OK
+	Exception = traceline.Exception
+	Timeout   = traceline.Timeout
+	TooLong   = traceline.TooLong
+	Error     = traceline.Error
+	Memory    = traceline.Memory
 )
-
-// Complete reports whether a result of this status has a whole trace.
-func (s Status) Complete() bool { return s == OK || s == Exception }
 
 // Code identifies the code object of a frame, so that episodes can be cut
 // out of a trace by function.
