@@ -148,8 +148,11 @@ type ExcludedError struct {
 // Kind is errkind.Input: the environment asked for cannot be used.
 func (e *ExcludedError) Kind() errkind.Kind { return errkind.Input }
 
+// The message names the flag that overrides the refusal: the commands
+// that check (tasks mutate, tasks commits) all take --exclude-repos.
 func (e *ExcludedError) Error() string {
-	return fmt.Sprintf("decontamination: %s is excluded: %s (list entry %q)", e.Repo, e.How, e.Entry)
+	return fmt.Sprintf("decontamination: %s is excluded: %s (list entry %q); --exclude-repos none skips the check, --exclude-repos FILE uses another list",
+		e.Repo, e.How, e.Entry)
 }
 
 // Check returns an *ExcludedError when env's repository is on the list:
