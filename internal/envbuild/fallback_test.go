@@ -47,7 +47,9 @@ build.hooks.vcs.version-file = "src/shout/_version.py"
 // older distribution of the same name, installed by its CI first, declares
 // the namespace the legacy way (an -nspkg.pth file, as Debian's zope.*
 // packages do): with the import root merely on the path, the old copy
-// wins; the fallback makes the repository's portion come first.
+// wins; the fallback makes the repository's portion come first. The
+// environment's Python starts without a word on stderr: all of the .pth
+// line runs.
 func TestImportRootFallbackNamespace(t *testing.T) {
 	dir := writeTree(t, map[string]string{
 		".github/workflows/ci.yml": `on: push
@@ -75,10 +77,18 @@ version = "2.0"
 license = "MIT"
 `,
 		"src/nsp/mod/__init__.py": "VERSION = 2\n",
-		"tests/test_ns.py":        "import nsp.mod\n\n\ndef test_version():\n    assert nsp.mod.VERSION == 2, nsp.mod.__file__\n",
+		"tests/test_ns.py": `import subprocess, sys
+import nsp.mod
+
+
+def test_version():
+    assert nsp.mod.VERSION == 2, nsp.mod.__file__
+    start = subprocess.run([sys.executable, "-c", "pass"], capture_output=True, text=True)
+    assert start.stderr == "", start.stderr
+`,
 	})
 	st := lastInstallStep(t, dir)
-	if !strings.Contains(st.Provenance, "fallback: import root on the path") || !strings.Contains(st.Run, `p.insert(0, "/repo/src/nsp")`) {
+	if !strings.Contains(st.Provenance, "fallback: import root on the path") || !strings.Contains(st.Run, `p.insert(0, \"/repo/src/nsp\")`) {
 		t.Errorf("install step = %s %q, run %q; want the fallback with the namespace's portion first", st.Status, st.Provenance, st.Run)
 	}
 }
