@@ -168,6 +168,10 @@ func missingProgram(line string, have func(string) bool) string {
 	}
 	for _, words := range cmds {
 		for len(words) > 0 && (strings.Contains(words[0], "=") && !strings.HasPrefix(words[0], "-") || shellBuiltins[words[0]]) {
+			if words[0] == "sudo" {
+				words = withoutSudo(words)
+				continue
+			}
 			if words[0] == "cd" {
 				words = nil // cd DIR: the directory, not a program
 				break
