@@ -20,6 +20,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -252,10 +253,18 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 
 	if e.Usable && !opts.NoCoverage {
 		ci, err := computeCoverage(ctx, sbs, e, logf)
-		if err != nil {
+		var empty *EmptyCoverageError
+		switch {
+		case errors.As(err, &empty):
+			// No map for a suite that passes: not an environment later
+			// stages can use, and the reason says why.
+			e.Usable, e.Reason = false, err.Error()
+			fmt.Fprintf(say, "%s\n", err)
+		case err != nil:
 			return nil, err
+		default:
+			fmt.Fprintf(say, "coverage: %d functions under %d passing tests (%.1fs)\n", ci.Functions, ci.Tests, ci.Seconds)
 		}
-		fmt.Fprintf(say, "coverage: %d functions under %d passing tests (%.1fs)\n", ci.Functions, ci.Tests, ci.Seconds)
 	}
 
 	e.BuildSecs = roundSeconds(time.Since(start))

@@ -373,6 +373,10 @@ func substituteTox(s string) string {
 			return "."
 		case "envname", "env_name":
 			return "cwm"
+		case "envtmpdir", "env_tmp_dir":
+			// A directory of the environment's own, as tox's is: a test
+			// command may clear it (pytest --basetemp).
+			return "/tmp/cwm-tox-env-tmp"
 		}
 		return "/tmp"
 	})), " ")

@@ -117,7 +117,7 @@ func Run(ctx context.Context, s *sandbox.Sandbox, c Command, opts Options) (*Rep
 	}
 	var rnd [6]byte
 	rand.Read(rnd[:])
-	junit := "/tmp/cwm-junit-" + hex.EncodeToString(rnd[:]) + ".xml"
+	junit := pluginDir + "/junit-" + hex.EncodeToString(rnd[:]) + ".xml"
 	stream := pluginDir + "/report-" + hex.EncodeToString(rnd[:]) + ".jsonl"
 	if c.Framework != Unittest || len(opts.IDs) > 0 && opts.UnittestModule == "" {
 		if err := installPlugin(ctx, s); err != nil {
