@@ -1,6 +1,7 @@
 package envbuild
 
 import (
+	"bytes"
 	"context"
 	"sort"
 	"strings"
@@ -104,5 +105,23 @@ func TestCoverageScratch(t *testing.T) {
 				t.Errorf("coverage %+v for %v, want every passing test recorded", e.Coverage, e.Counts)
 			}
 		})
+	}
+}
+
+// TestBuildProgress checks that the baseline runs and the coverage run
+// each say when they start on a progress writer that is not a terminal
+// (and then every progress.HeartbeatEvery, as internal/progress tests).
+func TestBuildProgress(t *testing.T) {
+	dir := writeTree(t, map[string]string{"tests/test_a.py": "def test_a():\n    pass\n"})
+	var out bytes.Buffer
+	opts := buildOpts(dir)
+	opts.NoCoverage, opts.Runs, opts.Progress = false, 2, &out
+	if e := mustBuild(t, opts); !e.Usable {
+		t.Fatalf("Build = unusable: %s", e.Reason)
+	}
+	for _, w := range []string{"baseline run 1/2: started\n", "baseline run 2/2: started\n", "coverage run: started\n"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("progress lacks %q:\n%s", w, out.String())
+		}
 	}
 }

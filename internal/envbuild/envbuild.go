@@ -213,7 +213,9 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 		bar = progress.New(opts.Progress, "baseline runs", opts.Runs)
 	}
 	for i := 0; i < opts.Runs; i++ {
+		stop := progress.Heartbeat(opts.Progress, fmt.Sprintf("baseline run %d/%d", i+1, opts.Runs), progress.HeartbeatEvery)
 		rep, err := runSuite(ctx, sbs, e, testrun.Options{PythonVersion: python, OutputLimit: opts.Limits.Output}, logf)
+		stop()
 		if err != nil {
 			bar.Done()
 			return nil, fmt.Errorf("baseline run %d: %w", i+1, err)
@@ -252,7 +254,9 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 	}
 
 	if e.Usable && !opts.NoCoverage {
+		stop := progress.Heartbeat(opts.Progress, "coverage run", progress.HeartbeatEvery)
 		ci, err := computeCoverage(ctx, sbs, e, logf)
+		stop()
 		var empty *EmptyCoverageError
 		switch {
 		case errors.As(err, &empty):
