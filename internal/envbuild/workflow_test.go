@@ -149,7 +149,7 @@ jobs:
       - run: uv run --locked tox run -e ${{ matrix.tox || format('py{0}', matrix.python) }} -- ${{ inputs.extra }}
 `},
 			[]string{"pip install -e . <- .github/workflows/tests.yaml: job tests, step #2", "pip install pytest <- pyproject.toml [tool.tox] [testenv] deps"},
-			"pytest -v --tb=short --basetemp=/tmp <- .github/workflows/tests.yaml: job tests, step #2 -> pyproject.toml [tool.tox] [testenv] commands"},
+			"pytest -v --tb=short --basetemp=/tmp/cwm-tox-env-tmp <- .github/workflows/tests.yaml: job tests, step #2 -> pyproject.toml [tool.tox] [testenv] commands"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
