@@ -47,6 +47,21 @@ func readToxEnv(repo, name string) *runnerRecipe {
 		}
 		return cfg["testenv"][key]
 	}
+	// Unnamed, an environment named for tests comes first, and one that
+	// type-checks is passed over.
+	if name == "" || cfg["testenv:"+name] == nil {
+		var testish, rest []string
+		for _, sec := range names[1:] {
+			switch env := strings.TrimPrefix(sec, "testenv:"); {
+			case typeChecks(env):
+			case strings.Contains(env, "test") || strings.Contains(env, "unit"):
+				testish = append(testish, sec)
+			default:
+				rest = append(rest, sec)
+			}
+		}
+		names = append(append(names[:1], testish...), rest...)
+	}
 	var r runnerRecipe
 	for i, sec := range names {
 		if cfg[sec] == nil || (get(sec, "commands") == "" && i > 0) {
