@@ -31,7 +31,7 @@ except ImportError:
     from pip._vendor.packaging.requirements import Requirement
     from pip._vendor.packaging.utils import canonicalize_name
 reqs, extras = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-todo = [(r, "") for r in reqs]
+todo = [tuple(r) for r in reqs]
 for dist in md.distributions():
     try:
         info = json.loads(dist.read_text("direct_url.json") or "{}")
@@ -66,9 +66,28 @@ for text, why in todo:
 print(json.dumps(out))
 `
 
-// checkDependencies runs depCheck and adds what it finds to in.missing.
+// versioners are the build requirements that make a project's version
+// from its git tags. Offline, builds run without isolation, so an absent
+// one fails the build (or leaves the import-root fallback at 0.0.0).
+var versioners = map[string]bool{"setuptools-scm": true, "hatch-vcs": true, "flit-scm": true}
+
+// checkDependencies runs depCheck and adds what it finds to in.missing:
+// the install steps' requirements, the project's (editable installs) and
+// the project's versioner in pyproject.toml's build-system.
 func (in *installer) checkDependencies(ctx context.Context, python string) error {
-	reqs, _ := json.Marshal(nonNil(in.reqs))
+	var todo [][2]string
+	for _, r := range in.reqs {
+		todo = append(todo, [2]string{r, ""})
+	}
+	for _, r := range readPyproject(in.repo).BuildSystem.Requires {
+		if versioners[env.RequirementName(r)] {
+			todo = append(todo, [2]string{r, "build-system"})
+		}
+	}
+	if todo == nil {
+		todo = [][2]string{}
+	}
+	reqs, _ := json.Marshal(todo)
 	extras, _ := json.Marshal(nonNil(in.extras))
 	res, err := in.s.Exec(ctx, sandbox.Cmd{Args: []string{python, "-c", depCheck, string(reqs), string(extras)},
 		Timeout: 2 * time.Minute, Capture: 1 << 20})

@@ -262,6 +262,23 @@ func TestMissingDependency(t *testing.T) {
 	}
 }
 
+// TestVersionerReported: a project whose build makes its version with
+// setuptools_scm, which this environment cannot satisfy (no host has
+// version 9999), has it reported missing, from its build-system.
+func TestVersionerReported(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"pyproject.toml":  "[build-system]\nrequires = [\"setuptools>=61\", \"setuptools_scm>=9999\"]\nbuild-backend = \"setuptools.build_meta\"\n",
+		"tests/test_a.py": "def test_a():\n    pass\n",
+	})
+	e := mustBuild(t, buildOpts(dir))
+	for _, m := range e.Missing {
+		if m.Requirement == "setuptools_scm>=9999" && m.Source == "build-system" {
+			return
+		}
+	}
+	t.Errorf("Missing = %+v, want setuptools_scm>=9999 from the build-system", e.Missing)
+}
+
 // TestDebianPackage: the Debian package named for a missing module, by the
 // table or by apt's metadata.
 func TestDebianPackage(t *testing.T) {
@@ -379,10 +396,13 @@ func TestGitSource(t *testing.T) {
 	gitIn(t, src, "add", "-A")
 	gitIn(t, src, "commit", "-qm", "first")
 	first := gitIn(t, src, "rev-parse", "HEAD")
+	gitIn(t, src, "tag", "-a", "-m", "release 0.9", "v0.9")
+	gitIn(t, src, "tag", "lightweight-0.9")
 	os.WriteFile(filepath.Join(src, "later.txt"), []byte("from the future\n"), 0o644)
 	gitIn(t, src, "add", "-A")
 	gitIn(t, src, "commit", "-qm", "second")
 	second := gitIn(t, src, "rev-parse", "HEAD")
+	gitIn(t, src, "tag", "-a", "-m", "release 1.0", "v1.0")
 
 	opts := buildOpts(src)
 	opts.Rev = "HEAD~1"
@@ -399,6 +419,14 @@ func TestGitSource(t *testing.T) {
 	}
 	if fileExists(filepath.Join(repo, "later.txt")) {
 		t.Errorf("later.txt is in the layer at HEAD~1")
+	}
+	// The tags of the history travel with it (setuptools_scm versions
+	// from them); a later commit's do not.
+	if tags := gitIn(t, repo, "tag", "--list"); tags != "lightweight-0.9\nv0.9" {
+		t.Errorf("layer tags = %q, want those of HEAD~1's history", tags)
+	}
+	if d := gitIn(t, repo, "describe", "--tags"); d != "lightweight-0.9" && d != "v0.9" {
+		t.Errorf("git describe in the layer = %q", d)
 	}
 	opts.Rev = ""
 	now := mustBuild(t, opts)

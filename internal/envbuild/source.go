@@ -111,7 +111,10 @@ func git(ctx context.Context, dir string, vars []string, args ...string) (string
 
 // fetchSource puts the repository at rev into dst (which must not exist):
 // a checkout with the history up to rev and nothing after it (no remotes,
-// no other refs, no reflog), on a branch named main.
+// no other refs, no reflog), on a branch named main, with the tags of that
+// history (setuptools_scm and hatch-vcs make the version from the nearest
+// one; without it a project is 0.1.dev and fails its own minimum-version
+// checks). Tags of later commits stay out.
 func fetchSource(ctx context.Context, src env.Source, rev, dst, scratch string) (sourceInfo, error) {
 	if src.Kind == "dir" {
 		if rev != "" {
@@ -124,7 +127,7 @@ func fetchSource(ctx context.Context, src env.Source, rev, dst, scratch string) 
 		// Fetching by commit from a remote needs server support; a bare
 		// clone makes every source local.
 		clone := filepath.Join(scratch, "clone.git")
-		if _, err := git(ctx, scratch, nil, "clone", "--quiet", "--bare", "--no-tags", from, clone); err != nil {
+		if _, err := git(ctx, scratch, nil, "clone", "--quiet", "--bare", from, clone); err != nil {
 			return sourceInfo{}, inputErrorf("repository %s: %v", from, err)
 		}
 		from = clone
@@ -146,6 +149,20 @@ func fetchSource(ctx context.Context, src env.Source, rev, dst, scratch string) 
 		{"checkout", "--quiet", "-b", "main", commit},
 		{"reflog", "expire", "--expire=now", "--all"},
 		{"gc", "--quiet", "--prune=now"},
+	}
+	tags, err := git(ctx, from, nil, "tag", "--merged", commit)
+	if err != nil {
+		return sourceInfo{}, fmt.Errorf("list the tags of %s at %s: %w", src.Location, rev, err)
+	}
+	names := strings.Fields(tags)
+	for len(names) > 0 {
+		n := min(len(names), 200) // a command line of bounded length
+		fetch := []string{"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", from}
+		for _, t := range names[:n] {
+			fetch = append(fetch, "refs/tags/"+t+":refs/tags/"+t)
+		}
+		names = names[n:]
+		steps = append(steps[:2:2], append([][]string{fetch}, steps[2:]...)...)
 	}
 	for _, args := range steps {
 		if _, err := git(ctx, dst, nil, args...); err != nil {

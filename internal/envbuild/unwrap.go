@@ -219,6 +219,9 @@ func (o uvOpts) install(repo string, run bool) string {
 
 // pyproject is the part of pyproject.toml recipe detection reads.
 type pyproject struct {
+	BuildSystem struct {
+		Requires []string `toml:"requires"`
+	} `toml:"build-system"`
 	Project struct {
 		Dependencies         []string            `toml:"dependencies"`
 		OptionalDependencies map[string][]string `toml:"optional-dependencies"`
