@@ -182,6 +182,10 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 	id := envID(info.Commit, info.Tree, base, python, opts.Online, recipe)
 	if old := store.Get(id); old != nil && old.Usable && !opts.Force {
 		fmt.Fprintf(say, "already built: %s\n", id)
+		if len(old.Missing) > 0 {
+			// The id does not cover what the host has installed since.
+			fmt.Fprintf(say, "it was built with %d missing dependencies; --force builds it again with what the base has now\n", len(old.Missing))
+		}
 		return old, nil
 	}
 
@@ -245,7 +249,7 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 			addMissingTo(&e.Missing, env.Missing{Import: mod, Source: "tests"})
 		}
 	}
-	e.Missing = finishMissing(ctx, e.Missing)
+	e.Missing = finishMissing(ctx, e.Missing, base == "host")
 	e.Reason = unusableReason(e.Counts, e.Runs, e.Install, e.Missing)
 	e.Usable = e.Reason == ""
 	fmt.Fprintf(say, "baseline: %s\n", e.Counts)

@@ -1,6 +1,7 @@
 package envbuild
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -483,4 +484,73 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestMissingNames: the import and Debian names of requirements whose
+// names mislead, and what counts as tooling rather than a dependency.
+func TestMissingNames(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct{ req, imp, deb string }{
+		{"python-dotenv>=1", "dotenv", "python3-dotenv"},
+		{"PySocks", "socks", "python3-socks"},
+		{"zope.interface>=5", "zope.interface", "python3-zope.interface"},
+		{"jaraco.functools", "jaraco.functools", "python3-jaraco.functools"},
+	} {
+		m := env.Missing{Requirement: c.req, Import: importName(c.req)}
+		if m.Import != c.imp {
+			t.Errorf("importName(%q) = %q, want %q", c.req, m.Import, c.imp)
+		}
+		want := c.deb
+		if _, inTable := debianNames[m.Import]; !inTable && !aptKnows(ctx, want) {
+			want = "" // this host's apt lists do not have it
+		}
+		if got := debianPackage(ctx, m); got != want {
+			t.Errorf("debianPackage(%q) = %q, want %q", c.req, got, want)
+		}
+	}
+	for name, want := range map[string]bool{
+		"tox-uv-bare": true, "pyodide-build": true, "mypy": true, "pytype": true, "types-requests": true,
+		"pandas-stubs": true, "requests": false, "mypy-extensions": false, "toxiproxy": false,
+	} {
+		if got := isTooling(name); got != want {
+			t.Errorf("isTooling(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// TestInstalledTooOld: a Debian package the host has is reported with its
+// version (too old, not to be installed again); one it lacks is not.
+func TestInstalledTooOld(t *testing.T) {
+	if _, err := exec.LookPath("dpkg-query"); err != nil {
+		t.Skip("no dpkg on this host")
+	}
+	ms := finishMissing(context.Background(), []env.Missing{
+		{Requirement: "coreutils>=999", Debian: "coreutils", Source: "pip"},
+		{Requirement: "cwm-absent-alpha", Debian: "python3-cwm-absent-alpha", Source: "pip"},
+	}, true)
+	if !strings.HasSuffix(ms[0].Installed, " (Debian)") || ms[1].Installed != "" {
+		t.Errorf("finishMissing = %+v, want coreutils installed (too old), the other absent", ms)
+	}
+}
+
+// TestAlreadyBuiltSaysForce: a usable environment built with missing
+// dependencies is returned as it is by a second build, which says that
+// --force builds it again once the base has them.
+func TestAlreadyBuiltSaysForce(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"requirements.txt":         "cwm-absent-alpha\n",
+		"tests/test_a.py":          "def test_a():\n    pass\n",
+		".github/workflows/ci.yml": "jobs:\n  test:\n    steps:\n      - run: pip install -r requirements.txt\n      - run: pytest tests\n",
+	})
+	e := mustBuild(t, buildOpts(dir))
+	if !e.Usable || len(e.Missing) == 0 {
+		t.Fatalf("Build = usable %v, missing %v; want usable with a missing dependency", e.Usable, e.Missing)
+	}
+	var out bytes.Buffer
+	opts := buildOpts(dir)
+	opts.Progress = &out
+	if again := mustBuild(t, opts); again.ID != e.ID || !strings.Contains(out.String(), "already built") ||
+		!strings.Contains(out.String(), "--force builds it again") {
+		t.Errorf("second build = %s, said:\n%s\nwant the stored one and --force named", again.ID, out.String())
+	}
 }

@@ -87,7 +87,7 @@ func (in *installer) importRootFallback(ctx context.Context, st *env.Step, p pip
 	}
 	rest := pipPlan{reqs: append(append([]string{}, p.reqs...), deps...)}
 	for i := 0; i < len(rest.reqs); i++ {
-		if tooling[env.RequirementName(rest.reqs[i])] {
+		if isTooling(env.RequirementName(rest.reqs[i])) {
 			rest.reqs = append(rest.reqs[:i:i], rest.reqs[i+1:]...)
 			i--
 		}

@@ -245,7 +245,7 @@ func (p *pipPlan) addTarget(t string) {
 		}
 		return
 	}
-	if tooling[env.RequirementName(t)] {
+	if isTooling(env.RequirementName(t)) {
 		p.dropped = append(p.dropped, t)
 		return
 	}

@@ -258,7 +258,25 @@ var tooling = map[string]bool{
 	"mypy": true, "isort": true, "pylint": true, "pytest-cov": true, "coverage": true,
 	"pytest-xdist": true, "uv": true, "poetry": true, "pdm": true, "hatch": true,
 	"tox-uv": true, "tox-gh": true, "nox-uv": true, "pre-commit-uv": true, "pyright": true,
-	"prek": true, "pytest-codspeed": true, "codespell": true,
+	"prek": true, "pytest-codspeed": true, "codespell": true, "pytype": true, "pyre-check": true,
+	"cibuildwheel": true, "mypy-extensions": false,
+}
+
+// toolingPrefix are name prefixes of tooling: tox and nox plugins
+// (tox-uv-bare), Pyodide's build tools, type stubs (types-requests).
+var toolingPrefix = []string{"tox-", "nox-", "pyodide-", "types-"}
+
+// isTooling reports whether the normalised distribution name is tooling.
+func isTooling(name string) bool {
+	if t, ok := tooling[name]; ok {
+		return t
+	}
+	for _, p := range toolingPrefix {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return strings.HasSuffix(name, "-stubs")
 }
 
 // onlyTooling reports whether a pip command installs nothing but tooling.
@@ -289,7 +307,7 @@ func onlyTooling(line string) bool {
 			return false
 		}
 		names++
-		if !tooling[env.RequirementName(w)] {
+		if !isTooling(env.RequirementName(w)) {
 			return false
 		}
 	}

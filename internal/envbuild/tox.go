@@ -115,7 +115,7 @@ func readToxEnv(repo, name string) *runnerRecipe {
 				for _, w := range strings.Fields(d) {
 					deps = append(deps, quoteArg(w))
 				}
-			case !tooling[env.RequirementName(d)]:
+			case !isTooling(env.RequirementName(d)):
 				deps = append(deps, quoteArg(d))
 			}
 		}
@@ -134,7 +134,7 @@ func readToxEnv(repo, name string) *runnerRecipe {
 				}
 				seen[g] = true
 				for _, d := range dependencyGroup(repo, g, 0) {
-					if !tooling[env.RequirementName(d)] {
+					if !isTooling(env.RequirementName(d)) {
 						deps = append(deps, quoteArg(d))
 					}
 				}
