@@ -39,8 +39,9 @@ func (*envBuildCmd) Synopsis() string {
 }
 func (*envBuildCmd) Usage() string {
 	return `[flags] PATH|GIT-URL
-Copies the repository at --rev (a git repository keeps its history up to
-that revision; a plain directory becomes a one-commit repository whose
+Copies the repository at --rev (a git repository as a shallow one: the
+revision back to its nearest version tag, the history staying with the
+source; a plain directory becomes a one-commit repository whose
 revision is the hash of its tree) into a new layer at /repo, finds how to
 install and test it, installs it offline into /venv inside a sandbox, runs
 the test suite --runs times, records every test's outcome (flaky when runs
