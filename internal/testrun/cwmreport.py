@@ -12,12 +12,15 @@ finished, and names the test that was running.
 The variable is taken out of the environment, so that a pytest the tests
 start themselves does not write into this run's report.
 
-It also drops, from every source of options (the command line,
-PYTEST_ADDOPTS, the configuration's addopts), the options cwm removes from a
-test command's own arguments (CWM_DROP_PYTEST: "name=1" for an option that
-takes a value, "name=0" for one that does not, "name*" for a prefix): only the
-command line is cwm's to rewrite, yet a plugin option in addopts stops pytest
-with a usage error the same way when the plugin is absent.
+It also drops, from the configuration's addopts and PYTEST_ADDOPTS, the
+options cwm removes from a test command's own arguments (CWM_DROP_PYTEST:
+"name=1" for an option that takes a value, "name=0" for one that does not,
+"name*" for a prefix): only the command line is cwm's to rewrite, yet a
+plugin option in addopts stops pytest with a usage error the same way when
+the plugin is absent. The command line itself cwm has rewritten already, and
+its own options there (--maxfail for a regression run) stay; with
+CWM_DROP_PYTEST_ALL set (a pytest a shell command starts, whose command
+line is the repository's) it is filtered too.
 """
 
 import json
@@ -27,6 +30,7 @@ import pytest
 
 _path = os.environ.pop("CWM_REPORT", None)
 _drop_spec = os.environ.pop("CWM_DROP_PYTEST", "")
+_drop_all = os.environ.pop("CWM_DROP_PYTEST_ALL", "") != ""
 _out = None
 
 
@@ -63,10 +67,13 @@ def _filter(args, exact, prefixes):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config, parser, args):
-    # args holds the addopts and PYTEST_ADDOPTS already; pytest parses
-    # this same list once the hook returns.
-    if _drop_spec:
-        args[:] = _filter(args, *_drop_table(_drop_spec))
+    # args holds the addopts and PYTEST_ADDOPTS already, ahead of the
+    # command line; pytest parses this same list once the hook returns.
+    if not _drop_spec:
+        return
+    keep = 0 if _drop_all else len(early_config.invocation_params.args)
+    cut = max(len(args) - keep, 0)
+    args[:] = _filter(args[:cut], *_drop_table(_drop_spec)) + args[cut:]
 
 
 def _write(rec):

@@ -141,6 +141,9 @@ func Run(ctx context.Context, s *sandbox.Sandbox, c Command, opts Options) (*Rep
 			env = withPythonPath(env, dir)
 		} else {
 			env = append(withPythonPath(env, pluginDir), "CWM_REPORT="+stream, "CWM_DROP_PYTEST="+dropSpec)
+			if c.Framework == Shell {
+				env = append(env, "CWM_DROP_PYTEST_ALL=1") // the repository's command line, as written
+			}
 		}
 		res, err = s.Exec(ctx, sandbox.Cmd{
 			Args: inv.argv, Dir: inv.dir, Env: env,

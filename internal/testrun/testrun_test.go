@@ -243,3 +243,27 @@ func TestRunPytestStops(t *testing.T) {
 		})
 	}
 }
+
+// TestRunKeepsOwnOptions: options cwm adds to a pytest command line
+// (--maxfail for a regression run) are not dropped as the configuration's
+// are: the run stops at its first failure.
+func TestRunKeepsOwnOptions(t *testing.T) {
+	s := repoSandbox(t, "mixed")
+	c, err := Parse("pytest tests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), s, c, Options{Python: python, PytestArgs: []string{"--maxfail=1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for _, tt := range rep.Tests {
+		if tt.Outcome == Fail || tt.Outcome == Error {
+			failed++
+		}
+	}
+	if failed != 1 {
+		t.Errorf("--maxfail=1: %d tests failed or errored, want the run stopped at the first: %v", failed, outcomes(rep.Tests))
+	}
+}
