@@ -6,37 +6,45 @@
 # on the host. It prints one Markdown table row per repository as it goes and
 # the totals at the end (docs/environments.md, "The corpus").
 #
-# usage: scripts/corpus.sh [-c CWM] [-o OUTDIR] [-m MIRRORS] [-r RUNS] [-k] [NAME...]
+# usage: scripts/corpus.sh [-c CWM] [-o OUTDIR] [-r RUNS] [-k|-t|-p] CLONES [NAME...]
 #   -c CWM      the cwm binary (default: cwm on PATH)
 #   -o OUTDIR   where manifests, logs and the table go (default /tmp/cwm-corpus);
 #               the environments are stored in OUTDIR/home (CWM_HOME)
-#   -m MIRRORS  a directory with bare clones named OWNER+NAME/repo (default
-#               /work/.mirror); a repository not there is cloned from GitHub
 #   -r RUNS     baseline runs per build (default 3)
 #   -k          keep going from a previous run: repositories with a row in
 #               OUTDIR/rows are not built again
 #   -t          only tabulate again from the manifests and plain runs in OUTDIR
 #   -p          run the plain runs again on the environments in OUTDIR (no builds)
+#   CLONES      a directory of clones named OWNER+NAME/repo (bare or not;
+#               required, it may be empty): a repository not there is
+#               cloned from GitHub by cwm env build
 #   NAME...     only the repositories whose OWNER/NAME contains one of these
 #
 # The repositories' runtime and test dependencies come from Debian: the
 # packages below are installed first when missing (root only).
 set -u -o pipefail
 
-CWM=cwm OUT=/tmp/cwm-corpus MIRRORS=/work/.mirror RUNS=3 KEEP=0 TABULATE=0 PLAIN=0
-while getopts c:o:m:r:ktp opt; do
+CWM=cwm OUT=/tmp/cwm-corpus RUNS=3 KEEP=0 TABULATE=0 PLAIN=0
+while getopts c:o:r:ktp opt; do
 	case $opt in
 	c) CWM=$OPTARG ;;
 	o) OUT=$OPTARG ;;
-	m) MIRRORS=$OPTARG ;;
 	r) RUNS=$OPTARG ;;
 	k) KEEP=1 ;;
 	t) TABULATE=1 ;;
 	p) PLAIN=1 ;;
-	*) sed -n '2,23p' "$0" >&2; exit 2 ;;
+	*) sed -n '2,25p' "$0" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
+if [ $# -lt 1 ]; then
+	echo "corpus: the clone directory (CLONES) is required" >&2
+	sed -n '2,25p' "$0" >&2
+	exit 2
+fi
+MIRRORS=$1
+shift
+[ -d "$MIRRORS" ] || { echo "corpus: clone directory $MIRRORS: not a directory" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
 list=$here/corpus/repos.txt
 CWM=$(command -v "$CWM") || { echo "corpus: no cwm binary (-c)" >&2; exit 2; }

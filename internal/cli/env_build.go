@@ -38,8 +38,9 @@ func (*envBuildCmd) Synopsis() string {
 }
 func (*envBuildCmd) Usage() string {
 	return `[flags] PATH|GIT-URL
-Copies the repository at --rev (a git repository keeps its history up to
-that revision; a plain directory becomes a one-commit repository whose
+Copies the repository at --rev (a git repository as a shallow one: the
+revision back to its nearest version tag, the history staying with the
+source; a plain directory becomes a one-commit repository whose
 revision is the hash of its tree) into a new layer at /repo, finds how to
 install and test it, installs it offline into /venv inside a sandbox, runs
 the test suite --runs times, records every test's outcome (flaky when runs
@@ -177,17 +178,27 @@ func (c *envBuildCmd) Run(ctx context.Context, e *command.Env, args []string) er
 		fmt.Fprintln(e.Stdout, built.ID)
 	}
 	if !built.Usable {
-		var debs []string
+		var debs, old []string
 		for _, m := range built.Missing {
 			// A package already installed in a version that does not
 			// satisfy the requirement (flit_core>=4 against Debian's
 			// 3.8) is not helped by installing it.
-			if m.Debian != "" && m.Installed == "" {
+			switch {
+			case m.Installed != "":
+				need := m.Requirement
+				if need == "" {
+					need = m.Import
+				}
+				old = append(old, fmt.Sprintf("installed %s %s, needs %s", m.Import, m.Installed, need))
+			case m.Debian != "":
 				debs = append(debs, m.Debian)
 			}
 		}
 		if len(debs) > 0 {
 			fmt.Fprintf(e.Stderr, "hint: install the missing dependencies on the host (apt-get install %s) and build again\n", strings.Join(debs, " "))
+		}
+		if len(old) > 0 {
+			fmt.Fprintf(e.Stderr, "hint: too old here, and not helped by installing: %s\n", strings.Join(old, "; "))
 		}
 		return fmt.Errorf("environment %s is not usable: %s (log: %s)", built.ID, built.Reason, built.BuildLog)
 	}

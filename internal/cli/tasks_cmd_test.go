@@ -37,7 +37,7 @@ func TestTasksCommands(t *testing.T) {
 		{"mutate resumes", mutate, 0, []string{"wrote 0 tasks", "2 tasks already written"}},
 		{"validate", []string{"tasks", "validate", out}, 0, []string{"2 tasks: 2 hold, 0 do not"}},
 		{"validate json", []string{"tasks", "validate", out, "--json", "--workers", "2"}, 0, []string{`"ok": true`, `"checks": [`}},
-		{"excluded", []string{"tasks", "mutate", "--env", "hazards", "--out", out, "--exclude-repos", exclude}, 1, []string{"decontamination:", "its name hazards is a listed repository's"}},
+		{"excluded", []string{"tasks", "mutate", "--env", "hazards", "--out", out, "--exclude-repos", exclude}, 1, []string{"decontamination:", "its name hazards is a listed repository's", "--exclude-repos none skips the check"}},
 		{"no env", []string{"tasks", "mutate", "--out", out}, 2, []string{"--env and --out are required"}},
 		{"bad family", []string{"tasks", "mutate", "--env", "hazards", "--out", out, "--families", "nope"}, 2, []string{`unknown family "nope"`}},
 		{"bad shard", []string{"tasks", "mutate", "--env", "hazards", "--out", out, "--shard", "2/2"}, 2, []string{"0 <= i < n"}},

@@ -19,6 +19,13 @@ import (
 //go:embed cwmcov.py
 var cwmcovPy []byte
 
+// covDir holds the coverage recorder and covOut, its map, in cwm's
+// scratch directory, out of the test command's reach.
+const (
+	covDir = testrun.ScratchDir + "/cov"
+	covOut = covDir + "/out.json"
+)
+
 // EnsureCoverage returns the environment's map, computing and storing it
 // first if the build did not.
 func EnsureCoverage(ctx context.Context, sbs *env.Sandboxes, e *env.Env) (*env.Coverage, error) {
@@ -45,16 +52,16 @@ func computeCoverage(ctx context.Context, sbs *env.Sandboxes, e *env.Env, log io
 		return nil, err
 	}
 	defer s.Close()
-	if _, err := s.Exec(ctx, sandbox.Cmd{Args: []string{"mkdir", "-p", "/tmp/cwmcov"}}); err != nil {
+	if _, err := s.Exec(ctx, sandbox.Cmd{Args: []string{"mkdir", "-p", covDir}}); err != nil {
 		return nil, fmt.Errorf("prepare coverage run: %w", err)
 	}
 	for name, data := range map[string][]byte{"cwmcov.py": cwmcovPy, testrun.PertestModule + ".py": testrun.PertestPy} {
-		if err := s.WriteFile(ctx, "/tmp/cwmcov/"+name, data, 0o644); err != nil {
+		if err := s.WriteFile(ctx, covDir+"/"+name, data, 0o644); err != nil {
 			return nil, fmt.Errorf("prepare coverage run: %w", err)
 		}
 	}
 	opts := testrun.Options{
-		Env:           []string{"PYTHONPATH=/tmp/cwmcov", "CWMCOV_OUT=/tmp/cwmcov/out.json", "CWMCOV_ROOT=/repo"},
+		Env:           []string{"PYTHONPATH=" + covDir, "CWMCOV_OUT=" + covOut, "CWMCOV_ROOT=/repo"},
 		PythonVersion: e.Python, PytestArgs: []string{"-p", "cwmcov"}, UnittestModule: "cwmcov",
 	}
 	if e.TestCommand.Framework == testrun.Shell {
@@ -66,9 +73,13 @@ func computeCoverage(ctx context.Context, sbs *env.Sandboxes, e *env.Env, log io
 		return nil, fmt.Errorf("coverage run: %w", err)
 	}
 	fmt.Fprintf(log, "\n$ %s\n[%s, %v]\n", strings.Join(rep.Argv, " "), rep.Result.Describe(), rep.Result.Duration.Round(time.Millisecond))
-	data, err := s.ReadFile(ctx, "/tmp/cwmcov/out.json", 0)
+	data, err := s.ReadFile(ctx, covOut, 0)
 	if err != nil {
-		info := &env.CoverageInfo{Note: "the coverage run wrote no map: " + rep.Result.Describe() + testrun.LastLine(rep.Result.Stderr)}
+		cause := "the coverage run wrote no map: " + rep.Result.Describe() + testrun.LastLine(rep.Result.Stderr, rep.Result.Stdout)
+		if n := len(e.Passing()); n > 0 {
+			return nil, &EmptyCoverageError{Passing: n, Cause: cause}
+		}
+		info := &env.CoverageInfo{Note: cause}
 		return info, env.SaveCoverage(e, nil, info)
 	}
 	var raw struct {
@@ -98,6 +109,10 @@ func computeCoverage(ctx context.Context, sbs *env.Sandboxes, e *env.Env, log io
 		}
 		c.Tests[id] = tc
 	}
+	if n := len(e.Passing()); n > 0 && len(c.Tests) == 0 {
+		return nil, &EmptyCoverageError{Passing: n, Cause: fmt.Sprintf("the map holds %d tests, none of them passing ones: %s%s",
+			len(raw.Tests), rep.Result.Describe(), testrun.LastLine(rep.Result.Stderr, rep.Result.Stdout))}
+	}
 	info := &env.CoverageInfo{File: env.CoverageFile, Tests: len(c.Tests), Functions: len(funcs), Seconds: roundSeconds(time.Since(start))}
 	if missing := len(e.Passing()) - len(c.Tests); missing > 0 {
 		info.Note = fmt.Sprintf("%d passing tests were not recorded", missing)
@@ -106,4 +121,20 @@ func computeCoverage(ctx context.Context, sbs *env.Sandboxes, e *env.Env, log io
 		return nil, err
 	}
 	return info, nil
+}
+
+// EmptyCoverageError says that the coverage run of a suite with passing
+// tests recorded none of them: a map that finds no function under test
+// would leave every later stage with nothing, silently.
+type EmptyCoverageError struct {
+	Passing int    // the environment's passing tests
+	Cause   string // what the coverage run left
+}
+
+// Kind is errkind.Input: the repository's test command defeats the
+// recording (it deleted the map, or exited before writing it).
+func (e *EmptyCoverageError) Kind() errkind.Kind { return errkind.Input }
+
+func (e *EmptyCoverageError) Error() string {
+	return fmt.Sprintf("coverage: the suite has %d passing tests and the coverage run recorded none (%s)", e.Passing, e.Cause)
 }

@@ -1,6 +1,7 @@
 package envbuild
 
 import (
+	"bytes"
 	"context"
 	"sort"
 	"strings"
@@ -62,5 +63,65 @@ func TestCoverageUnittestLazy(t *testing.T) {
 	}
 	if again, err := env.LoadCoverage(env.NewStore(testHome).Get(e.ID)); err != nil || len(again.Tests) != 4 {
 		t.Errorf("stored map: %v, %v; want 4 tests", again, err)
+	}
+}
+
+// TestCoverageScratch builds suites whose test command clears temporary
+// directories: tox's {env_tmp_dir} as pytest's basetemp (cleared when
+// pytest starts), which must not reach cwm's coverage map; and a suite
+// that destroys cwm's scratch itself, whose empty map makes the build
+// unusable with the cause, instead of a usable build with no coverage.
+func TestCoverageScratch(t *testing.T) {
+	cases := []struct {
+		name   string
+		test   string // tests/test_a.py
+		usable bool
+		reason []string
+	}{
+		{"basetemp", "def test_tmp(tmp_path):\n    (tmp_path / 'f').write_text('x')\n\n\ndef test_plain():\n    assert 1\n", true, nil},
+		{"scratch destroyed",
+			"import os, shutil\n\n\ndef test_break():\n    out = os.environ.get('CWMCOV_OUT')\n    if out:\n" +
+				"        d = os.path.dirname(out)\n        shutil.rmtree(d)\n        open(d, 'w').close()\n",
+			false, []string{"coverage: the suite has 1 passing tests and the coverage run recorded none", "the coverage run wrote no map"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := writeTree(t, map[string]string{
+				"tox.ini":         "[tox]\nskipsdist = true\n\n[testenv]\ncommands = pytest --basetemp={env_tmp_dir} tests\n",
+				"tests/test_a.py": c.test,
+			})
+			opts := buildOpts(dir)
+			opts.NoCoverage = false
+			e := mustBuild(t, opts)
+			if e.Usable != c.usable {
+				t.Fatalf("Build = usable %v (reason %q), want %v", e.Usable, e.Reason, c.usable)
+			}
+			for _, w := range c.reason {
+				if !strings.Contains(e.Reason, w) {
+					t.Errorf("reason %q lacks %q", e.Reason, w)
+				}
+			}
+			if c.usable && (e.Coverage == nil || e.Coverage.Tests != e.Counts.Pass || e.Counts.Pass != 2) {
+				t.Errorf("coverage %+v for %v, want every passing test recorded", e.Coverage, e.Counts)
+			}
+		})
+	}
+}
+
+// TestBuildProgress checks that the baseline runs and the coverage run
+// each say when they start on a progress writer that is not a terminal
+// (and then every progress.HeartbeatEvery, as internal/progress tests).
+func TestBuildProgress(t *testing.T) {
+	dir := writeTree(t, map[string]string{"tests/test_a.py": "def test_a():\n    pass\n"})
+	var out bytes.Buffer
+	opts := buildOpts(dir)
+	opts.NoCoverage, opts.Runs, opts.Progress = false, 2, &out
+	if e := mustBuild(t, opts); !e.Usable {
+		t.Fatalf("Build = unusable: %s", e.Reason)
+	}
+	for _, w := range []string{"baseline run 1/2: started\n", "baseline run 2/2: started\n", "coverage run: started\n"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("progress lacks %q:\n%s", w, out.String())
+		}
 	}
 }

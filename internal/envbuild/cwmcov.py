@@ -99,6 +99,7 @@ class Recorder:
                 "lines": {f[len(ROOT):]: sorted(ls) for f, ls in sorted(rec["lines"].items())},
             }
         tmp = OUT + ".tmp"
+        os.makedirs(os.path.dirname(tmp), exist_ok=True)
         with open(tmp, "w") as f:
             json.dump({"version": 1, "tests": out}, f)
         os.replace(tmp, OUT)

@@ -31,7 +31,7 @@ except ImportError:
     from pip._vendor.packaging.requirements import Requirement
     from pip._vendor.packaging.utils import canonicalize_name
 reqs, extras = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-todo = [(r, "") for r in reqs]
+todo = [tuple(r) for r in reqs]
 for dist in md.distributions():
     try:
         info = json.loads(dist.read_text("direct_url.json") or "{}")
@@ -66,9 +66,28 @@ for text, why in todo:
 print(json.dumps(out))
 `
 
-// checkDependencies runs depCheck and adds what it finds to in.missing.
+// versioners are the build requirements that make a project's version
+// from its git tags. Offline, builds run without isolation, so an absent
+// one fails the build (or leaves the import-root fallback at 0.0.0).
+var versioners = map[string]bool{"setuptools-scm": true, "hatch-vcs": true, "flit-scm": true}
+
+// checkDependencies runs depCheck and adds what it finds to in.missing:
+// the install steps' requirements, the project's (editable installs) and
+// the project's versioner in pyproject.toml's build-system.
 func (in *installer) checkDependencies(ctx context.Context, python string) error {
-	reqs, _ := json.Marshal(nonNil(in.reqs))
+	var todo [][2]string
+	for _, r := range in.reqs {
+		todo = append(todo, [2]string{r, ""})
+	}
+	for _, r := range readPyproject(in.repo).BuildSystem.Requires {
+		if versioners[env.RequirementName(r)] {
+			todo = append(todo, [2]string{r, "build-system"})
+		}
+	}
+	if todo == nil {
+		todo = [][2]string{}
+	}
+	reqs, _ := json.Marshal(todo)
 	extras, _ := json.Marshal(nonNil(in.extras))
 	res, err := in.s.Exec(ctx, sandbox.Cmd{Args: []string{python, "-c", depCheck, string(reqs), string(extras)},
 		Timeout: 2 * time.Minute, Capture: 1 << 20})
@@ -88,6 +107,9 @@ func (in *installer) checkDependencies(ctx context.Context, python string) error
 		return fmt.Errorf("check dependencies: %w", err)
 	}
 	for _, f := range found {
+		if isTooling(env.RequirementName(f.Requirement)) {
+			continue // a type checker in the project's dev extra is not what tests import
+		}
 		in.addMissing(env.Missing{Requirement: f.Requirement, Installed: f.Installed, Source: f.Source})
 	}
 	return nil
@@ -111,6 +133,7 @@ var importNames = map[string]string{
 	"typing-extensions": "typing_extensions", "setuptools-scm": "setuptools_scm",
 	"pygobject": "gi", "dnspython": "dns", "markdown": "markdown", "docutils": "docutils",
 	"flit-core": "flit_core", "poetry-core": "poetry.core",
+	"python-dotenv": "dotenv", "pysocks": "socks",
 }
 
 // debianNames maps import names whose Debian package is not python3-NAME.
@@ -122,6 +145,7 @@ var debianNames = map[string]string{
 	"gi": "python3-gi", "dns": "python3-dnspython", "typing_extensions": "python3-typing-extensions",
 	"setuptools_scm": "python3-setuptools-scm", "flit_core": "flit", "poetry": "python3-poetry-core",
 	"hatchling": "python3-hatchling", "psycopg2": "python3-psycopg2", "magic": "python3-magic",
+	"dotenv": "python3-dotenv", "socks": "python3-socks",
 }
 
 // importName is the module a requirement provides, by the table or by the
@@ -131,7 +155,24 @@ func importName(req string) string {
 	if m, ok := importNames[name]; ok {
 		return topModule(m)
 	}
+	// A dotted name is a portion of a namespace package, imported by
+	// that name (zope.interface, jaraco.functools, ruamel.yaml).
+	if raw := strings.ToLower(rawName(req)); strings.Contains(raw, ".") {
+		return raw
+	}
 	return strings.ReplaceAll(name, "-", "_")
+}
+
+// rawName is a requirement's name as written, before normalisation.
+func rawName(req string) string {
+	req = strings.TrimSpace(req)
+	end := strings.IndexFunc(req, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
+	})
+	if end < 0 {
+		return req
+	}
+	return req[:end]
 }
 
 var (
@@ -162,6 +203,7 @@ func debianPackage(ctx context.Context, m env.Missing) string {
 	if p, ok := debianNames[m.Import]; ok {
 		return p
 	}
+	// Debian keeps a namespace portion's dot: python3-zope.interface.
 	cands := []string{"python3-" + strings.ToLower(strings.ReplaceAll(m.Import, "_", "-"))}
 	if m.Requirement != "" {
 		cands = append(cands, "python3-"+env.RequirementName(m.Requirement))
@@ -209,8 +251,11 @@ func ownModule(repo, mod string) bool {
 	return false
 }
 
-// finishMissing fills in import names and Debian packages.
-func finishMissing(ctx context.Context, ms []env.Missing) []env.Missing {
+// finishMissing fills in import names and Debian packages. On the host
+// base, a Debian package that is installed already (pip found no version
+// that satisfies the requirement among the host's) is too old: its version
+// becomes Installed, so that the hint does not name it for installing.
+func finishMissing(ctx context.Context, ms []env.Missing, hostBase bool) []env.Missing {
 	for i := range ms {
 		if ms[i].Import == "" {
 			ms[i].Import = importName(ms[i].Requirement)
@@ -218,6 +263,24 @@ func finishMissing(ctx context.Context, ms []env.Missing) []env.Missing {
 		if ms[i].Debian == "" {
 			ms[i].Debian = debianPackage(ctx, ms[i])
 		}
+		if hostBase && ms[i].Debian != "" && ms[i].Installed == "" {
+			if v := dpkgVersion(ctx, ms[i].Debian); v != "" {
+				ms[i].Installed = v + " (Debian)"
+			}
+		}
 	}
 	return ms
+}
+
+// dpkgVersion is the version of an installed Debian package on the host,
+// "" when it is not installed or dpkg cannot say.
+func dpkgVersion(ctx context.Context, pkg string) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "dpkg-query", "-W", "-f", "${Status}\t${Version}", pkg).Output()
+	status, version, ok := strings.Cut(string(out), "\t")
+	if err != nil || !ok || !strings.HasSuffix(status, " installed") {
+		return ""
+	}
+	return strings.TrimSpace(version)
 }

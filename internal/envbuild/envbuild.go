@@ -20,6 +20,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -182,6 +183,10 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 	id := envID(info.Commit, info.Tree, base, python, opts.Online, recipe)
 	if old := store.Get(id); old != nil && old.Usable && !opts.Force {
 		fmt.Fprintf(say, "already built: %s\n", id)
+		if len(old.Missing) > 0 {
+			// The id does not cover what the host has installed since.
+			fmt.Fprintf(say, "it was built with %d missing dependencies; --force builds it again with what the base has now\n", len(old.Missing))
+		}
 		return old, nil
 	}
 
@@ -213,7 +218,9 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 		bar = progress.New(opts.Progress, "baseline runs", opts.Runs)
 	}
 	for i := 0; i < opts.Runs; i++ {
+		stop := progress.Heartbeat(opts.Progress, fmt.Sprintf("baseline run %d/%d", i+1, opts.Runs), progress.HeartbeatEvery)
 		rep, err := runSuite(ctx, sbs, e, testrun.Options{PythonVersion: python, OutputLimit: opts.Limits.Output}, logf)
+		stop()
 		if err != nil {
 			bar.Done()
 			return nil, fmt.Errorf("baseline run %d: %w", i+1, err)
@@ -243,7 +250,7 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 			addMissingTo(&e.Missing, env.Missing{Import: mod, Source: "tests"})
 		}
 	}
-	e.Missing = finishMissing(ctx, e.Missing)
+	e.Missing = finishMissing(ctx, e.Missing, base == "host")
 	e.Reason = unusableReason(e.Counts, e.Runs, e.Install, e.Missing)
 	e.Usable = e.Reason == ""
 	fmt.Fprintf(say, "baseline: %s\n", e.Counts)
@@ -252,11 +259,21 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 	}
 
 	if e.Usable && !opts.NoCoverage {
+		stop := progress.Heartbeat(opts.Progress, "coverage run", progress.HeartbeatEvery)
 		ci, err := computeCoverage(ctx, sbs, e, logf)
-		if err != nil {
+		stop()
+		var empty *EmptyCoverageError
+		switch {
+		case errors.As(err, &empty):
+			// No map for a suite that passes: not an environment later
+			// stages can use, and the reason says why.
+			e.Usable, e.Reason = false, err.Error()
+			fmt.Fprintf(say, "%s\n", err)
+		case err != nil:
 			return nil, err
+		default:
+			fmt.Fprintf(say, "coverage: %d functions under %d passing tests (%.1fs)\n", ci.Functions, ci.Tests, ci.Seconds)
 		}
-		fmt.Fprintf(say, "coverage: %d functions under %d passing tests (%.1fs)\n", ci.Functions, ci.Tests, ci.Seconds)
 	}
 
 	e.BuildSecs = roundSeconds(time.Since(start))

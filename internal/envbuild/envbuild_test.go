@@ -1,6 +1,7 @@
 package envbuild
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -262,6 +263,23 @@ func TestMissingDependency(t *testing.T) {
 	}
 }
 
+// TestVersionerReported: a project whose build makes its version with
+// setuptools_scm, which this environment cannot satisfy (no host has
+// version 9999), has it reported missing, from its build-system.
+func TestVersionerReported(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"pyproject.toml":  "[build-system]\nrequires = [\"setuptools>=61\", \"setuptools_scm>=9999\"]\nbuild-backend = \"setuptools.build_meta\"\n",
+		"tests/test_a.py": "def test_a():\n    pass\n",
+	})
+	e := mustBuild(t, buildOpts(dir))
+	for _, m := range e.Missing {
+		if m.Requirement == "setuptools_scm>=9999" && m.Source == "build-system" {
+			return
+		}
+	}
+	t.Errorf("Missing = %+v, want setuptools_scm>=9999 from the build-system", e.Missing)
+}
+
 // TestDebianPackage: the Debian package named for a missing module, by the
 // table or by apt's metadata.
 func TestDebianPackage(t *testing.T) {
@@ -379,10 +397,13 @@ func TestGitSource(t *testing.T) {
 	gitIn(t, src, "add", "-A")
 	gitIn(t, src, "commit", "-qm", "first")
 	first := gitIn(t, src, "rev-parse", "HEAD")
+	gitIn(t, src, "tag", "-a", "-m", "release 0.9", "v0.9")
+	gitIn(t, src, "tag", "lightweight-0.9")
 	os.WriteFile(filepath.Join(src, "later.txt"), []byte("from the future\n"), 0o644)
 	gitIn(t, src, "add", "-A")
 	gitIn(t, src, "commit", "-qm", "second")
 	second := gitIn(t, src, "rev-parse", "HEAD")
+	gitIn(t, src, "tag", "-a", "-m", "release 1.0", "v1.0")
 
 	opts := buildOpts(src)
 	opts.Rev = "HEAD~1"
@@ -400,10 +421,39 @@ func TestGitSource(t *testing.T) {
 	if fileExists(filepath.Join(repo, "later.txt")) {
 		t.Errorf("later.txt is in the layer at HEAD~1")
 	}
+	// The nearest version tag travels with the commit (setuptools_scm
+	// versions from it); a later commit's does not.
+	if tags := gitIn(t, repo, "tag", "--list"); tags != "lightweight-0.9" && tags != "v0.9" {
+		t.Errorf("layer tags = %q, want the one HEAD~1 describes from", tags)
+	}
+	if d := gitIn(t, repo, "describe", "--tags"); d != "lightweight-0.9" && d != "v0.9" {
+		t.Errorf("git describe in the layer = %q", d)
+	}
 	opts.Rev = ""
 	now := mustBuild(t, opts)
 	if now.ID == old.ID || now.Revision != second {
 		t.Errorf("Build(HEAD) = id %s revision %s; want a new id, revision %s", now.ID, now.Revision, second)
+	}
+	// Three commits on, two past the tag: the layer keeps the commit back
+	// to its tag, shallow, with the source's root commit noted; git
+	// describe counts the distance as in the source.
+	for _, f := range []string{"a.txt", "b.txt"} {
+		os.WriteFile(filepath.Join(src, f), []byte(f), 0o644)
+		gitIn(t, src, "add", "-A")
+		gitIn(t, src, "commit", "-qm", f)
+	}
+	gitIn(t, src, "tag", "-d", "v1.0")
+	gitIn(t, src, "tag", "v1.1", second)
+	later := mustBuild(t, opts)
+	lrepo := filepath.Join(later.LayerDir(), "repo")
+	if n := gitIn(t, lrepo, "rev-list", "--all", "--count"); n != "3" || gitIn(t, lrepo, "rev-parse", "--is-shallow-repository") != "true" {
+		t.Errorf("layer at two past the tag: %s commits, want 3 in a shallow repository", n)
+	}
+	if d, want := gitIn(t, lrepo, "describe", "--tags", "--long"), gitIn(t, src, "describe", "--tags", "--long"); d != want {
+		t.Errorf("describe in the layer = %q, in the source %q", d, want)
+	}
+	if roots, err := os.ReadFile(filepath.Join(lrepo, ".git", "cwm-roots")); err != nil || strings.TrimSpace(string(roots)) != first {
+		t.Errorf(".git/cwm-roots = %q, %v; want the root commit %s", roots, err, first)
 	}
 	opts.Rev = "no-such-rev"
 	if _, err := Build(context.Background(), testSandboxes, opts); err == nil || !strings.Contains(err.Error(), "no such revision") {
@@ -455,4 +505,73 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestMissingNames: the import and Debian names of requirements whose
+// names mislead, and what counts as tooling rather than a dependency.
+func TestMissingNames(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct{ req, imp, deb string }{
+		{"python-dotenv>=1", "dotenv", "python3-dotenv"},
+		{"PySocks", "socks", "python3-socks"},
+		{"zope.interface>=5", "zope.interface", "python3-zope.interface"},
+		{"jaraco.functools", "jaraco.functools", "python3-jaraco.functools"},
+	} {
+		m := env.Missing{Requirement: c.req, Import: importName(c.req)}
+		if m.Import != c.imp {
+			t.Errorf("importName(%q) = %q, want %q", c.req, m.Import, c.imp)
+		}
+		want := c.deb
+		if _, inTable := debianNames[m.Import]; !inTable && !aptKnows(ctx, want) {
+			want = "" // this host's apt lists do not have it
+		}
+		if got := debianPackage(ctx, m); got != want {
+			t.Errorf("debianPackage(%q) = %q, want %q", c.req, got, want)
+		}
+	}
+	for name, want := range map[string]bool{
+		"tox-uv-bare": true, "pyodide-build": true, "mypy": true, "pytype": true, "types-requests": true,
+		"pandas-stubs": true, "requests": false, "mypy-extensions": false, "toxiproxy": false,
+	} {
+		if got := isTooling(name); got != want {
+			t.Errorf("isTooling(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// TestInstalledTooOld: a Debian package the host has is reported with its
+// version (too old, not to be installed again); one it lacks is not.
+func TestInstalledTooOld(t *testing.T) {
+	if _, err := exec.LookPath("dpkg-query"); err != nil {
+		t.Skip("no dpkg on this host")
+	}
+	ms := finishMissing(context.Background(), []env.Missing{
+		{Requirement: "coreutils>=999", Debian: "coreutils", Source: "pip"},
+		{Requirement: "cwm-absent-alpha", Debian: "python3-cwm-absent-alpha", Source: "pip"},
+	}, true)
+	if !strings.HasSuffix(ms[0].Installed, " (Debian)") || ms[1].Installed != "" {
+		t.Errorf("finishMissing = %+v, want coreutils installed (too old), the other absent", ms)
+	}
+}
+
+// TestAlreadyBuiltSaysForce: a usable environment built with missing
+// dependencies is returned as it is by a second build, which says that
+// --force builds it again once the base has them.
+func TestAlreadyBuiltSaysForce(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"requirements.txt":         "cwm-absent-alpha\n",
+		"tests/test_a.py":          "def test_a():\n    pass\n",
+		".github/workflows/ci.yml": "jobs:\n  test:\n    steps:\n      - run: pip install -r requirements.txt\n      - run: pytest tests\n",
+	})
+	e := mustBuild(t, buildOpts(dir))
+	if !e.Usable || len(e.Missing) == 0 {
+		t.Fatalf("Build = usable %v, missing %v; want usable with a missing dependency", e.Usable, e.Missing)
+	}
+	var out bytes.Buffer
+	opts := buildOpts(dir)
+	opts.Progress = &out
+	if again := mustBuild(t, opts); again.ID != e.ID || !strings.Contains(out.String(), "already built") ||
+		!strings.Contains(out.String(), "--force builds it again") {
+		t.Errorf("second build = %s, said:\n%s\nwant the stored one and --force named", again.ID, out.String())
+	}
 }

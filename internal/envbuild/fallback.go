@@ -87,7 +87,7 @@ func (in *installer) importRootFallback(ctx context.Context, st *env.Step, p pip
 	}
 	rest := pipPlan{reqs: append(append([]string{}, p.reqs...), deps...)}
 	for i := 0; i < len(rest.reqs); i++ {
-		if tooling[env.RequirementName(rest.reqs[i])] {
+		if isTooling(env.RequirementName(rest.reqs[i])) {
 			rest.reqs = append(rest.reqs[:i:i], rest.reqs[i+1:]...)
 			i--
 		}
@@ -163,9 +163,22 @@ var identifier = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // repository's directory first, then every other portion on the path or
 // in a site directory; the -nspkg.pth files then find the module made and
 // add their own directories after it.
+//
+// site runs a .pth line with exec inside one of its functions, so names
+// the line binds are that function's locals, which a comprehension (a
+// function of its own before Python 3.12) cannot see: the code runs
+// through exec with a globals dict of its own, where statements and
+// comprehensions alike see every name.
 func namespaceFirst(name, dir string) string {
-	return fmt.Sprintf("import os, site, sys, types; m = sys.modules.setdefault(%[1]q, types.ModuleType(%[1]q)); p = m.__dict__.setdefault('__path__', []); "+
-		"%[2]q in p or p.insert(0, %[2]q); [p.append(d) for d in [os.path.join(e, %[1]q) for e in sys.path + site.getsitepackages()] if d not in p and os.path.isdir(d)]", name, dir)
+	code := fmt.Sprintf(`import os, site, sys, types
+m = sys.modules.setdefault(%[1]q, types.ModuleType(%[1]q))
+p = m.__dict__.setdefault("__path__", [])
+if %[2]q not in p: p.insert(0, %[2]q)
+for e in sys.path + site.getsitepackages():
+    d = os.path.join(e, %[1]q)
+    if d not in p and os.path.isdir(d): p.append(d)
+`, name, dir)
+	return fmt.Sprintf("import sys; exec(%q, {})", code)
 }
 
 // hasPythonSources reports whether dir holds Python code: a module, or a

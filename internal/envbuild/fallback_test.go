@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"cwm/internal/env"
 )
 
@@ -47,7 +49,9 @@ build.hooks.vcs.version-file = "src/shout/_version.py"
 // older distribution of the same name, installed by its CI first, declares
 // the namespace the legacy way (an -nspkg.pth file, as Debian's zope.*
 // packages do): with the import root merely on the path, the old copy
-// wins; the fallback makes the repository's portion come first.
+// wins; the fallback makes the repository's portion come first. The
+// environment's Python starts without a word on stderr: all of the .pth
+// line runs.
 func TestImportRootFallbackNamespace(t *testing.T) {
 	dir := writeTree(t, map[string]string{
 		".github/workflows/ci.yml": `on: push
@@ -75,10 +79,18 @@ version = "2.0"
 license = "MIT"
 `,
 		"src/nsp/mod/__init__.py": "VERSION = 2\n",
-		"tests/test_ns.py":        "import nsp.mod\n\n\ndef test_version():\n    assert nsp.mod.VERSION == 2, nsp.mod.__file__\n",
+		"tests/test_ns.py": `import subprocess, sys
+import nsp.mod
+
+
+def test_version():
+    assert nsp.mod.VERSION == 2, nsp.mod.__file__
+    start = subprocess.run([sys.executable, "-c", "pass"], capture_output=True, text=True)
+    assert start.stderr == "", start.stderr
+`,
 	})
 	st := lastInstallStep(t, dir)
-	if !strings.Contains(st.Provenance, "fallback: import root on the path") || !strings.Contains(st.Run, `p.insert(0, "/repo/src/nsp")`) {
+	if !strings.Contains(st.Provenance, "fallback: import root on the path") || !strings.Contains(st.Run, `p.insert(0, \"/repo/src/nsp\")`) {
 		t.Errorf("install step = %s %q, run %q; want the fallback with the namespace's portion first", st.Status, st.Provenance, st.Run)
 	}
 }
@@ -119,5 +131,44 @@ func TestHasPythonSources(t *testing.T) {
 		if got := hasPythonSources(filepath.Join(dir, sub)); got != want {
 			t.Errorf("hasPythonSources(%s) = %v, want %v", sub, got, want)
 		}
+	}
+}
+
+// TestInstallStepsAsWritten builds a project whose CI installs in ways
+// cwm cannot take apart: a pipeline into pip, which must install into
+// the environment (the venv has no pip; the one on PATH is the system's),
+// and system packages behind sudo in a line of commands, skipped as a
+// plain apt-get is.
+func TestInstallStepsAsWritten(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		".github/workflows/ci.yml": `on: push
+jobs:
+  test:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - run: sudo apt-get update && sudo -E apt-get install -y libnothing-dev
+      - run: echo ./dep | pip install --no-build-isolation --no-index -r /dev/stdin
+      - run: pytest tests
+`,
+		"dep/setup.py":      "from setuptools import setup\nsetup(name='cwmdep', version='1.0', py_modules=['cwmdep'])\n",
+		"dep/cwmdep.py":     "VALUE = 7\n",
+		"tests/test_dep.py": "import cwmdep\n\n\ndef test_dep():\n    assert cwmdep.VALUE == 7\n",
+	})
+	e := mustBuild(t, buildOpts(dir))
+	if !e.Usable || e.Counts.Pass != 1 {
+		t.Fatalf("Build = usable %v, %v (reason %q)\ninstall %+v", e.Usable, e.Counts, e.Reason, e.Install)
+	}
+	var got []string
+	for _, st := range e.Install {
+		got = append(got, st.Status+" "+st.Command)
+	}
+	want := []string{
+		"ok python3 -m venv --system-site-packages --without-pip /venv",
+		"skipped sudo apt-get update && sudo -E apt-get install -y libnothing-dev",
+		"ok echo ./dep | pip install --no-build-isolation --no-index -r /dev/stdin",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("install steps mismatch (-want +got):\n%s", diff)
 	}
 }

@@ -3,7 +3,6 @@ package envbuild
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -45,7 +44,12 @@ func BuildHistory(ctx context.Context, sbs *env.Sandboxes, head *env.Env, opts O
 	if head.Repository.Kind != "git" {
 		return nil, inputErrorf("--history needs a git repository, not a plain directory")
 	}
-	out, err := git(ctx, filepath.Join(head.LayerDir(), "repo"), nil, "rev-list", "--first-parent", "-n", strconv.Itoa(tries), "HEAD")
+	hist, err := env.OpenHistory(ctx, head)
+	if err != nil {
+		return nil, err
+	}
+	out, err := hist.Git(ctx, "rev-list", "--first-parent", "-n", strconv.Itoa(tries), head.Commit)
+	hist.Close()
 	if err != nil {
 		return nil, fmt.Errorf("history of %s: %w", head.Name, err)
 	}

@@ -47,6 +47,25 @@ func (in *installer) run(ctx context.Context, st *env.Step) error {
 		st.Status, st.Note = "failed", err.Error()
 		return nil
 	}
+	if !complex && len(cmds) > 1 {
+		// apt-get update && apt-get install ...: a line of commands that
+		// all cannot run here is skipped as one of them would be.
+		reason := ""
+		for _, c := range cmds {
+			_, _, words, ok := simpleCommand([][]string{c})
+			if reason = ""; ok {
+				reason = unsupported(words)
+			}
+			if reason == "" {
+				break
+			}
+		}
+		if reason != "" {
+			st.Status, st.Note = "skipped", reason
+			fmt.Fprintf(in.log, "\n$ %s\n(skipped: %s)\n", st.Command, reason)
+			return nil
+		}
+	}
 	if !complex && len(cmds) >= 1 {
 		dir, vars, words, ok := simpleCommand(cmds)
 		if ok {
@@ -60,7 +79,8 @@ func (in *installer) run(ctx context.Context, st *env.Step) error {
 			}
 		}
 	}
-	res, err := in.exec(ctx, st.Command, "")
+	fmt.Fprintf(in.log, "\n$ %s\n", st.Command)
+	res, err := in.execQuiet(ctx, venvPip+st.Command, "")
 	if err != nil {
 		return err
 	}
@@ -83,10 +103,21 @@ func simpleCommand(cmds [][]string) (dir string, vars, words []string, ok bool) 
 	for len(words) > 0 && strings.Contains(words[0], "=") && !strings.HasPrefix(words[0], "-") {
 		vars, words = append(vars, words[0]), words[1:]
 	}
-	if len(words) > 0 && words[0] == "sudo" {
+	words = withoutSudo(words)
+	return dir, vars, words, len(words) > 0
+}
+
+// withoutSudo is words without a leading sudo and its options (sudo -E
+// apt-get ...): the sandbox's user is root already.
+func withoutSudo(words []string) []string {
+	if len(words) == 0 || words[0] != "sudo" {
+		return words
+	}
+	words = words[1:]
+	for len(words) > 0 && strings.HasPrefix(words[0], "-") {
 		words = words[1:]
 	}
-	return dir, vars, words, len(words) > 0
+	return words
 }
 
 // unsupported says why a command cannot run in an offline sandbox, or ""
@@ -105,9 +136,20 @@ func unsupported(words []string) string {
 	return ""
 }
 
+// venvPip makes pip and pip3 in a line bash runs as written the
+// environment's (cat r.txt | pip install -r /dev/stdin): the venv has no
+// pip of its own (--without-pip), so the pip on PATH is the system's,
+// which installs outside /venv.
+const venvPip = `pip() { ` + env.VenvRoot + `/bin/python -m pip "$@"; }; pip3() { pip "$@"; }; `
+
 // exec runs a bash command line in the sandbox, logging it and its output.
 func (in *installer) exec(ctx context.Context, line, dir string) (sandbox.Result, error) {
 	fmt.Fprintf(in.log, "\n$ %s\n", line)
+	return in.execQuiet(ctx, line, dir)
+}
+
+// execQuiet is exec without the line in the log.
+func (in *installer) execQuiet(ctx context.Context, line, dir string) (sandbox.Result, error) {
 	res, err := in.s.Exec(ctx, sandbox.Cmd{Shell: line, Dir: dir, Timeout: in.timeout,
 		Stdout: in.log, Stderr: in.log, Capture: 64 << 10})
 	if err != nil {
@@ -203,7 +245,7 @@ func (p *pipPlan) addTarget(t string) {
 		}
 		return
 	}
-	if tooling[env.RequirementName(t)] {
+	if isTooling(env.RequirementName(t)) {
 		p.dropped = append(p.dropped, t)
 		return
 	}

@@ -168,6 +168,10 @@ func missingProgram(line string, have func(string) bool) string {
 	}
 	for _, words := range cmds {
 		for len(words) > 0 && (strings.Contains(words[0], "=") && !strings.HasPrefix(words[0], "-") || shellBuiltins[words[0]]) {
+			if words[0] == "sudo" {
+				words = withoutSudo(words)
+				continue
+			}
 			if words[0] == "cd" {
 				words = nil // cd DIR: the directory, not a program
 				break
@@ -254,7 +258,25 @@ var tooling = map[string]bool{
 	"mypy": true, "isort": true, "pylint": true, "pytest-cov": true, "coverage": true,
 	"pytest-xdist": true, "uv": true, "poetry": true, "pdm": true, "hatch": true,
 	"tox-uv": true, "tox-gh": true, "nox-uv": true, "pre-commit-uv": true, "pyright": true,
-	"prek": true, "pytest-codspeed": true, "codespell": true,
+	"prek": true, "pytest-codspeed": true, "codespell": true, "pytype": true, "pyre-check": true,
+	"cibuildwheel": true, "mypy-extensions": false,
+}
+
+// toolingPrefix are name prefixes of tooling: tox and nox plugins
+// (tox-uv-bare), Pyodide's build tools, type stubs (types-requests).
+var toolingPrefix = []string{"tox-", "nox-", "pyodide-", "types-"}
+
+// isTooling reports whether the normalised distribution name is tooling.
+func isTooling(name string) bool {
+	if t, ok := tooling[name]; ok {
+		return t
+	}
+	for _, p := range toolingPrefix {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return strings.HasSuffix(name, "-stubs")
 }
 
 // onlyTooling reports whether a pip command installs nothing but tooling.
@@ -285,7 +307,7 @@ func onlyTooling(line string) bool {
 			return false
 		}
 		names++
-		if !tooling[env.RequirementName(w)] {
+		if !isTooling(env.RequirementName(w)) {
 			return false
 		}
 	}
@@ -369,6 +391,10 @@ func substituteTox(s string) string {
 			return "."
 		case "envname", "env_name":
 			return "cwm"
+		case "envtmpdir", "env_tmp_dir":
+			// A directory of the environment's own, as tox's is: a test
+			// command may clear it (pytest --basetemp).
+			return "/tmp/cwm-tox-env-tmp"
 		}
 		return "/tmp"
 	})), " ")

@@ -223,22 +223,44 @@ func TestMergeRuns(t *testing.T) {
 	}
 }
 
+// TestReadTox reads tox environments: deps with their requirement files
+// (-rfile, or -r file as two words), dependency groups named under factor
+// conditions (each installed once), and the test command.
 func TestReadTox(t *testing.T) {
-	dir := writeTree(t, map[string]string{
-		"setup.py": "from setuptools import setup\nsetup(name='x')\n",
-		"tox.ini": "[tox]\nenvlist = py311, lint\n\n[testenv]\ndeps =\n    pytest\n    -rrequirements.txt\n\n" +
-			"[testenv:lint]\nskip_install = true\ndeps = ruff\ncommands = ruff check .\n\n" +
-			"[testenv:py311]\ncommands =\n    - python -m pytest {posargs:tests} --tb=short\n",
-	})
-	r := readTox(dir)
-	if r == nil {
-		t.Fatal("readTox = nil")
+	cases := []struct {
+		name    string
+		files   map[string]string
+		install []string
+		test    string
+	}{
+		{"envlist", map[string]string{
+			"setup.py": "from setuptools import setup\nsetup(name='x')\n",
+			"tox.ini": "[tox]\nenvlist = py311, lint\n\n[testenv]\ndeps =\n    pytest\n    -rrequirements.txt\n\n" +
+				"[testenv:lint]\nskip_install = true\ndeps = ruff\ncommands = ruff check .\n\n" +
+				"[testenv:py311]\ncommands =\n    - python -m pytest {posargs:tests} --tb=short\n",
+		}, []string{"pip install -e . <- tox.ini [testenv:py311] (the package)", "pip install pytest -rrequirements.txt <- tox.ini [testenv:py311] deps"},
+			"python -m pytest tests --tb=short <- tox.ini [testenv:py311] commands"},
+		{"requirement files and groups", map[string]string{
+			"pyproject.toml": "[project]\nname = \"x\"\nversion = \"1\"\n\n[dependency-groups]\ntest = [\"attrs\", \"pytest>=7\"]\ntyping = [\"mypy\"]\n",
+			"tox.ini": "[tox]\nenvlist = py311\n\n[testenv]\ndeps =\n    -r requirements/test.txt\n    -c constraints.txt\n" +
+				"dependency_groups =\n    py39: test\n    py310: test\n    py311: test\n    py312: test\n    type: typing\n" +
+				"commands = pytest tests\n",
+		}, []string{"pip install -e . <- tox.ini [testenv] (the package)",
+			"pip install -r requirements/test.txt -c constraints.txt attrs 'pytest>=7' <- tox.ini [testenv] deps"},
+			"pytest tests <- tox.ini [testenv] commands"},
 	}
-	want := []string{"pip install -e . <- tox.ini [testenv:py311] (the package)", "pip install pytest -rrequirements.txt <- tox.ini [testenv:py311] deps"}
-	if diff := cmp.Diff(want, cmds(r.install)); diff != "" {
-		t.Errorf("readTox install mismatch (-want +got):\n%s", diff)
-	}
-	if got := r.test.Command + " <- " + r.test.Provenance; got != "python -m pytest tests --tb=short <- tox.ini [testenv:py311] commands" {
-		t.Errorf("readTox test = %q", got)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := readTox(writeTree(t, c.files))
+			if r == nil {
+				t.Fatal("readTox = nil")
+			}
+			if diff := cmp.Diff(c.install, cmds(r.install)); diff != "" {
+				t.Errorf("readTox install mismatch (-want +got):\n%s", diff)
+			}
+			if got := r.test.Command + " <- " + r.test.Provenance; got != c.test {
+				t.Errorf("readTox test = %q, want %q", got, c.test)
+			}
+		})
 	}
 }

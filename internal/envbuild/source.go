@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -110,8 +111,13 @@ func git(ctx context.Context, dir string, vars []string, args ...string) (string
 }
 
 // fetchSource puts the repository at rev into dst (which must not exist):
-// a checkout with the history up to rev and nothing after it (no remotes,
-// no other refs, no reflog), on a branch named main.
+// a checkout on a branch named main in a shallow repository that holds rev
+// back to its nearest version tag, with that tag (setuptools_scm and
+// hatch-vcs make the version from it and the distance; without it a
+// project is 0.1.dev and fails its own minimum-version checks), and
+// nothing after rev (no remotes, no other refs, no reflog). The rest of
+// the history stays with the source (env.OpenHistory); the source's root
+// commits, which decontamination compares, are kept in .git/cwm-roots.
 func fetchSource(ctx context.Context, src env.Source, rev, dst, scratch string) (sourceInfo, error) {
 	if src.Kind == "dir" {
 		if rev != "" {
@@ -124,7 +130,7 @@ func fetchSource(ctx context.Context, src env.Source, rev, dst, scratch string) 
 		// Fetching by commit from a remote needs server support; a bare
 		// clone makes every source local.
 		clone := filepath.Join(scratch, "clone.git")
-		if _, err := git(ctx, scratch, nil, "clone", "--quiet", "--bare", "--no-tags", from, clone); err != nil {
+		if _, err := git(ctx, scratch, nil, "clone", "--quiet", "--bare", from, clone); err != nil {
 			return sourceInfo{}, inputErrorf("repository %s: %v", from, err)
 		}
 		from = clone
@@ -140,17 +146,32 @@ func fetchSource(ctx context.Context, src env.Source, rev, dst, scratch string) 
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return sourceInfo{}, err
 	}
+	depth, tag := nearestTag(ctx, from, commit)
 	steps := [][]string{
 		{"init", "--quiet"},
-		{"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", from, commit},
-		{"checkout", "--quiet", "-b", "main", commit},
-		{"reflog", "expire", "--expire=now", "--all"},
-		{"gc", "--quiet", "--prune=now"},
+		{"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--depth", strconv.Itoa(depth), from, commit},
 	}
+	if tag != "" {
+		// The tag's commit is fetched already; depth 1 adds no ancestor
+		// of its own (one fetch would reach depth commits from each ref).
+		steps = append(steps, []string{"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--depth", "1", from, "refs/tags/" + tag + ":refs/tags/" + tag})
+	}
+	roots, err := git(ctx, from, nil, "rev-list", "--max-parents=0", commit)
+	if err != nil {
+		return sourceInfo{}, fmt.Errorf("root commits of %s at %s: %w", src.Location, rev, err)
+	}
+	steps = append(steps,
+		[]string{"checkout", "--quiet", "-b", "main", commit},
+		[]string{"reflog", "expire", "--expire=now", "--all"},
+		[]string{"gc", "--quiet", "--prune=now"},
+	)
 	for _, args := range steps {
 		if _, err := git(ctx, dst, nil, args...); err != nil {
 			return sourceInfo{}, fmt.Errorf("copy %s at %s: %w", src.Location, rev, err)
 		}
+	}
+	if err := os.WriteFile(filepath.Join(dst, ".git", "cwm-roots"), []byte(roots), 0o644); err != nil {
+		return sourceInfo{}, fmt.Errorf("copy %s at %s: %w", src.Location, rev, err)
 	}
 	tree, err := git(ctx, dst, nil, "rev-parse", "HEAD^{tree}")
 	if err != nil {
@@ -231,4 +252,28 @@ func copyPlainTree(from, dst string) error {
 		}
 		return nil
 	})
+}
+
+// maxTagDepth bounds the commits a layer keeps to reach its nearest tag:
+// farther, the version tag is left out (the project versions as 0.1.dev).
+const maxTagDepth = 1000
+
+// nearestTag is the version tag setuptools_scm would describe commit from
+// (git describe --tags --match '*[0-9]*') and the depth that reaches it
+// (its distance plus one); depth 1 and no tag when there is none near.
+func nearestTag(ctx context.Context, repo, commit string) (depth int, tag string) {
+	out, err := git(ctx, repo, nil, "describe", "--tags", "--long", "--match", "*[0-9]*", commit)
+	if err != nil {
+		return 1, ""
+	}
+	// TAG-DISTANCE-gHASH; the tag itself may hold dashes.
+	parts := strings.Split(strings.TrimSpace(out), "-")
+	if len(parts) < 3 {
+		return 1, ""
+	}
+	n, err := strconv.Atoi(parts[len(parts)-2])
+	if err != nil || n+1 > maxTagDepth {
+		return 1, ""
+	}
+	return n + 1, strings.Join(parts[:len(parts)-2], "-")
 }

@@ -47,6 +47,21 @@ func readToxEnv(repo, name string) *runnerRecipe {
 		}
 		return cfg["testenv"][key]
 	}
+	// Unnamed, an environment named for tests comes first, and one that
+	// type-checks is passed over.
+	if name == "" || cfg["testenv:"+name] == nil {
+		var testish, rest []string
+		for _, sec := range names[1:] {
+			switch env := strings.TrimPrefix(sec, "testenv:"); {
+			case typeChecks(env):
+			case strings.Contains(env, "test") || strings.Contains(env, "unit"):
+				testish = append(testish, sec)
+			default:
+				rest = append(rest, sec)
+			}
+		}
+		names = append(append(names[:1], testish...), rest...)
+	}
 	var r runnerRecipe
 	for i, sec := range names {
 		if cfg[sec] == nil || (get(sec, "commands") == "" && i > 0) {
@@ -90,14 +105,38 @@ func readToxEnv(repo, name string) *runnerRecipe {
 		var deps []string
 		for _, d := range strings.Split(get(sec, "deps"), "\n") {
 			d, ok := f.apply(d, f.loose)
-			if d = substituteTox(d); ok && d != "" && !tooling[env.RequirementName(d)] && !strings.Contains(d, "://") {
+			d = substituteTox(d)
+			switch {
+			case !ok || d == "" || strings.Contains(d, "://"):
+			case strings.HasPrefix(d, "-"):
+				// An option line (-r file, -c file, -e path): its words
+				// are pip's, one by one; quoted whole, "-r file" is a
+				// file named " file".
+				for _, w := range strings.Fields(d) {
+					deps = append(deps, quoteArg(w))
+				}
+			case !isTooling(env.RequirementName(d)):
 				deps = append(deps, quoteArg(d))
 			}
 		}
-		for _, g := range strings.Fields(get(sec, "dependency_groups")) {
-			for _, d := range dependencyGroup(repo, g, 0) {
-				if !tooling[env.RequirementName(d)] {
-					deps = append(deps, quoteArg(d))
+		// Groups are named one or more a line, a line with its factor
+		// conditions as deps' lines have them; each group counts once.
+		// A line for some Python versions (py39: test) applies to an
+		// environment that names none: cwm runs the one Python it has.
+		seen := map[string]bool{}
+		for _, line := range strings.Split(get(sec, "dependency_groups"), "\n") {
+			forPython := f.forPythonOnly(line)
+			line, ok := f.apply(line, f.loose)
+			ok = ok || forPython
+			for _, g := range strings.Fields(strings.ReplaceAll(line, ",", " ")) {
+				if !ok || seen[g] {
+					continue
+				}
+				seen[g] = true
+				for _, d := range dependencyGroup(repo, g, 0) {
+					if !isTooling(env.RequirementName(d)) {
+						deps = append(deps, quoteArg(d))
+					}
 				}
 			}
 		}
@@ -286,6 +325,30 @@ func (f *factors) apply(line string, loose bool) (string, bool) {
 		}
 	}
 	return rest, false
+}
+
+// pythonFactor is a tox factor naming a Python version (py3, py311,
+// py3.11, pypy3).
+var pythonFactor = lazyre.New(`^(py|pypy)[0-9.]*$`)
+
+// forPythonOnly reports whether line's condition names Python versions
+// alone while the environment's factors name none.
+func (f *factors) forPythonOnly(line string) bool {
+	for p := range f.set {
+		if pythonFactor().MatchString(p) {
+			return false
+		}
+	}
+	m := toxFactors().FindStringSubmatch(strings.TrimSpace(line))
+	if m == nil {
+		return false
+	}
+	for _, p := range strings.FieldsFunc(m[1], func(r rune) bool { return r == ',' || r == '-' }) {
+		if !pythonFactor().MatchString(p) {
+			return false
+		}
+	}
+	return true
 }
 
 // literalGlobs quotes the words of a tox command that bash would expand:

@@ -199,14 +199,14 @@ func (o uvOpts) install(repo string, run bool) string {
 	seen := map[string]bool{}
 	for _, g := range groups {
 		for _, r := range dependencyGroup(repo, g, 0) {
-			if n := env.RequirementName(r); !seen[n] && !tooling[n] {
+			if n := env.RequirementName(r); !seen[n] && !isTooling(n) {
 				seen[n] = true
 				words = append(words, quoteArg(r))
 			}
 		}
 	}
 	for _, w := range o.with {
-		if n := env.RequirementName(w); w != "" && !seen[n] && !tooling[n] {
+		if n := env.RequirementName(w); w != "" && !seen[n] && !isTooling(n) {
 			seen[n] = true
 			words = append(words, quoteArg(w))
 		}
@@ -219,6 +219,9 @@ func (o uvOpts) install(repo string, run bool) string {
 
 // pyproject is the part of pyproject.toml recipe detection reads.
 type pyproject struct {
+	BuildSystem struct {
+		Requires []string `toml:"requires"`
+	} `toml:"build-system"`
 	Project struct {
 		Dependencies         []string            `toml:"dependencies"`
 		OptionalDependencies map[string][]string `toml:"optional-dependencies"`

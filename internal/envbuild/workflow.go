@@ -118,6 +118,9 @@ func workflowCommands(repo, python string) (install, test []env.Step, err error)
 					lines = append(lines, unwrapLine(line, repo)...)
 				}
 				for _, line := range lines {
+					if systemInstall().MatchString(line) {
+						c.score -= 2 // more than the install step it is counts
+					}
 					// A cd of its own moves the rest of the step.
 					if m := cdLine().FindStringSubmatch(line); m != nil {
 						if dir == "" || dir == "." || path.IsAbs(m[1]) {
@@ -171,14 +174,18 @@ func workflowCommands(repo, python string) (install, test []env.Step, err error)
 // offTopic names workflows and jobs that test something other than the
 // repository at its commit: other projects downstream, nightly
 // dependency builds, releases, documentation, benchmarks.
-var offTopic = lazyre.New(`(?i)nightly|downstream|flask|integration|publish|release|deploy|docs?\b|bench|wheel|cron|schedule`)
+// So do jobs that run the project elsewhere (primer runs of other
+// projects, Pyodide or Emscripten builds, docker images) or type-check it.
+var offTopic = lazyre.New(`(?i)nightly|downstream|flask|integration|publish|release|deploy|docs?\b|bench|wheel|cron|schedule|primer|pyodide|emscripten|wasm|docker|mypy|pyright|typ(e|ing)[-_ ]?check`)
 
-// nameScore prefers a workflow or job named for tests and passes over
-// off-topic ones.
+// nameScore prefers a job named for tests (test, tests, pytest, unit),
+// then a workflow so named, and passes over off-topic ones.
 func nameScore(file, job string) int {
 	base := strings.ToLower(filepath.Base(file) + " " + job)
 	score := 0
-	if strings.Contains(base, "test") || strings.Contains(base, "ci") {
+	if j := strings.ToLower(job); strings.Contains(j, "test") || strings.Contains(j, "unit") {
+		score += 2
+	} else if strings.Contains(base, "test") || strings.Contains(base, "ci") {
 		score++
 	}
 	if offTopic().MatchString(base) {
@@ -186,6 +193,11 @@ func nameScore(file, job string) int {
 	}
 	return score
 }
+
+// systemInstall matches a line that installs system packages with sudo
+// (a job that prepares a machine of its own, as downstream and docker
+// jobs do, more than the project's tests need).
+var systemInstall = lazyre.New(`(^|\s|&&|;)sudo\s+(-\S+\s+)*(apt|apt-get|dpkg|snap)\s`)
 
 var expression = lazyre.New(`\$\{\{\s*(.*?)\s*\}\}`)
 
@@ -452,6 +464,21 @@ var runsPytest = lazyre.New(`(^|\s)(pytest|py\.test)(\s|$)|-m\s*(pytest|unittest
 // type-check rather than test.
 var notTestEnv = lazyre.New(`(?i)^(docs?|lint|style|typing|types|mypy|pyright|pre-commit|precommit|format|fmt|build|release|publish|dist|check-?manifest|coverage-report|report|clean|spell|readme|pkg|package|flake8|ruff|pylint|black|isort)$`)
 
+// typeCheckFactor names the tox factors of a type-checking environment
+// (py311-mypy), which runs pytest only to collect its plugin's items.
+var typeCheckFactor = lazyre.New(`(?i)^(typing|types|mypy|pyright|pytype)$`)
+
+// typeChecks reports whether a tox environment name has a type checker
+// among its factors.
+func typeChecks(name string) bool {
+	for _, f := range strings.Split(name, "-") {
+		if typeCheckFactor().MatchString(f) {
+			return true
+		}
+	}
+	return false
+}
+
 // classify says whether a command line installs or tests. tox and nox
 // count as tests unless the environment or session they run is a
 // documentation, lint or packaging one.
@@ -463,7 +490,7 @@ func classify(line string) lineKind {
 		return kindOther // installs a runner (tox, nox) for itself, not the project
 	case testRE().MatchString(line):
 		words := strings.Fields(line)
-		if name := toxEnvArg(words); name != "" && notTestEnv().MatchString(name) && !runsPytest().MatchString(line) {
+		if name := toxEnvArg(words); name != "" && (notTestEnv().MatchString(name) && !runsPytest().MatchString(line) || typeChecks(name)) {
 			return kindOther
 		}
 		if containsWord(words, "--notest") || containsWord(words, "--no-test") {

@@ -149,7 +149,55 @@ jobs:
       - run: uv run --locked tox run -e ${{ matrix.tox || format('py{0}', matrix.python) }} -- ${{ inputs.extra }}
 `},
 			[]string{"pip install -e . <- .github/workflows/tests.yaml: job tests, step #2", "pip install pytest <- pyproject.toml [tool.tox] [testenv] deps"},
-			"pytest -v --tb=short --basetemp=/tmp <- .github/workflows/tests.yaml: job tests, step #2 -> pyproject.toml [tool.tox] [testenv] commands"},
+			"pytest -v --tb=short --basetemp=/tmp/cwm-tox-env-tmp <- .github/workflows/tests.yaml: job tests, step #2 -> pyproject.toml [tool.tox] [testenv] commands"},
+		{"a job named for tests over primer, Pyodide and docker jobs", map[string]string{
+			".github/workflows/ci.yml": `
+jobs:
+  primer:
+    steps:
+      - uses: actions/setup-python@v5
+      - run: pytest primer
+  pyodide:
+    steps:
+      - uses: actions/setup-python@v5
+      - run: pytest --runtime pyodide
+  linux:
+    steps:
+      - uses: actions/setup-python@v5
+      - run: sudo apt-get update && sudo apt-get install -y docker-ce
+      - run: pytest downstream
+  test:
+    steps:
+      - uses: actions/setup-python@v5
+      - run: pytest tests
+`},
+			nil, "pytest tests <- .github/workflows/ci.yml: job test, step #2"},
+		{"a machine of its own scores down", map[string]string{
+			".github/workflows/ci.yml": `
+jobs:
+  linux:
+    steps:
+      - uses: actions/setup-python@v5
+      - run: sudo -E apt-get install -y docker-ce
+      - run: pytest everything
+  py:
+    steps:
+      - uses: actions/setup-python@v5
+      - run: pytest tests
+`},
+			nil, "pytest tests <- .github/workflows/ci.yml: job py, step #2"},
+		{"tox environments named for tests over type checkers", map[string]string{
+			"tox.ini": "[tox]\nenvlist = mypy, py311-mypy, unit\n[testenv]\nskip_install = true\n" +
+				"[testenv:a-mypy]\ncommands = pytest --mypy -m mypy src\n[testenv:lint]\ncommands = pytest --flake8\n[testenv:unit]\ncommands = pytest tests\n",
+			".github/workflows/ci.yml": `
+jobs:
+  ci:
+    steps:
+      - uses: actions/setup-python@v5
+      - run: tox -e py311-mypy
+      - run: tox -e unit
+`},
+			nil, "pytest tests <- .github/workflows/ci.yml: job ci, step #3 -> tox.ini [testenv:unit] commands"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -60,9 +60,9 @@ func Every(d time.Duration) Option {
 // ignored: progress is advisory and must never fail a run.
 func New(w io.Writer, label string, total int, opts ...Option) *Bar {
 	b := &Bar{w: w, label: label, total: max(total, 0), every: 5 * time.Second, now: time.Now}
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if isTerminal(w) {
 		b.tty = true
-		if cols, _, err := term.GetSize(int(f.Fd())); err == nil {
+		if cols, _, err := term.GetSize(int(w.(*os.File).Fd())); err == nil {
 			b.width = cols
 		}
 	}

@@ -207,3 +207,47 @@ func TestBar(t *testing.T) {
 		}
 	}
 }
+
+// syncBuffer is a bytes.Buffer a Heartbeat's goroutine and the test can
+// share.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestHeartbeat waits, bounded by a condition, for a heartbeat's lines
+// and checks that none comes after stop.
+func TestHeartbeat(t *testing.T) {
+	var w syncBuffer
+	stop := Heartbeat(&w, "baseline run 1/3", time.Millisecond)
+	if got := w.String(); got != "baseline run 1/3: started\n" {
+		t.Fatalf("first line %q, want the start said at once", got)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for strings.Count(w.String(), "baseline run 1/3: running for ") < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no two heartbeat lines in a minute: %q", w.String())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	stop()
+	after := w.String()
+	stop() // twice is harmless
+	time.Sleep(5 * time.Millisecond)
+	if w.String() != after {
+		t.Errorf("lines after stop: %q", strings.TrimPrefix(w.String(), after))
+	}
+	Heartbeat(nil, "x", time.Millisecond)() // nil writer: nothing, no goroutine left
+}

@@ -104,7 +104,15 @@ func Commits(ctx context.Context, sbs *env.Sandboxes, e *env.Env, opts CommitOpt
 			return nil, err
 		}
 	}
-	all, err := listCommits(ctx, sb, opts)
+	// The layer holds the commit, not its history: that is read from the
+	// source.
+	hist, err := env.OpenHistory(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	defer hist.Close()
+	git := func(args ...string) (string, error) { return hist.Git(ctx, gitArgs(args...)[1:]...) }
+	all, err := listCommits(git, e.Commit, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +150,7 @@ func Commits(ctx context.Context, sbs *env.Sandboxes, e *env.Env, opts CommitOpt
 		if decided[c] {
 			continue
 		}
-		d, t, err := commitTask(ctx, sbs, sb, e, c, opts)
+		d, t, err := commitTask(ctx, sbs, git, e, c, opts)
 		if err != nil {
 			return results, fmt.Errorf("commit %.12s: %w", c, err)
 		}
@@ -170,19 +178,27 @@ func Commits(ctx context.Context, sbs *env.Sandboxes, e *env.Env, opts CommitOpt
 // listCommits resolves the requested commits, or with Auto lists every
 // non-merge commit that changes a test file and a source file, newest
 // first.
-func listCommits(ctx context.Context, sb *sandbox.Sandbox, opts CommitOptions) ([]string, error) {
+func listCommits(git func(args ...string) (string, error), head string, opts CommitOptions) ([]string, error) {
 	if !opts.Auto {
 		var out []string
 		for _, rev := range opts.Commits {
-			sha, err := execOut(ctx, sb, sandbox.Cmd{Args: gitArgs("rev-parse", "--verify", "--end-of-options", rev+"^{commit}"), Dir: "/repo"})
+			// HEAD is the environment's commit, as in its layer.
+			if rest, ok := strings.CutPrefix(rev, "HEAD"); ok {
+				rev = head + rest
+			}
+			sha, err := git("rev-parse", "--verify", "--end-of-options", rev+"^{commit}")
+			if err == nil {
+				sha = strings.TrimSpace(sha)
+				_, err = git("merge-base", "--is-ancestor", sha, head)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("commit %q is not in the environment's history: %w", rev, err)
 			}
-			out = append(out, strings.TrimSpace(sha))
+			out = append(out, sha)
 		}
 		return out, nil
 	}
-	log, err := execOut(ctx, sb, sandbox.Cmd{Args: gitArgs("log", "--no-merges", "--no-renames", "--name-only", "--format=%x01%H %P", "HEAD"), Dir: "/repo"})
+	log, err := git("log", "--no-merges", "--no-renames", "--name-only", "--format=%x01%H %P", head)
 	if err != nil {
 		return nil, fmt.Errorf("read history: %w", err)
 	}
@@ -211,16 +227,13 @@ func listCommits(ctx context.Context, sb *sandbox.Sandbox, opts CommitOptions) (
 	return out, nil
 }
 
-// commitTask decides one commit. sb is a sandbox on e (the history).
-func commitTask(ctx context.Context, sbs *env.Sandboxes, sb *sandbox.Sandbox, e *env.Env, c string, opts CommitOptions) (CommitDecision, *task.Task, error) {
+// commitTask decides one commit. git runs git in e's history.
+func commitTask(ctx context.Context, sbs *env.Sandboxes, git func(args ...string) (string, error), e *env.Env, c string, opts CommitOptions) (CommitDecision, *task.Task, error) {
 	start := time.Now()
 	d := CommitDecision{Key: c}
 	reject := func(kind, reason string) (CommitDecision, *task.Task, error) {
 		d.Kind, d.Reason, d.Seconds = kind, reason, roundSecs(time.Since(start))
 		return d, nil, nil
-	}
-	git := func(args ...string) (string, error) {
-		return execOut(ctx, sb, sandbox.Cmd{Args: gitArgs(args...), Dir: "/repo"})
 	}
 	parent, err := git("rev-parse", "--verify", c+"^1")
 	if err != nil {

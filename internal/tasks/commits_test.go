@@ -11,6 +11,7 @@ import (
 
 	"cwm/internal/env"
 	"cwm/internal/envbuild"
+	"cwm/internal/sandbox"
 	"cwm/internal/task"
 )
 
@@ -131,12 +132,22 @@ func TestCommits(t *testing.T) {
 	if err != nil || len(again) != 0 {
 		t.Errorf("--auto after deciding both commits: %+v, %v; want nothing new", again, err)
 	}
+	// The layer holds the commit alone; the history is the source's.
 	sb, err := testSandboxes.Open(ctx, e)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sb.Close()
-	auto, err := listCommits(ctx, sb, CommitOptions{Auto: true})
+	if n, err := execOut(ctx, sb, sandbox.Cmd{Args: gitArgs("rev-list", "--count", "HEAD"), Dir: "/repo"}); err != nil || strings.TrimSpace(n) != "1" {
+		t.Errorf("the layer's repository has %q commits (%v), want the one", n, err)
+	}
+	hist, err := env.OpenHistory(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hist.Close()
+	git := func(args ...string) (string, error) { return hist.Git(ctx, args...) }
+	auto, err := listCommits(git, e.Commit, CommitOptions{Auto: true})
 	if diff := cmp.Diff([]string{repo.extra, repo.fix}, auto); err != nil || diff != "" {
 		t.Errorf("--auto commits (-want +got): %v\n%s", err, diff)
 	}

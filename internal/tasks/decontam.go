@@ -148,8 +148,11 @@ type ExcludedError struct {
 // Kind is errkind.Input: the environment asked for cannot be used.
 func (e *ExcludedError) Kind() errkind.Kind { return errkind.Input }
 
+// The message names the flag that overrides the refusal: the commands
+// that check (tasks mutate, tasks commits) all take --exclude-repos.
 func (e *ExcludedError) Error() string {
-	return fmt.Sprintf("decontamination: %s is excluded: %s (list entry %q)", e.Repo, e.How, e.Entry)
+	return fmt.Sprintf("decontamination: %s is excluded: %s (list entry %q); --exclude-repos none skips the check, --exclude-repos FILE uses another list",
+		e.Repo, e.How, e.Entry)
 }
 
 // Check returns an *ExcludedError when env's repository is on the list:
@@ -160,7 +163,10 @@ func (x *Exclusions) Check(ctx context.Context, sb *sandbox.Sandbox, e *env.Env)
 	if x == nil || len(x.entries) == 0 {
 		return nil
 	}
-	out, err := execOut(ctx, sb, sandbox.Cmd{Args: gitArgs("rev-list", "--max-parents=0", "HEAD"), Dir: "/repo"})
+	// A shallow layer (the commit back to its nearest tag) has its
+	// source's root commits in .git/cwm-roots, written by the build;
+	// an older layer has its whole history.
+	out, err := execOut(ctx, sb, sandbox.Cmd{Dir: "/repo", Shell: `if [ "$(git rev-parse --is-shallow-repository)" = true ]; then cat .git/cwm-roots; else git rev-list --max-parents=0 HEAD; fi`})
 	if err != nil {
 		return fmt.Errorf("root commits of %s: %w", e.ID, err)
 	}

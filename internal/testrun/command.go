@@ -3,6 +3,7 @@ package testrun
 import (
 	"fmt"
 	"path"
+	"sort"
 	"strings"
 )
 
@@ -221,7 +222,32 @@ var droppedPytest = map[string]bool{
 	"--cov-branch": false, "--no-cov": false, "--no-cov-on-fail": false, "--cov-context": true,
 	"--cov-reset": false, "--pdb": false, "--trace": false,
 	"--benchmark-skip": false, "--benchmark-only": false, "--benchmark-disable": false,
+	// Linters and type checkers run as pytest plugins: their items check
+	// the code's style or types, not its behaviour, and the plugin is
+	// seldom installed (a usage error stops the run).
+	"--mypy": false, "--mypy-ini-file": true, "--mypy-config-file": true, "--mypy-pyproject-toml-file": true,
+	"--mypy-ignore-missing-imports": false, "--flake8": false, "--pylint": false, "--pycodestyle": false,
+	"--black": false, "--isort": false, "--ruff": false, "--ruff-format": false,
 }
+
+// dropSpec is droppedPytest for cwm's pytest plugin, which drops the same
+// options from addopts and PYTEST_ADDOPTS (CWM_DROP_PYTEST in
+// cwmreport.py). --junitxml is left out: cwm's own report is one.
+var dropSpec = func() string {
+	var words []string
+	for name, takesValue := range droppedPytest {
+		if name == "--junitxml" || name == "--junit-xml" {
+			continue
+		}
+		v := "0"
+		if takesValue {
+			v = "1"
+		}
+		words = append(words, name+"="+v)
+	}
+	sort.Strings(words)
+	return strings.Join(append(words, "--cov*"), " ")
+}()
 
 func filterPytestArgs(args []string) (kept, dropped []string) {
 	for i := 0; i < len(args); i++ {

@@ -10,8 +10,15 @@ import (
 //go:embed cwmreport.py
 var cwmreportPy []byte
 
-// pluginDir is where Run puts its pytest reporter inside the sandbox.
-const pluginDir = "/tmp/cwm-testrun"
+// ScratchDir is where cwm keeps its own files inside a sandbox (reporters,
+// reports, the coverage recorder and its map): not under /tmp, which test
+// commands clear (pytest --basetemp=/tmp deletes what its base holds), nor
+// under /repo, which is the suite's.
+const ScratchDir = "/var/lib/cwm"
+
+// pluginDir is where Run puts its pytest reporter inside the sandbox, and
+// its reports.
+const pluginDir = ScratchDir + "/testrun"
 
 type streamRecord struct {
 	Start   string  `json:"start"`

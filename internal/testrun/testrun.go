@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"cwm/internal/lazyre"
 	"cwm/internal/sandbox"
 )
 
@@ -116,7 +117,7 @@ func Run(ctx context.Context, s *sandbox.Sandbox, c Command, opts Options) (*Rep
 	}
 	var rnd [6]byte
 	rand.Read(rnd[:])
-	junit := "/tmp/cwm-junit-" + hex.EncodeToString(rnd[:]) + ".xml"
+	junit := pluginDir + "/junit-" + hex.EncodeToString(rnd[:]) + ".xml"
 	stream := pluginDir + "/report-" + hex.EncodeToString(rnd[:]) + ".jsonl"
 	if c.Framework != Unittest || len(opts.IDs) > 0 && opts.UnittestModule == "" {
 		if err := installPlugin(ctx, s); err != nil {
@@ -139,7 +140,10 @@ func Run(ctx context.Context, s *sandbox.Sandbox, c Command, opts Options) (*Rep
 			}
 			env = withPythonPath(env, dir)
 		} else {
-			env = append(withPythonPath(env, pluginDir), "CWM_REPORT="+stream)
+			env = append(withPythonPath(env, pluginDir), "CWM_REPORT="+stream, "CWM_DROP_PYTEST="+dropSpec)
+			if c.Framework == Shell {
+				env = append(env, "CWM_DROP_PYTEST_ALL=1") // the repository's command line, as written
+			}
 		}
 		res, err = s.Exec(ctx, sandbox.Cmd{
 			Args: inv.argv, Dir: inv.dir, Env: env,
@@ -190,10 +194,10 @@ func Run(ctx context.Context, s *sandbox.Sandbox, c Command, opts Options) (*Rep
 				rep.Tests = []Test{{ID: c.Line, Outcome: o, Time: res.Duration}}
 				rep.Note = "no JUnit report: the command counts as one test"
 			} else {
-				rep.Note = "pytest wrote no report: " + res.Describe() + LastLine(res.Stderr, res.Stdout)
+				rep.Note = "pytest wrote no report: " + res.Describe() + pytestCause(res.Stderr, res.Stdout)
 			}
 		case err == nil && res.ExitCode == 4 && c.Framework == Pytest:
-			rep.Note = "pytest stopped before running tests (usage error)" + LastLine(res.Stdout, res.Stderr)
+			rep.Note = "pytest stopped before running tests (usage error)" + pytestCause(res.Stdout, res.Stderr)
 		case err != nil:
 			return nil, fmt.Errorf("read test report %s: %w", junit, err)
 		default:
@@ -212,6 +216,9 @@ func Run(ctx context.Context, s *sandbox.Sandbox, c Command, opts Options) (*Rep
 			}
 			rep.Tests = tests
 		}
+	}
+	if c.Framework != Unittest && res.ExitCode == 5 && len(rep.Tests) == 0 && rep.Note == "" {
+		rep.Note = "exit status 5: no tests were collected"
 	}
 	if res.Reason != sandbox.ReasonNone && rep.Note == "" {
 		rep.Note = "stopped by the " + string(res.Reason) + " limit"
@@ -284,6 +291,30 @@ func LastLine(streams ...[]byte) string {
 		return ": " + s
 	}
 	return ""
+}
+
+// pytestStopLine is a line of pytest's that says why it stopped before
+// running tests ("pytest: error: unrecognized arguments: --mypy", "ERROR:
+// file or directory not found: t.py"); its usage line, printed first,
+// says nothing.
+var pytestStopLine = lazyre.New(`^(ERROR: |[\w.-]+: error: )`)
+
+// pytestCause is ": " and the first line of pytest's outputs that states
+// why it stopped, which the last line seldom is (rootdir: /repo), or
+// LastLine when none does.
+func pytestCause(streams ...[]byte) string {
+	for _, b := range streams {
+		for _, line := range strings.Split(string(b), "\n") {
+			t := strings.TrimSpace(line)
+			if pytestStopLine().MatchString(t) && !strings.HasPrefix(t, "ERROR: usage:") {
+				if len(t) > 300 {
+					t = t[:300] + "..."
+				}
+				return ": " + t
+			}
+		}
+	}
+	return LastLine(streams...)
 }
 
 // configWarnings is the warning filter cwm adds to pytest: a configuration

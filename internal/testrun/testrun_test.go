@@ -185,3 +185,85 @@ func TestRunLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestRunPytestStops runs pytest where it stops before running a test:
+// the note quotes the line that says why, not the last one; and where the
+// options that stopped it (plugins absent here) come from the
+// configuration's addopts or a shell command, which cwm drops as it drops
+// them from a command line it parses.
+func TestRunPytestStops(t *testing.T) {
+	layer := t.TempDir()
+	files := map[string]string{
+		"repo/ok/pytest.ini":      "[pytest]\naddopts = --mypy --mypy-pyproject-toml-file pyproject.toml --cov=ok --cov-report term -n 2 -x\n",
+		"repo/ok/test_ok.py":      "def test_ok():\n    pass\n",
+		"repo/pyp/pyproject.toml": "[tool.pytest.ini_options]\naddopts = [\"--flake8\", \"--cov\", \"pyp\"]\n",
+		"repo/pyp/test_ok.py":     "def test_ok():\n    pass\n",
+		"repo/usage/tox.ini":      "[pytest]\naddopts = --no-such-plugin-option\n",
+		"repo/usage/test_ok.py":   "def test_ok():\n    pass\n",
+		"repo/empty/pytest.ini":   "[pytest]\n",
+	}
+	for name, body := range files {
+		p := filepath.Join(layer, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := layerSandbox(t, layer)
+	cases := []struct {
+		name, line string
+		want       map[string]Outcome
+		note       string // a substring of the report's note; "" for none
+	}{
+		{"addopts in an ini file", "cd ok && python -m pytest", map[string]Outcome{"test_ok.py::test_ok": Pass}, ""},
+		{"addopts in pyproject", "cd pyp && pytest", map[string]Outcome{"test_ok.py::test_ok": Pass}, ""},
+		{"a shell command's own options", "cd pyp && pytest --mypy --cov-report=term test_ok.py | cat", map[string]Outcome{"test_ok.py::test_ok": Pass}, ""},
+		{"usage error", "cd usage && pytest", map[string]Outcome{}, "unrecognized arguments: --no-such-plugin-option"},
+		{"usage error on the command line", "pytest --no-such-option-here usage", map[string]Outcome{}, "error: unrecognized arguments: --no-such-plugin-option --no-such-option-here"},
+		{"nothing collected", "cd empty && pytest", map[string]Outcome{}, "exit status 5: no tests were collected"},
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse(tt.line)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := Run(context.Background(), s, c, Options{Python: python})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, outcomes(rep.Tests)); diff != "" {
+				t.Errorf("Run(%q) outcomes mismatch (-want +got):\n%s\nnote %q\nstderr: %s", tt.line, diff, rep.Note, rep.Result.Stderr)
+			}
+			if tt.note == "" && rep.Note != "" || !strings.Contains(rep.Note, tt.note) {
+				t.Errorf("Run(%q) note = %q, want one with %q", tt.line, rep.Note, tt.note)
+			}
+		})
+	}
+}
+
+// TestRunKeepsOwnOptions: options cwm adds to a pytest command line
+// (--maxfail for a regression run) are not dropped as the configuration's
+// are: the run stops at its first failure.
+func TestRunKeepsOwnOptions(t *testing.T) {
+	s := repoSandbox(t, "mixed")
+	c, err := Parse("pytest tests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), s, c, Options{Python: python, PytestArgs: []string{"--maxfail=1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for _, tt := range rep.Tests {
+		if tt.Outcome == Fail || tt.Outcome == Error {
+			failed++
+		}
+	}
+	if failed != 1 {
+		t.Errorf("--maxfail=1: %d tests failed or errored, want the run stopped at the first: %v", failed, outcomes(rep.Tests))
+	}
+}
