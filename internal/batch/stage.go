@@ -108,6 +108,13 @@ type Job[T, R any] struct {
 	// Finished, when set, is the item count the marker records (default:
 	// the shard's items).
 	Finished func(plan Plan[T]) int
+	// AtEnd, when set, is for a stage whose output is rewritten whole
+	// when the run ends (tasks validate's verdicts, in the tasks'
+	// order): the run does not resume from Out, Write gets a nil writer
+	// and keeps the results, and AtEnd writes Out once every item is
+	// done. A run that fails leaves Out as it was. An empty Out then
+	// writes no file and no marker: the results are only returned.
+	AtEnd func(out string) error
 }
 
 // StageRun is what RunStage did.
@@ -135,13 +142,20 @@ func (r StageRun[T]) Want(key func(T) string) map[string]bool {
 // redone by the next run) and ctx's error is returned.
 func RunStage[T, R any](ctx context.Context, j Job[T, R]) (StageRun[T], error) {
 	var run StageRun[T]
-	sr, err := j.Stage.Start(j.Out, j.Shard, j.Inputs, j.Params...)
-	if err != nil {
-		return run, err
+	var sr *ShardRun
+	var err error
+	if j.Out != "" {
+		if sr, err = j.Stage.Start(j.Out, j.Shard, j.Inputs, j.Params...); err != nil {
+			return run, err
+		}
+	}
+	resumeFrom := j.Out
+	if j.AtEnd != nil {
+		resumeFrom = ""
 	}
 	if j.Plan != nil {
 		run.Plan = *j.Plan
-	} else if run.Plan, err = Resume(Spec[T]{Items: j.Items, Key: j.Key, Out: j.Out, OutKey: j.Stage.LineKey,
+	} else if run.Plan, err = Resume(Spec[T]{Items: j.Items, Key: j.Key, Out: resumeFrom, OutKey: j.Stage.LineKey,
 		Shard: j.Shard, Order: j.Order}); err != nil {
 		return run, err
 	}
@@ -154,11 +168,13 @@ func RunStage[T, R any](ctx context.Context, j Job[T, R]) (StageRun[T], error) {
 	if j.QuietIdle && len(run.Plan.Todo) == 0 {
 		return run, sr.Finish(finished(j, run.Plan))
 	}
-	w, err := jsonl.Append(j.Out)
-	if err != nil {
-		return run, err
+	var w *jsonl.Writer
+	if j.AtEnd == nil {
+		if w, err = jsonl.Append(j.Out); err != nil {
+			return run, err
+		}
+		defer w.Close()
 	}
-	defer w.Close()
 	var bar *progress.Bar
 	if j.Progress != nil {
 		bar = progress.New(j.Progress, j.Label, len(run.Plan.Todo))
@@ -199,12 +215,19 @@ func RunStage[T, R any](ctx context.Context, j Job[T, R]) (StageRun[T], error) {
 			return nil
 		})
 	bar.Done()
-	if err := w.Close(); err != nil && runErr == nil {
-		runErr = err
+	if w != nil {
+		if err := w.Close(); err != nil && runErr == nil {
+			runErr = err
+		}
 	}
 	run.Seconds = time.Since(start).Seconds()
 	if runErr != nil || run.SetAside > 0 {
 		return run, runErr
+	}
+	if j.AtEnd != nil && j.Out != "" {
+		if err := j.AtEnd(j.Out); err != nil {
+			return run, err
+		}
 	}
 	return run, sr.Finish(finished(j, run.Plan))
 }

@@ -143,3 +143,86 @@ func TestRunStagePlan(t *testing.T) {
 		t.Errorf("ReadMarker = %+v, %v; want %d items", m, err, len(plan.Mine))
 	}
 }
+
+// atEndJob squares every item into a list in the items' order, which
+// AtEnd writes over out.
+func atEndJob(out string, fail map[int]bool) Job[int, squareLine] {
+	j := squareJob(out, shard.Shard{Index: 0, Count: 2}, fail)
+	j.Aside = nil
+	lines := make([]squareLine, 10)
+	j.Write = func(w *jsonl.Writer, i int, l squareLine, err error) (string, error) {
+		if w != nil {
+			return "", errors.New("AtEnd job given a writer")
+		}
+		lines[i] = l
+		return "done", err
+	}
+	j.AtEnd = func(out string) error {
+		var mine []squareLine
+		for i, l := range lines {
+			if j.Shard.Has(strconv.Itoa(i)) {
+				mine = append(mine, l)
+			}
+		}
+		return jsonl.ReplaceWith(out, mine)
+	}
+	return j
+}
+
+// An AtEnd job does every item of its shard again, whatever Out holds,
+// and replaces Out only when the run succeeds; with no Out it writes no
+// file and no marker.
+func TestRunStageAtEnd(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.jsonl")
+	old := []byte("{\"id\":\"0\",\"sq\":-1}\n")
+	if err := os.WriteFile(out, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RunStage(context.Background(), atEndJob(out, map[int]bool{0: true, 1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true})); !errors.Is(err, errFlaky) {
+		t.Fatalf("RunStage with failing items = %v, want %v", err, errFlaky)
+	}
+	if got, err := os.ReadFile(out); err != nil || string(got) != string(old) {
+		t.Errorf("out after a failed run = %q, %v; want it as it was, %q", got, err, old)
+	}
+	if m, err := ReadMarker(out); m != nil || err != nil {
+		t.Errorf("ReadMarker after a failed run = %v, %v; want none", m, err)
+	}
+
+	run, err := RunStage(context.Background(), atEndJob(out, nil))
+	if err != nil {
+		t.Fatalf("RunStage: %v", err)
+	}
+	if run.Plan.Resumed() != 0 {
+		t.Errorf("AtEnd run resumed %d items from out, want none", run.Plan.Resumed())
+	}
+	var want []squareLine
+	for _, i := range ints(10) {
+		if (shard.Shard{Index: 0, Count: 2}).Has(strconv.Itoa(i)) {
+			want = append(want, squareLine{strconv.Itoa(i), i * i})
+		}
+	}
+	var got []squareLine
+	err = jsonl.ScanInput(out, func(_ int, line []byte) error {
+		var l squareLine
+		got = append(got, l)
+		return jsonl.Unmarshal(line, &got[len(got)-1])
+	})
+	if err != nil || len(want) == 0 {
+		t.Fatalf("read %s: %v (%d lines wanted)", out, err, len(want))
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("out (-want +got):\n%s", diff)
+	}
+	if m, err := ReadMarker(out); err != nil || m == nil || m.Items != len(want) {
+		t.Errorf("ReadMarker = %+v, %v; want %d items", m, err, len(want))
+	}
+
+	t.Chdir(dir)
+	if run, err := RunStage(context.Background(), atEndJob("", nil)); err != nil || run.Tally.Get("done") != len(want) {
+		t.Fatalf("RunStage with no Out = %v, %d done; want %d", err, run.Tally.Get("done"), len(want))
+	}
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 2 {
+		t.Errorf("files after a run with no Out = %v, %v; want out.jsonl and its marker only", ents, err)
+	}
+}

@@ -4,12 +4,10 @@ package cli
 // command's file, so that no command file reaches into another's.
 
 import (
-	"bufio"
 	"encoding/json"
 	"io"
 
 	"cwm/internal/command"
-	"cwm/internal/jsonl"
 )
 
 // progressTo is where a command's progress goes: stderr, unless quiet.
@@ -25,18 +23,4 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-// replaceJSONL writes items as JSON lines to path, replacing it at once.
-func replaceJSONL[T any](path string, items []T) error {
-	return jsonl.Replace(path, func(w *bufio.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetEscapeHTML(false)
-		for _, it := range items {
-			if err := enc.Encode(it); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
 }

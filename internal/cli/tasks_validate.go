@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 
-	"cwm/internal/batch"
 	"cwm/internal/command"
 	"cwm/internal/env"
 	"cwm/internal/shard"
@@ -63,12 +62,6 @@ func (c *tasksValidateCmd) Run(ctx context.Context, e *command.Env, args []strin
 	if len(ts) == 0 {
 		return fmt.Errorf("%s holds no task", args[0])
 	}
-	var sr *batch.ShardRun
-	if c.out != "" {
-		if sr, err = tasks.ValidateStage.Start(c.out, part, args[:1]); err != nil {
-			return err
-		}
-	}
 	sbs, closeRT, err := openSandboxes(e, -1)
 	if err != nil {
 		return err
@@ -76,17 +69,10 @@ func (c *tasksValidateCmd) Run(ctx context.Context, e *command.Env, args []strin
 	defer closeRT()
 	progress := progressTo(e, c.quiet || c.json)
 	verdicts, err := tasks.Validate(ctx, sbs, ts, tasks.ValidateOptions{Store: env.NewStore(e.Home), Workers: c.workers,
-		Runs: c.runs, TimeoutFactor: c.timeoutFactor, Shard: part, Progress: progress})
+		Runs: c.runs, TimeoutFactor: c.timeoutFactor, Shard: part, Progress: progress,
+		Out: c.out, Inputs: args[:1]})
 	if err != nil {
 		return err
-	}
-	if c.out != "" {
-		if err := replaceJSONL(c.out, verdicts); err != nil {
-			return err
-		}
-		if err := sr.Finish(len(verdicts)); err != nil {
-			return err
-		}
 	}
 	bad := 0
 	for _, v := range verdicts {

@@ -2,6 +2,7 @@ package jsonl
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -38,4 +39,19 @@ func Replace(path string, write func(w *bufio.Writer) error) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// ReplaceWith writes items as JSON lines to path, replacing it at once
+// (see Replace).
+func ReplaceWith[T any](path string, items []T) error {
+	return Replace(path, func(w *bufio.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		for _, it := range items {
+			if err := enc.Encode(it); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

@@ -8,7 +8,7 @@ import (
 
 	"cwm/internal/batch"
 	"cwm/internal/env"
-	"cwm/internal/progress"
+	"cwm/internal/jsonl"
 	"cwm/internal/sandbox"
 	"cwm/internal/shard"
 	"cwm/internal/task"
@@ -28,6 +28,11 @@ type ValidateOptions struct {
 	// Shard takes the tasks whose instance id falls in it (default all).
 	Shard    shard.Shard
 	Progress io.Writer
+	// Out, when set, is replaced by the verdicts when the run ends, and
+	// the shard's marker written beside it; Inputs are the tasks files
+	// the marker records.
+	Out    string
+	Inputs []string
 }
 
 // Verdict says whether one task holds.
@@ -70,11 +75,6 @@ func Validate(ctx context.Context, sbs *env.Sandboxes, tasks []task.Task, opts V
 			verifiers[t.EnvID] = nil
 		}
 	}
-	var bar *progress.Bar // nil draws nothing
-	if opts.Progress != nil {
-		bar = progress.New(opts.Progress, "tasks validate", len(mine))
-	}
-	defer bar.Done()
 
 	// Each worker keeps a sandbox per environment, reset between tasks.
 	boxes := make([]map[string]*sandbox.Sandbox, opts.Workers)
@@ -90,25 +90,28 @@ func Validate(ctx context.Context, sbs *env.Sandboxes, tasks []task.Task, opts V
 	for i, t := range mine {
 		order[t] = i
 	}
-	err := batch.Run(ctx, mine, batch.Options[*task.Task]{Workers: opts.Workers, Progress: bar},
-		func(ctx context.Context, w int, t *task.Task) (Verdict, error) {
+	// The verdicts are written in the tasks' order once all are in.
+	_, err := batch.RunStage(ctx, batch.Job[*task.Task, Verdict]{Stage: &ValidateStage, Items: mine,
+		Key: func(t *task.Task) string { return t.InstanceID }, Out: opts.Out, Inputs: opts.Inputs,
+		Workers: opts.Workers, Progress: opts.Progress, Label: "tasks validate",
+		Do: func(ctx context.Context, w int, t *task.Task) (Verdict, error) {
 			if boxes[w] == nil {
 				boxes[w] = map[string]*sandbox.Sandbox{}
 			}
 			return validateOne(ctx, sbs, boxes[w], verifiers, t, opts.Runs)
 		},
-		func(t *task.Task, v Verdict, err error) error {
+		Write: func(_ *jsonl.Writer, t *task.Task, v Verdict, err error) (string, error) {
 			if err != nil {
-				return fmt.Errorf("validate %s: %w", t.InstanceID, err)
+				return "", fmt.Errorf("validate %s: %w", t.InstanceID, err)
 			}
 			verdicts[order[t]] = v
 			if v.OK {
-				bar.Count("ok")
-			} else {
-				bar.Count("failed")
+				return "ok", nil
 			}
-			return nil
-		})
+			return "failed", nil
+		},
+		AtEnd: func(out string) error { return jsonl.ReplaceWith(out, verdicts) },
+	})
 	if err != nil {
 		return nil, err
 	}
