@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"cwm/internal/batch"
 	"cwm/internal/env"
 	"cwm/internal/errkind"
 	"cwm/internal/jsonl"
@@ -130,49 +131,64 @@ func Commits(ctx context.Context, sbs *env.Sandboxes, e *env.Env, opts CommitOpt
 	if err != nil {
 		return nil, fmt.Errorf("read earlier tasks: %w", err)
 	}
-	out, err := jsonl.Append(opts.Out)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", opts.Out, err)
-	}
-	defer out.Close()
 	dec, err := jsonl.Append(decisionsPath(opts.Out))
 	if err != nil {
 		return nil, fmt.Errorf("open decisions: %w", err)
 	}
 	defer dec.Close()
 
+	// One commit after another, resumed by the decisions (a commit's task
+	// line does not name it), a line each on Progress instead of a bar,
+	// until Max tasks are written.
+	key := func(c string) string { return c }
+	plan := batch.NewPlan(commits, key, opts.Shard, decided, batch.InOrder)
 	written := len(have)
 	var results []CommitDecision
-	for _, c := range commits {
-		if opts.Max > 0 && written >= opts.Max {
-			break
-		}
-		if decided[c] {
-			continue
-		}
-		d, t, err := commitTask(ctx, sbs, git, e, c, opts)
-		if err != nil {
-			return results, fmt.Errorf("commit %.12s: %w", c, err)
-		}
-		if t != nil {
-			if err := out.Write(t); err != nil {
-				return results, fmt.Errorf("write task: %w", err)
+	_, err = batch.RunStage(ctx, batch.Job[string, commitResult]{Stage: &CommitsStage, Items: commits, Plan: &plan,
+		Key: key, Out: opts.Out, Shard: opts.Shard,
+		Admit: func(string, int) batch.Admission {
+			if opts.Max > 0 && written >= opts.Max {
+				return batch.Stop
 			}
-			written++
-		}
-		if err := dec.Write(d); err != nil {
-			return results, fmt.Errorf("write decision: %w", err)
-		}
-		if opts.Progress != nil {
-			line := fmt.Sprintf("commit %.12s: %s", c, d.Kind)
-			if d.Reason != "" {
-				line += ": " + d.Reason
+			return batch.Take
+		},
+		Do: func(ctx context.Context, _ int, c string) (commitResult, error) {
+			d, t, err := commitTask(ctx, sbs, git, e, c, opts)
+			return commitResult{d, t}, err
+		},
+		Write: func(out *jsonl.Writer, c string, r commitResult, err error) (string, error) {
+			if err != nil {
+				return "", fmt.Errorf("commit %.12s: %w", c, err)
 			}
-			fmt.Fprintln(opts.Progress, line)
-		}
-		results = append(results, d)
-	}
-	return results, nil
+			if r.task != nil {
+				if err := out.Write(r.task); err != nil {
+					return "", fmt.Errorf("write task: %w", err)
+				}
+				written++
+			}
+			if err := dec.Write(r.decision); err != nil {
+				return "", fmt.Errorf("write decision: %w", err)
+			}
+			if opts.Progress != nil {
+				line := fmt.Sprintf("commit %.12s: %s", c, r.decision.Kind)
+				if r.decision.Reason != "" {
+					line += ": " + r.decision.Reason
+				}
+				fmt.Fprintln(opts.Progress, line)
+			}
+			results = append(results, r.decision)
+			return "", nil
+		},
+		Finished: func(batch.Plan[string]) int { return len(results) },
+	})
+	return results, err
+}
+
+// commitResult is what became of a commit: its decision, and its task
+// when it holds.
+type commitResult struct {
+	decision CommitDecision
+	task     *task.Task
 }
 
 // listCommits resolves the requested commits, or with Auto lists every

@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -131,6 +132,15 @@ func TestCommits(t *testing.T) {
 	again, err := Commits(ctx, testSandboxes, e, CommitOptions{Out: out, Auto: true, Build: atParent, TimeoutFactor: timeoutFactor(3)})
 	if err != nil || len(again) != 0 {
 		t.Errorf("--auto after deciding both commits: %+v, %v; want nothing new", again, err)
+	}
+	// --max counts the tasks already written: with as many, a run with
+	// no decisions yet decides nothing.
+	capped := filepath.Join(t.TempDir(), "tasks.jsonl")
+	if data, err := os.ReadFile(out); err != nil || os.WriteFile(capped, data, 0o644) != nil {
+		t.Fatalf("copy %s: %v", out, err)
+	}
+	if ds, err := Commits(ctx, testSandboxes, e, CommitOptions{Out: capped, Auto: true, Max: 1, Build: atParent, TimeoutFactor: timeoutFactor(3)}); err != nil || len(ds) != 0 {
+		t.Errorf("--auto --max 1 beside one task written: %+v, %v; want nothing decided", ds, err)
 	}
 	// The layer holds the commit alone; the history is the source's.
 	sb, err := testSandboxes.Open(ctx, e)
