@@ -115,6 +115,17 @@ type Job[T, R any] struct {
 	// done. A run that fails leaves Out as it was. An empty Out then
 	// writes no file and no marker: the results are only returned.
 	AtEnd func(out string) error
+	// Drain, when set, lets the items running when Write (or Do) first
+	// fails finish and be written; no more are handed out, and the run
+	// returns that first error (tasks mutate: a candidate's failure
+	// loses none of the validations already under way).
+	Drain bool
+	// Total, when set, is the bar's total (default: the items to do),
+	// and Advance whether an item's result moves the bar (default:
+	// every item's does): tasks mutate counts tasks written against
+	// its --max.
+	Total   func(plan Plan[T]) int
+	Advance func(R) bool
 }
 
 // StageRun is what RunStage did.
@@ -177,7 +188,11 @@ func RunStage[T, R any](ctx context.Context, j Job[T, R]) (StageRun[T], error) {
 	}
 	var bar *progress.Bar
 	if j.Progress != nil {
-		bar = progress.New(j.Progress, j.Label, len(run.Plan.Todo))
+		total := len(run.Plan.Todo)
+		if j.Total != nil {
+			total = j.Total(run.Plan)
+		}
+		bar = progress.New(j.Progress, j.Label, total)
 	}
 	run.Tally = NewTally(bar)
 	write := j.Write
@@ -192,9 +207,24 @@ func RunStage[T, R any](ctx context.Context, j Job[T, R]) (StageRun[T], error) {
 			return j.Outcome(res), nil
 		}
 	}
+	opts := Options[T]{Workers: j.Workers, Progress: bar, InOrder: j.InOrder, Admit: j.Admit}
+	if j.Advance != nil {
+		opts.Progress = nil // the bar moves below
+	}
+	var drained error // Drain: the first error
+	if j.Drain {
+		opts.Admit = func(it T, running int) Admission {
+			if drained != nil {
+				return Stop
+			}
+			if j.Admit == nil {
+				return Take
+			}
+			return j.Admit(it, running)
+		}
+	}
 	start := time.Now()
-	runErr := Run(ctx, run.Plan.Todo, Options[T]{Workers: j.Workers, Progress: bar, InOrder: j.InOrder, Admit: j.Admit},
-		j.Do,
+	runErr := Run(ctx, run.Plan.Todo, opts, j.Do,
 		func(it T, res R, err error) error {
 			if ctx.Err() != nil {
 				return nil
@@ -206,14 +236,26 @@ func RunStage[T, R any](ctx context.Context, j Job[T, R]) (StageRun[T], error) {
 			if j.aside(it, err, &run) {
 				return nil
 			}
+			if err != nil && j.Drain {
+				if drained == nil {
+					drained = err
+				}
+				return nil
+			}
 			if err != nil {
 				return err
 			}
 			if outcome != "" {
 				run.Tally.Count(outcome)
 			}
+			if j.Advance != nil && j.Advance(res) {
+				bar.Add(1)
+			}
 			return nil
 		})
+	if runErr == nil {
+		runErr = drained
+	}
 	bar.Done()
 	if w != nil {
 		if err := w.Close(); err != nil && runErr == nil {

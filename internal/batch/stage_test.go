@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -224,5 +225,46 @@ func TestRunStageAtEnd(t *testing.T) {
 	}
 	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 2 {
 		t.Errorf("files after a run with no Out = %v, %v; want out.jsonl and its marker only", ents, err)
+	}
+}
+
+// A Drain job's first error stops the handing out of items, and the items
+// running then finish and are written before the run returns the error.
+func TestRunStageDrain(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	j := squareJob(out, shard.Shard{}, map[int]bool{0: true})
+	j.Aside = nil
+	j.Drain = true
+	release := make(chan struct{})
+	do := j.Do
+	j.Do = func(ctx context.Context, w int, i int) (squareLine, error) {
+		if i != 0 {
+			<-release // running when item 0 fails
+		}
+		return do(ctx, w, i)
+	}
+	j.Write = func(w *jsonl.Writer, i int, l squareLine, err error) (string, error) {
+		if err != nil {
+			close(release)
+			return "", err
+		}
+		return "written", w.Write(l)
+	}
+	run, err := RunStage(context.Background(), j)
+	if !errors.Is(err, errFlaky) {
+		t.Fatalf("RunStage with a failing item = %v, want %v", err, errFlaky)
+	}
+	var got []string
+	err = jsonl.ScanInput(out, func(_ int, line []byte) error {
+		k, err := squareStage.LineKey(line)
+		got = append(got, k)
+		return err
+	})
+	slices.Sort(got)
+	if diff := cmp.Diff([]string{"1", "2"}, got); err != nil || diff != "" {
+		t.Errorf("output keys (-want +got), %v:\n%s", err, diff)
+	}
+	if run.Tally.Get("written") != 2 {
+		t.Errorf("tally %v, want the 2 items that were running written", run.Tally)
 	}
 }

@@ -96,10 +96,6 @@ func (c *tasksMutateCmd) Run(ctx context.Context, e *command.Env, args []string)
 	if err != nil {
 		return fmt.Errorf("tasks from %s: test-to-code map: %w", src.env.ID, err)
 	}
-	sr, err := tasks.MutateStage.Start(c.out, shard, nil)
-	if err != nil {
-		return err
-	}
 	progress := progressTo(e, c.quiet)
 	sum, err := tasks.Mutate(ctx, src.sbs, src.env, tasks.MutateOptions{Coverage: cov,
 		Out: c.out, Families: fams, Max: c.max, PerFunction: c.perFunction, PerOperator: c.perOperator,
@@ -118,9 +114,5 @@ func (c *tasksMutateCmd) Run(ctx context.Context, e *command.Env, args []string)
 	if err != nil {
 		return fmt.Errorf("tasks from %s: %w", src.env.ID, err)
 	}
-	decided := sum.Resumed
-	for _, f := range sum.Families {
-		decided += f.Tried
-	}
-	return sr.Finish(decided)
+	return nil
 }

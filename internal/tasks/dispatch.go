@@ -6,7 +6,6 @@ import (
 
 	"cwm/internal/batch"
 	"cwm/internal/jsonl"
-	"cwm/internal/progress"
 	"cwm/internal/sandbox"
 	"cwm/internal/task"
 )
@@ -23,30 +22,13 @@ type result struct {
 // exist. A candidate whose function already has PerFunction tasks
 // (written or in flight) waits or is skipped, so the cap holds exactly.
 // The first error stops the handing out of candidates; those running
-// finish and are recorded.
+// finish and are recorded (the stage's Drain).
 func (r *mutateRun) dispatch(ctx context.Context, boxes []*sandbox.Sandbox, queue []*candidate, perFn map[string]int) error {
-	out, err := jsonl.Append(r.opts.Out)
-	if err != nil {
-		return fmt.Errorf("open %s: %w", r.opts.Out, err)
-	}
-	defer out.Close()
 	dec, err := jsonl.Append(decisionsPath(r.opts.Out))
 	if err != nil {
 		return fmt.Errorf("open decisions: %w", err)
 	}
 	defer dec.Close()
-
-	total := len(queue)
-	if r.opts.Max > 0 {
-		total = max(0, r.opts.Max-r.summary.Existing)
-	}
-	// The bar counts tasks written against Max, or candidates decided
-	// without one: record draws it.
-	var bar *progress.Bar // nil draws nothing
-	if r.opts.Progress != nil {
-		bar = progress.New(r.opts.Progress, "tasks mutate", total)
-	}
-	defer bar.Done()
 
 	workers := make([]*worker, len(boxes))
 	for i, sb := range boxes {
@@ -55,12 +37,23 @@ func (r *mutateRun) dispatch(ctx context.Context, boxes []*sandbox.Sandbox, queu
 	have := r.summary.Existing
 	inflight := map[string]int{}
 	capped := r.opts.PerFunction > 0
-	var firstErr error
-	err = batch.Run(ctx, queue, batch.Options[*candidate]{Workers: len(boxes),
+	// The queue is resumed from the decisions and the tasks (r.resume);
+	// the marker counts every candidate decided, by this run or earlier.
+	plan := batch.Plan[*candidate]{Mine: queue, Todo: queue}
+	_, err = batch.RunStage(ctx, batch.Job[*candidate, result]{Stage: &MutateStage, Plan: &plan,
+		Out: r.opts.Out, Shard: r.opts.Shard, Workers: len(boxes), Drain: true,
+		Progress: r.opts.Progress, Label: "tasks mutate",
+		// The bar counts tasks written against Max, or candidates
+		// decided without one.
+		Total: func(batch.Plan[*candidate]) int {
+			if r.opts.Max > 0 {
+				return max(0, r.opts.Max-r.summary.Existing)
+			}
+			return len(queue)
+		},
+		Advance: func(res result) bool { return r.opts.Max == 0 || res.t != nil },
 		Admit: func(c *candidate, running int) batch.Admission {
 			switch {
-			case firstErr != nil:
-				return batch.Stop
 			case capped && perFn[c.fn] >= r.opts.PerFunction:
 				return batch.Skip // can no longer become a task
 			case r.opts.Max > 0 && have+running >= r.opts.Max:
@@ -70,37 +63,37 @@ func (r *mutateRun) dispatch(ctx context.Context, boxes []*sandbox.Sandbox, queu
 			}
 			inflight[c.fn]++
 			return batch.Take
-		}},
-		func(ctx context.Context, w int, c *candidate) (result, error) {
+		},
+		Do: func(ctx context.Context, w int, c *candidate) (result, error) {
 			d, t, err := workers[w].validate(ctx, c)
 			return result{c, d, t}, err
 		},
-		func(c *candidate, res result, err error) error {
+		Write: func(out *jsonl.Writer, c *candidate, res result, err error) (string, error) {
 			inflight[c.fn]--
 			if err != nil {
-				if firstErr == nil {
-					firstErr = fmt.Errorf("validate %s (%s): %w", c.m.Desc, c.m.File, err)
-				}
-				return nil
+				return "", fmt.Errorf("validate %s (%s): %w", c.m.Desc, c.m.File, err)
 			}
-			if err := r.record(res, out, dec, bar); err != nil && firstErr == nil {
-				firstErr = err
-			}
+			err = r.record(res, out, dec)
 			if res.t != nil {
 				have++
 				perFn[c.fn]++
 			}
-			return nil
-		})
-	if err != nil {
-		return err
-	}
-	return firstErr
+			return res.d.Kind, err
+		},
+		Finished: func(batch.Plan[*candidate]) int {
+			decided := r.summary.Resumed
+			for _, f := range r.summary.Families {
+				decided += f.Tried
+			}
+			return decided
+		},
+	})
+	return err
 }
 
 // record writes a decision (and the task first, so that a crash between
 // the two leaves a task the resume logic still sees).
-func (r *mutateRun) record(res result, out, dec *jsonl.Writer, bar *progress.Bar) error {
+func (r *mutateRun) record(res result, out, dec *jsonl.Writer) error {
 	fc := r.summary.Families[res.c.m.Family]
 	fc.Tried++
 	if res.t != nil {
@@ -114,10 +107,6 @@ func (r *mutateRun) record(res result, out, dec *jsonl.Writer, bar *progress.Bar
 	}
 	if err := dec.Write(res.d); err != nil {
 		return fmt.Errorf("write decision: %w", err)
-	}
-	bar.Count(res.d.Kind)
-	if r.opts.Max == 0 || res.t != nil {
-		bar.Add(1)
 	}
 	return nil
 }
