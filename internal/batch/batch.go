@@ -1,9 +1,14 @@
-// Package batch is the one runner of cwm's batch stages (forage, reward,
-// trace func, trace repo, tasks mutate and validate): it plans a run from
+// Package batch is the one runner of cwm's batch stages. A stage is a
+// value (Stage) declared in its domain package beside the keys of its
+// lines, from which cwm merge learns what it needs; RunStage is the shell
+// every stage but trace func and trace repo runs on (the evals, select,
+// forage, reward, tasks mutate, commits and validate): it plans a run from
 // what an earlier run already wrote (Resume: the keys in the output JSONL,
-// this process's shard, the order to go in), runs the items with bounded
-// concurrency and cancellation (Run), counts them on a progress bar, and
-// tallies outcomes for the stage's summary (Tally).
+// this process's shard, the order to go in), marks the shard, runs the
+// items with bounded concurrency and cancellation (Run), writes, counts
+// them on a progress bar, and tallies outcomes for the stage's summary
+// (Tally). trace func and trace repo use Resume, Run and their Stage's
+// marker directly (docs/architecture.md says why).
 //
 // A stage writes its results through cwm/internal/jsonl, one line per
 // finished item (or per result of an item), so that a crash, even kill -9,
