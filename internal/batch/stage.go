@@ -92,6 +92,13 @@ type Job[T, R any] struct {
 	// does: what the items to do need (their environments, a directory).
 	Prepare func(plan Plan[T]) error
 	Do      func(ctx context.Context, worker int, item T) (R, error)
+	// Stream, when set instead of Do, is Do for a stage whose item
+	// writes lines while it runs (trace func's fuzzed inputs, each as it
+	// is kept, before the function's own line): emit appends line to Out
+	// at once, from the worker, and counts outcome in the tally ("" counts
+	// nothing). Its result is then written as Do's, after every line it
+	// emitted. Not with AtEnd, which writes nothing until the end.
+	Stream func(ctx context.Context, worker int, item T, emit func(line any, outcome string) error) (R, error)
 	// Write writes an item's result to the output and names its outcome
 	// on the progress bar and in the tally ("" counts nothing); an error
 	// ends the run. An item whose Do failed with an error Aside does not
@@ -155,6 +162,9 @@ func RunStage[T, R any](ctx context.Context, j Job[T, R]) (StageRun[T], error) {
 	var run StageRun[T]
 	var sr *ShardRun
 	var err error
+	if j.Stream != nil && j.AtEnd != nil {
+		return run, fmt.Errorf("%s: a job cannot both stream lines and write its output at the end", j.Stage.Name)
+	}
 	if j.Out != "" {
 		if sr, err = j.Stage.Start(j.Out, j.Shard, j.Inputs, j.Params...); err != nil {
 			return run, err
@@ -207,6 +217,19 @@ func RunStage[T, R any](ctx context.Context, j Job[T, R]) (StageRun[T], error) {
 			return j.Outcome(res), nil
 		}
 	}
+	do := j.Do
+	if j.Stream != nil {
+		emit := func(line any, outcome string) error {
+			if err := w.Write(line); err != nil {
+				return fmt.Errorf("write %s: %w", j.Out, err)
+			}
+			if outcome != "" {
+				run.Tally.Count(outcome)
+			}
+			return nil
+		}
+		do = func(ctx context.Context, worker int, it T) (R, error) { return j.Stream(ctx, worker, it, emit) }
+	}
 	opts := Options[T]{Workers: j.Workers, Progress: bar, InOrder: j.InOrder, Admit: j.Admit}
 	if j.Advance != nil {
 		opts.Progress = nil // the bar moves below
@@ -224,7 +247,7 @@ func RunStage[T, R any](ctx context.Context, j Job[T, R]) (StageRun[T], error) {
 		}
 	}
 	start := time.Now()
-	runErr := Run(ctx, run.Plan.Todo, opts, j.Do,
+	runErr := Run(ctx, run.Plan.Todo, opts, do,
 		func(it T, res R, err error) error {
 			if ctx.Err() != nil {
 				return nil

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -266,5 +267,51 @@ func TestRunStageDrain(t *testing.T) {
 	}
 	if run.Tally.Get("written") != 2 {
 		t.Errorf("tally %v, want the 2 items that were running written", run.Tally)
+	}
+}
+
+// A Stream job's worker writes its item's lines as it goes, each before
+// the item's own line, counted in the tally; the marker is written as
+// for Do; Stream cannot go with AtEnd.
+func TestRunStageStream(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	j := squareJob(out, shard.Shard{Index: 1, Count: 2}, nil)
+	do := j.Do
+	j.Do = nil
+	j.Stream = func(ctx context.Context, w int, i int, emit func(any, string) error) (squareLine, error) {
+		for k := range 2 {
+			if err := emit(squareLine{strconv.Itoa(i) + "/part-" + strconv.Itoa(k), i}, "part"); err != nil {
+				return squareLine{}, err
+			}
+		}
+		return do(ctx, w, i)
+	}
+	run, err := RunStage(context.Background(), j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := map[string]int{} // an item's parts seen before its own line
+	err = jsonl.ScanInput(out, func(n int, line []byte) error {
+		k, err := squareStage.LineKey(line)
+		if item, _, ok := strings.Cut(k, "/"); ok {
+			parts[item]++
+		} else if parts[k] != 2 {
+			t.Errorf("line %d, item %s's own line, comes after %d of its 2 parts", n, k, parts[k])
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := len(run.Plan.Mine)
+	if got := run.Tally.Get("part"); mine == 0 || got != 2*mine || run.Tally.Total() != 3*mine || len(parts) != mine {
+		t.Errorf("tally %v, items with parts %d; want 2 parts and a line for each of the shard's %d items", run.Tally, len(parts), mine)
+	}
+	if m, err := ReadMarker(out); m == nil || err != nil {
+		t.Errorf("ReadMarker after a complete run = %v, %v", m, err)
+	}
+	j.AtEnd = func(string) error { return nil }
+	if _, err := RunStage(context.Background(), j); err == nil {
+		t.Error("RunStage with Stream and AtEnd: no error")
 	}
 }

@@ -96,15 +96,11 @@ func (c *traceFuncCmd) Run(ctx context.Context, e *command.Env, args []string) e
 	if err != nil {
 		return err
 	}
-	sr, err := tracer.FuncStage.Start(c.out, part, []string{c.in})
-	if err != nil {
-		return err
-	}
 	recycle := 0
 	if c.fresh {
 		recycle = 1
 	}
-	run, err := tracer.NewFuncs(tracer.FuncsOptions{Funcs: funcs, Out: c.out, Fuzz: c.fuzz, Seed: c.seed, Shard: part,
+	run, err := tracer.NewFuncs(tracer.FuncsOptions{Funcs: funcs, Out: c.out, In: c.in, Fuzz: c.fuzz, Seed: c.seed, Shard: part,
 		Progress: e.Stderr, Pool: tracer.Options{Workers: c.workers, Timeout: c.timeout,
 			Caps:   tracer.Caps{MaxEvents: c.maxEvents, MaxBytes: int(c.maxBytes), MaxRepr: c.maxRepr},
 			Memory: int64(c.memory), Recycle: recycle, Log: e.Log}})
@@ -113,7 +109,8 @@ func (c *traceFuncCmd) Run(ctx context.Context, e *command.Env, args []string) e
 	}
 	if run.Todo() == 0 {
 		fmt.Fprintf(e.Stderr, "cwm trace func: all %d functions of %s are already in %s\n", run.Total(), c.in, c.out)
-		return sr.Finish(run.Total())
+		_, err := run.Run(ctx, nil) // marks the shard finished
+		return err
 	}
 	rt, err := sandbox.NewRuntime(sandbox.Options{Home: e.Home, Log: e.Log, Warm: -1})
 	if err != nil {
@@ -127,8 +124,5 @@ func (c *traceFuncCmd) Run(ctx context.Context, e *command.Env, args []string) e
 	if err != nil && ctx.Err() != nil {
 		return fmt.Errorf("interrupted; run the same command again to resume: %w", ctx.Err())
 	}
-	if err != nil {
-		return err
-	}
-	return sr.Finish(run.Total())
+	return err
 }

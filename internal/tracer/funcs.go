@@ -8,12 +8,10 @@ import (
 	"io"
 	"strings"
 	"sync"
-	"time"
 
 	"cwm/internal/batch"
 	"cwm/internal/errkind"
 	"cwm/internal/jsonl"
-	"cwm/internal/progress"
 	"cwm/internal/sandbox"
 	"cwm/internal/shard"
 )
@@ -113,8 +111,9 @@ type FuncsOptions struct {
 	// Funcs are the functions to trace (ReadFuncs).
 	Funcs []FuncLine
 	// Out is the traces file (JSONL), appended to and resumed: functions
-	// whose id is in it are skipped.
-	Out string
+	// whose id is in it are skipped. In is the functions' file, which the
+	// shard's marker records.
+	Out, In string
 	// Pool configures the workers; Pool.Workers is capped at the number
 	// of functions to trace.
 	Pool Options
@@ -164,61 +163,65 @@ type FuncsSummary struct {
 }
 
 // Run traces the functions left to do on a pool of workers in sandboxes
-// of rt. A function's fuzzed inputs are written as they are kept, its own
-// line last: when it is in Out, so is all its fuzzing, which is what makes
-// skipping its id on resume correct. Problems of a function are its
-// line's status; the error is for a run that could not go on, and comes
-// with the summary of what was written until then.
+// of rt (nil when Todo is 0), on batch.RunStage, which marks the shard
+// when the run got to its end. A function's fuzzed inputs are written
+// from its worker as they are kept (Job.Stream), its own line last: when
+// it is in Out, so is all its fuzzing, which is what makes skipping its
+// id on resume correct. Problems of a function are its line's status; the
+// error is for a run that could not go on, and comes with the summary of
+// what was written until then.
 func (f *Funcs) Run(ctx context.Context, rt *sandbox.Runtime) (*FuncsSummary, error) {
-	start := time.Now()
-	todo := f.plan.Todo
 	sum := &FuncsSummary{Skipped: f.plan.Resumed(), fuzz: f.opts.Fuzz > 0, out: f.opts.Out}
-	w, err := jsonl.Append(f.opts.Out)
-	if err != nil {
-		return nil, err
-	}
-	defer w.Close()
 	popts := f.opts.Pool
-	popts.Workers = min(max(popts.Workers, 1), len(todo))
-	pool, err := NewPool(ctx, rt, popts)
-	if err != nil {
-		return nil, fmt.Errorf("start trace workers: %w", err)
-	}
-	defer pool.Close()
-	var bar *progress.Bar
-	if f.opts.Progress != nil {
-		bar = progress.New(f.opts.Progress, "trace", len(todo))
-	}
-	t := &funcTracer{pool: pool, opts: &f.opts, w: w, done: f.plan.Done, tally: batch.NewTally(bar)}
-	err = batch.Run(ctx, todo, batch.Options[FuncLine]{Workers: pool.Options().Workers, Progress: bar},
-		func(ctx context.Context, _ int, fl FuncLine) (struct{}, error) { return struct{}{}, t.one(ctx, fl) },
-		func(_ FuncLine, _ struct{}, err error) error { return err })
-	bar.Done()
-	sum.Statuses = t.tally.Counts()
+	popts.Workers = min(max(popts.Workers, 1), max(len(f.plan.Todo), 1))
+	t := &funcTracer{opts: &f.opts, done: f.plan.Done}
+	defer func() {
+		if t.pool != nil {
+			t.pool.Close()
+		}
+	}()
+	run, err := batch.RunStage(ctx, batch.Job[FuncLine, Record]{Stage: &FuncStage, Plan: &f.plan,
+		Out: f.opts.Out, Shard: f.opts.Shard, Inputs: []string{f.opts.In}, Workers: popts.Workers,
+		Progress: f.opts.Progress, Label: "trace", QuietIdle: true,
+		Prepare: func(plan batch.Plan[FuncLine]) error {
+			if len(plan.Todo) == 0 {
+				return nil
+			}
+			pool, err := NewPool(ctx, rt, popts)
+			if err != nil {
+				return fmt.Errorf("start trace workers: %w", err)
+			}
+			t.pool = pool
+			return nil
+		},
+		Stream: func(ctx context.Context, _ int, fl FuncLine, emit func(any, string) error) (Record, error) {
+			return t.one(ctx, fl, emit)
+		},
+		Outcome: func(r Record) string { return string(r.Status) }})
+	sum.Statuses = run.Tally.Counts()
 	sum.FuzzKept, sum.FuzzSkipped = t.fuzzKept, t.fuzzSkip
-	sum.Seconds = time.Since(start).Seconds()
+	sum.Seconds = run.Seconds
 	return sum, err
 }
 
-// funcTracer traces functions and writes their lines, on every worker.
+// funcTracer traces functions, on every worker.
 type funcTracer struct {
-	pool  *Pool
-	opts  *FuncsOptions
-	w     *jsonl.Writer
-	done  map[string]bool // ids already in the output (read-only)
-	tally *batch.Tally
+	pool *Pool // started once the plan has functions to trace
+	opts *FuncsOptions
+	done map[string]bool // ids already in the output (read-only)
 
 	mu       sync.Mutex
 	fuzzKept int // guarded by mu
 	fuzzSkip int // guarded by mu: functions whose arguments could not be mutated
 }
 
-// one traces a function and its fuzzed inputs.
-func (t *funcTracer) one(ctx context.Context, f FuncLine) error {
+// one traces a function and emits its fuzzed inputs' lines; its own line
+// is the result.
+func (t *funcTracer) one(ctx context.Context, f FuncLine, emit func(any, string) error) (Record, error) {
 	fn := Func{ID: f.ID, Code: f.Code, Call: f.CallExpr()}
 	res := t.pool.Trace(ctx, fn)
 	if ctx.Err() != nil {
-		return ctx.Err()
+		return Record{}, ctx.Err()
 	}
 	if t.opts.Fuzz > 0 && res.Status.Complete() {
 		err := t.pool.Fuzz(ctx, fn, res, FuzzOptions{N: t.opts.Fuzz, Seed: t.opts.Seed}, func(z Fuzzed) error {
@@ -228,7 +231,8 @@ func (t *funcTracer) one(ctx context.Context, f FuncLine) error {
 			t.mu.Lock()
 			t.fuzzKept++
 			t.mu.Unlock()
-			return t.write(t.record(z.Result, z.Func.Call, z.Input, f.ID))
+			r := t.record(z.Result, z.Func.Call, z.Input, f.ID)
+			return emit(r, string(r.Status))
 		})
 		switch {
 		case errors.Is(err, ErrNotMutable):
@@ -236,10 +240,10 @@ func (t *funcTracer) one(ctx context.Context, f FuncLine) error {
 			t.fuzzSkip++
 			t.mu.Unlock()
 		case err != nil:
-			return err
+			return Record{}, err
 		}
 	}
-	return t.write(t.record(res, fn.Call, f.InputText(), ""))
+	return t.record(res, fn.Call, f.InputText(), ""), nil
 }
 
 // record is the output line of a result. A complete trace holds the call
@@ -252,14 +256,6 @@ func (t *funcTracer) record(res Result, call, input, fuzzOf string) Record {
 		call, input = Truncate(call, maxRepr), Truncate(input, maxRepr)
 	}
 	return Record{Result: res, Call: call, Input: input, FuzzOf: fuzzOf}
-}
-
-func (t *funcTracer) write(r Record) error {
-	if err := t.w.Write(r); err != nil {
-		return fmt.Errorf("write %s: %w", t.opts.Out, err)
-	}
-	t.tally.Count(string(r.Status))
-	return nil
 }
 
 // Write prints the summary for people.
