@@ -1,15 +1,15 @@
 // Package batch is the one runner of cwm's batch stages. A stage is a
 // value (Stage) declared in its domain package beside the keys of its
 // lines, from which cwm merge learns what it needs; RunStage is the shell
-// every stage but trace repo runs on (the evals, select, forage, reward,
-// tasks mutate, commits and validate, trace func): it plans a run from
+// every batch stage runs on (the evals, select, forage, reward, tasks
+// mutate, commits and validate, trace func and trace repo): it plans a run from
 // what an earlier run already wrote (Resume: the keys in the output JSONL,
 // this process's shard, the order to go in), marks the shard, runs the
 // items with bounded concurrency and cancellation (Run), writes (from the
 // collecting loop, or from the worker as it goes: Job.Stream), counts
 // them on a progress bar, and tallies outcomes for the stage's summary
-// (Tally). trace repo uses Resume, Run and its Stage's marker directly
-// (docs/architecture.md says why).
+// (Tally). trace repo gives RunStage its own Plan (it resumes by counting
+// a test's episodes) and marks its shard itself (Job.Unmarked).
 //
 // A stage writes its results through cwm/internal/jsonl, one line per
 // finished item (or per result of an item), so that a crash, even kill -9,

@@ -78,6 +78,9 @@ type Job[T, R any] struct {
 	// Inputs and Params go to the shard's marker (see Stage.Start).
 	Inputs []string
 	Params []string
+	// Unmarked leaves the shard's marker to the caller: trace repo writes
+	// a spool, and its output is finished only once the spool is sampled.
+	Unmarked bool
 	// Workers, Admit and InOrder are Options'.
 	Workers int
 	Admit   func(item T, running int) Admission
@@ -165,7 +168,7 @@ func RunStage[T, R any](ctx context.Context, j Job[T, R]) (StageRun[T], error) {
 	if j.Stream != nil && j.AtEnd != nil {
 		return run, fmt.Errorf("%s: a job cannot both stream lines and write its output at the end", j.Stage.Name)
 	}
-	if j.Out != "" {
+	if j.Out != "" && !j.Unmarked {
 		if sr, err = j.Stage.Start(j.Out, j.Shard, j.Inputs, j.Params...); err != nil {
 			return run, err
 		}

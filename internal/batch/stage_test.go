@@ -315,3 +315,25 @@ func TestRunStageStream(t *testing.T) {
 		t.Error("RunStage with Stream and AtEnd: no error")
 	}
 }
+
+// An Unmarked job leaves the shard's marker alone, an earlier one
+// included: its caller marks the shard (trace repo, after its spool).
+func TestRunStageUnmarked(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	out := filepath.Join(dir, "out.jsonl")
+	earlier := []byte(`{"stage":"square","shard":"1/2"}`)
+	if err := os.WriteFile(MarkerPath(out), earlier, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j := squareJob(out, shard.Shard{Index: 1, Count: 2}, nil)
+	j.Unmarked = true
+	run, err := RunStage(context.Background(), j)
+	if err != nil || run.Tally.Total() != len(run.Plan.Mine) || len(run.Plan.Mine) == 0 {
+		t.Fatalf("RunStage unmarked = %v outcomes of %d items, %v; want one per item", run.Tally, len(run.Plan.Mine), err)
+	}
+	got, err := os.ReadFile(MarkerPath(out))
+	if err != nil || string(got) != string(earlier) {
+		t.Errorf("marker after an unmarked run = %q, %v; want %q untouched", got, err, earlier)
+	}
+}

@@ -98,18 +98,8 @@ func TraceTests(ctx context.Context, sbs *env.Sandboxes, e *env.Env, ids []strin
 	if opts.PythonVersion == "" {
 		opts.PythonVersion = e.Python
 	}
-	var batches [][]string
-	if e.TestCommand.Framework == testrun.Shell {
-		// cwm cannot choose tests of a command it does not understand: the
-		// whole command runs once, and the tests asked for are kept.
-		batches = [][]string{ids}
-	} else {
-		for i := 0; i < len(ids); i += opts.Batch {
-			batches = append(batches, ids[i:min(i+opts.Batch, len(ids))])
-		}
-	}
 	// Emitted in the order of the batches, whichever finishes first.
-	return batch.Run(ctx, batches, batch.Options[[]string]{Workers: opts.Workers, InOrder: true},
+	return batch.Run(ctx, testBatches(e, ids, opts), batch.Options[[]string]{Workers: opts.Workers, InOrder: true},
 		func(ctx context.Context, _ int, ids []string) ([]*RawTest, error) {
 			if opts.Started != nil {
 				opts.Started(ids)
@@ -127,6 +117,21 @@ func TraceTests(ctx context.Context, sbs *env.Sandboxes, e *env.Env, ids []strin
 			}
 			return nil
 		})
+}
+
+// testBatches cuts ids into the batches that each run in a sandbox of
+// their own (opts with its defaults).
+func testBatches(e *env.Env, ids []string, opts RepoOptions) [][]string {
+	if e.TestCommand.Framework == testrun.Shell {
+		// cwm cannot choose tests of a command it does not understand: the
+		// whole command runs once, and the tests asked for are kept.
+		return [][]string{ids}
+	}
+	var batches [][]string
+	for i := 0; i < len(ids); i += opts.Batch {
+		batches = append(batches, ids[i:min(i+opts.Batch, len(ids))])
+	}
+	return batches
 }
 
 const repoOut = "/tmp/cwmtrace/out.jsonl"

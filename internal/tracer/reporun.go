@@ -3,13 +3,13 @@ package tracer
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"cwm/internal/batch"
@@ -224,18 +224,12 @@ func (st *episodeState) complete(test string) bool {
 	return n > 0 && n >= st.want[test]
 }
 
-// errTotalCap ends TraceTests when a total cap is reached.
-var errTotalCap = errors.New("total cap reached")
-
 // traceInto records the tests todo and writes their episodes to target,
 // up to the total caps. Sources are read from a sandbox of their own,
-// never changed.
+// never changed. It runs on batch.RunStage: an item is a batch of tests
+// recorded in one sandbox, written in the order of the batches; once a
+// cap is reached no batch is taken and none is written.
 func traceInto(ctx context.Context, sbs *env.Sandboxes, opts RepoRunOptions, st *episodeState, todo []string, target string, sum *RepoSummary) error {
-	w, err := jsonl.Append(target)
-	if err != nil {
-		return err
-	}
-	defer w.Close()
 	prog := startProgress(opts, todo, sum)
 	bar := prog.bar
 	defer prog.stop()
@@ -257,11 +251,15 @@ func traceInto(ctx context.Context, sbs *env.Sandboxes, opts RepoRunOptions, st 
 	}
 	episodes := len(st.ids)
 	functions := map[Code]bool{}
-	emitted := 0
-	ropts := opts.Repo
-	ropts.Started = prog.started
-	err = TraceTests(ctx, sbs, opts.Env, todo, ropts, func(r *RawTest) error {
-		emitted++
+	written := 0 // tests whose episodes are all written
+	var capped atomic.Bool
+	ropts := opts.Repo.withDefaults()
+	if ropts.PythonVersion == "" {
+		ropts.PythonVersion = opts.Env.Python
+	}
+	// writeTest writes the episodes of one test, or sets sum.Capped at
+	// the first that would pass a total cap.
+	writeTest := func(w *jsonl.Writer, r *RawTest) error {
 		defer bar.Add(1)
 		if r.Outcome != "" && r.Outcome != testrun.Pass {
 			sum.Failing = append(sum.Failing, r.Test)
@@ -293,7 +291,8 @@ func traceInto(ctx context.Context, sbs *env.Sandboxes, opts RepoRunOptions, st 
 				sum.Capped = fmt.Sprintf("%d bytes (--max-total-bytes)", opts.MaxTotalBytes)
 			}
 			if sum.Capped != "" {
-				return errTotalCap
+				capped.Store(true)
+				return nil
 			}
 			if err := w.WriteRaw(line); err != nil {
 				return fmt.Errorf("write %s: %w", target, err)
@@ -307,13 +306,44 @@ func traceInto(ctx context.Context, sbs *env.Sandboxes, opts RepoRunOptions, st 
 			}
 		}
 		return nil
+	}
+	batches := testBatches(opts.Env, todo, ropts)
+	_, err = batch.RunStage(ctx, batch.Job[[]string, []*RawTest]{
+		Stage: &RepoStage, Plan: &batch.Plan[[]string]{Mine: batches, Todo: batches},
+		Out: target, Unmarked: true, Workers: ropts.Workers, InOrder: true,
+		Admit: func([]string, int) batch.Admission {
+			if capped.Load() {
+				return batch.Stop
+			}
+			return batch.Take
+		},
+		Do: func(ctx context.Context, _ int, ids []string) ([]*RawTest, error) {
+			prog.started(ids)
+			return runBatch(ctx, sbs, opts.Env, ids, ropts)
+		},
+		Write: func(w *jsonl.Writer, _ []string, tests []*RawTest, err error) (string, error) {
+			if err != nil {
+				return "", err
+			}
+			for _, t := range tests {
+				if capped.Load() {
+					return "", nil // a batch that was running at the cap
+				}
+				if err := writeTest(w, t); err != nil {
+					return "", err
+				}
+				if !capped.Load() {
+					written++
+				}
+			}
+			return "", nil
+		},
 	})
 	sum.Functions = len(functions)
-	if errors.Is(err, errTotalCap) {
+	if capped.Load() {
 		// The test cut short by the cap is not traced either: a rerun
 		// with a larger cap writes the rest of it.
-		sum.NotTraced = len(todo) - emitted + 1
-		return nil
+		sum.NotTraced = len(todo) - written
 	}
 	return err
 }
