@@ -92,11 +92,7 @@ func readOrigin(dir string) (*Origin, error) {
 }
 
 func writeOrigin(dir string, o *Origin) error {
-	data, err := json.MarshalIndent(o, "", "  ")
-	if err != nil {
-		return err
-	}
-	return writeAtomic(filepath.Join(dir, OriginFile), append(data, '\n'))
+	return writeJSONAtomic(filepath.Join(dir, OriginFile), o)
 }
 
 // base is the directory sandboxes on e start on ("" for the host's): the

@@ -72,11 +72,17 @@ func load(dir string) (*Env, error) {
 // save writes the manifest atomically, so a reader sees the old or the new
 // one, never half of one.
 func (e *Env) save() error {
-	data, err := json.MarshalIndent(e, "", "  ")
+	return writeJSONAtomic(filepath.Join(e.dir, ManifestFile), e)
+}
+
+// writeJSONAtomic writes v as indented JSON with writeAtomic: the
+// manifest and the origin, files people read.
+func writeJSONAtomic(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(e.dir, ManifestFile), append(data, '\n'))
+	return writeAtomic(path, append(data, '\n'))
 }
 
 func writeAtomic(path string, data []byte) error {
