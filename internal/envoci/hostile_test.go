@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -127,26 +126,24 @@ func gz(data []byte) []byte {
 	return b.Bytes()
 }
 
-func sha(data []byte) string { return fmt.Sprintf("sha256:%x", sha256.Sum256(data)) }
-
 // craft makes an environment's artifact of config (an env.json) and
 // layers.
 func craft(t *testing.T, id string, config []byte, layers ...craftLayer) crafted {
 	t.Helper()
 	c := crafted{blobs: map[string][]byte{}}
-	cd, _ := v1.NewHash(sha(config))
+	cd, _ := v1.NewHash(digestOf(config))
 	c.blobs[cd.String()] = config
 	var descs []v1.Descriptor
 	for _, l := range layers {
 		blob := l.blob()
-		d, _ := v1.NewHash(sha(blob))
+		d, _ := v1.NewHash(digestOf(blob))
 		c.blobs[d.String()] = blob
 		size, diffID := l.tarSize, l.diffID
 		if size == 0 {
 			size = int64(len(l.tar))
 		}
 		if diffID == "" {
-			diffID = sha(l.tar)
+			diffID = digestOf(l.tar)
 		}
 		descs = append(descs, v1.Descriptor{MediaType: types.MediaType(LayerMediaType), Size: int64(len(blob)), Digest: d,
 			Annotations: map[string]string{annPath: l.top, annDiffID: diffID, annTarSize: fmt.Sprint(size)}})
@@ -155,7 +152,7 @@ func craft(t *testing.T, id string, config []byte, layers ...craftLayer) crafted
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.raw, c.digest = raw, sha(raw)
+	c.raw, c.digest = raw, digestOf(raw)
 	return c
 }
 
@@ -240,7 +237,7 @@ func hostileProxy(t *testing.T, registry string) string {
 	rp := httputil.NewSingleHostReverseProxy(u)
 	bigIndex := func(n int) []byte {
 		idx := v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex}
-		h, _ := v1.NewHash(sha([]byte("x")))
+		h, _ := v1.NewHash(digestOf([]byte("x")))
 		for i := range n {
 			idx.Manifests = append(idx.Manifests, v1.Descriptor{MediaType: types.OCIManifestSchema1, Size: int64(i), Digest: h,
 				Platform: &v1.Platform{OS: "linux", Architecture: fmt.Sprintf("arch%d", i)}})
@@ -267,7 +264,7 @@ func hostileProxy(t *testing.T, registry string) string {
 				data = big
 			}
 			w.Header().Set("Content-Type", string(types.OCIImageIndex))
-			w.Header().Set("Docker-Content-Digest", sha(data))
+			w.Header().Set("Docker-Content-Digest", digestOf(data))
 			if r.Method == http.MethodHead {
 				w.Header().Set("Content-Length", fmt.Sprint(len(data)))
 				return
@@ -409,7 +406,7 @@ func hostileSet(t *testing.T, dir, registry, proxy string, can *hostileCanary) [
 	f.Truncate(fi.Size() - 1024) // the end marker, where the blob's header goes
 	f.Seek(0, io.SeekEnd)
 	tw := tar.NewWriter(f)
-	tw.WriteHeader(&tar.Header{Name: blobName(sha([]byte("huge"))), Mode: 0o644, Size: 1 << 40, Typeflag: tar.TypeReg})
+	tw.WriteHeader(&tar.Header{Name: blobName(digestOf([]byte("huge"))), Mode: 0o644, Size: 1 << 40, Typeflag: tar.TypeReg})
 	tw.Write(make([]byte, 4096))
 	f.Close() // cut there: the tar is not finished
 	return append(cases,

@@ -35,7 +35,7 @@ type rewritten struct {
 	configFirst bool
 }
 
-// craft exports e (from home's store) and takes the file apart.
+// rewrite exports e (from home's store) and takes the file apart.
 func rewrite(t *testing.T, e *env.Env, home string) *rewritten {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "e.tar")
