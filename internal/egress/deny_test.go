@@ -70,6 +70,12 @@ func TestRelayRefuses(t *testing.T) {
 			t.Errorf("%s: the sandbox got %q, want %q", c.name, got, wantLine)
 		}
 	}
+	// Requests that are not a proxy's are bad requests, not refusals.
+	for _, req := range []string{"GET /simple/ HTTP/1.1\r\nHost: x\r\n\r\n", "CONNECT noport HTTP/1.1\r\n\r\n", "GET https://evil.example/ HTTP/1.1\r\nHost: evil.example\r\n\r\n"} {
+		if got := ask(t, s, r, req); got != "HTTP/1.1 400 Bad Request" {
+			t.Errorf("%q: the sandbox got %q, want 400 Bad Request", req, got)
+		}
+	}
 	st := r.Close()
 	if diff := cmp.Diff(want, st.Refusals); diff != "" {
 		t.Errorf("Stats.Refusals (-want +got):\n%s", diff)
