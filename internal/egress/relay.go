@@ -110,7 +110,10 @@ func Serve(ctx context.Context, ln net.Listener, p Policy) *Relay {
 	}
 	r.timer = time.AfterFunc(p.MaxTime, func() { r.stop(fmt.Sprintf("the step's time cap of %v was reached", p.MaxTime)) })
 	// A cancelled ctx ends the relay as Close would, but for the stats.
-	context.AfterFunc(r.ctx, func() { r.srv.Close() })
+	context.AfterFunc(r.ctx, func() {
+		r.srv.Close()
+		r.closeLive()
+	})
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
@@ -223,6 +226,9 @@ func (r *Relay) track(t *tunnel) string {
 	defer r.mu.Unlock()
 	if r.stopped != "" {
 		return r.stopped
+	}
+	if r.ctx.Err() != nil {
+		return "the relay was closed"
 	}
 	r.live[t] = struct{}{}
 	r.stats.Conns++

@@ -11,28 +11,61 @@ import (
 	"cwm/internal/egress/indextest"
 )
 
-// TestMaxTunnels holds the one tunnel a relay allows open and sends a
-// second request: it gets no answer while the first is open (two seconds
-// are given to show it, which only a relay without the limit can use),
-// and is relayed once the first closes.
-func TestMaxTunnels(t *testing.T) {
-	ix := indextest.Start(t, indextest.Wheel{Name: "one", Version: "1.0"})
-	// A server that holds each connection until its client closes it.
+// holdServer is a server on the host's loopback that holds each
+// connection until its client closes it; accepted gets one value per
+// connection.
+func holdServer(t *testing.T) (addr string, accepted <-chan struct{}) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	t.Cleanup(func() { ln.Close() })
+	acc := make(chan struct{}, 16)
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
+			acc <- struct{}{}
 			go func() { io.Copy(io.Discard, c); c.Close() }()
 		}
 	}()
-	hold := ln.Addr().String()
+	return ln.Addr().String(), acc
+}
+
+// TestCancelEndsTunnels: when Start's ctx ends, open tunnels are cut.
+func TestCancelEndsTunnels(t *testing.T) {
+	hold, accepted := holdServer(t)
+	s := sb{newSandbox(t)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r, err := Start(ctx, s.Sandbox, allowIndex(t, hold))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		<-accepted
+		cancel()
+	}()
+	port := strings.TrimPrefix(r.ProxyURL(), "http://127.0.0.1:")
+	res := s.run(t, r, fmt.Sprintf(`exec 3<>/dev/tcp/127.0.0.1/%s && printf 'CONNECT %s HTTP/1.1\r\n\r\n' >&3 && cat <&3 | tr -d '\r'; echo ended`, port, hold))
+	if got := strings.TrimSpace(string(res.Stdout)); got != "HTTP/1.1 200 Connection established\n\nended" {
+		t.Errorf("a tunnel when the relay's ctx ends: %q", got)
+	}
+	if st := r.Close(); st.Conns != 1 {
+		t.Errorf("Stats = %+v, want the one tunnel", st)
+	}
+}
+
+// TestMaxTunnels holds the one tunnel a relay allows open and sends a
+// second request: it gets no answer while the first is open (two seconds
+// are given to show it, which only a relay without the limit can use),
+// and is relayed once the first closes.
+func TestMaxTunnels(t *testing.T) {
+	ix := indextest.Start(t, indextest.Wheel{Name: "one", Version: "1.0"})
+	hold, _ := holdServer(t)
 	s := sb{newSandbox(t)}
 	p := allowIndex(t, ix.Addr)
 	p.Allow(allowIndex(t, hold).Hosts...)
