@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -134,19 +135,9 @@ func (r *Relay) Env() []string {
 	u := r.ProxyURL()
 	var env []string
 	for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"} {
-		env = append(env, k+"="+u, lower(k)+"="+u)
+		env = append(env, k+"="+u, strings.ToLower(k)+"="+u)
 	}
 	return append(env, "NO_PROXY=", "no_proxy=")
-}
-
-func lower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }
 
 // Close stops the relay: its listener, every tunnel, every dial. It
