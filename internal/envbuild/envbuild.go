@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"cwm/internal/egress"
 	"cwm/internal/env"
 	"cwm/internal/progress"
 	"cwm/internal/sandbox"
@@ -59,6 +60,11 @@ type Options struct {
 	// no network, so this only helps with a base whose pip is configured
 	// for a local index or wheel directory inside the sandbox.
 	Online bool
+	// Egress, when set, gives each install step a relay to the network
+	// with this policy (see internal/egress: typically egress.DefaultPolicy
+	// plus --allow-host); nil keeps install steps offline. Tests, traces,
+	// tasks and episodes never get one.
+	Egress *egress.Policy
 	// Force rebuilds even when a usable environment with the id exists.
 	Force bool
 	// NoCoverage skips the test-to-code map (computed later on demand).
@@ -289,7 +295,7 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 // snapshots what they wrote (installed) and the bytecode a warm-up run
 // compiled (compiled), for the caller to merge into the layer.
 func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo, stageDir string, opts Options, logf, say io.Writer) (installed, compiled string, err error) {
-	in := &installer{s: s, repo: repo, log: logf, online: opts.Online, timeout: opts.InstallTimeout}
+	in := &installer{s: s, repo: repo, log: logf, online: opts.Online, egress: opts.Egress, timeout: opts.InstallTimeout}
 	steps := append([]env.Step{venvStep}, r.Install...)
 	for i := range steps {
 		st := &steps[i]

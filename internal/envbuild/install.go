@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"cwm/internal/egress"
 	"cwm/internal/env"
 	"cwm/internal/lazyre"
 	"cwm/internal/sandbox"
@@ -36,12 +37,18 @@ type installer struct {
 	missing []env.Missing
 	extras  []string // extras of the project installs, for the dependency check
 	reqs    []string // requirements named by install steps
+
+	// egress, when set, is the policy of the relay each step gets;
+	// proxyEnv is the running relay's environment for the step's commands.
+	egress   *egress.Policy
+	proxyEnv []string
 }
 
 // run runs one step and records how it went in st.
 func (in *installer) run(ctx context.Context, st *env.Step) error {
 	start := time.Now()
 	defer func() { st.Seconds = roundSeconds(time.Since(start)) }()
+	defer in.relay(ctx, st)()
 	cmds, complex, err := testrun.Words(st.Command)
 	if err != nil {
 		st.Status, st.Note = "failed", err.Error()
@@ -150,7 +157,7 @@ func (in *installer) exec(ctx context.Context, line, dir string) (sandbox.Result
 
 // execQuiet is exec without the line in the log.
 func (in *installer) execQuiet(ctx context.Context, line, dir string) (sandbox.Result, error) {
-	res, err := in.s.Exec(ctx, sandbox.Cmd{Shell: line, Dir: dir, Timeout: in.timeout,
+	res, err := in.s.Exec(ctx, sandbox.Cmd{Shell: line, Dir: dir, Timeout: in.timeout, Env: in.proxyEnv,
 		Stdout: in.log, Stderr: in.log, Capture: 64 << 10})
 	if err != nil {
 		return res, fmt.Errorf("run %q: %w", line, err)
