@@ -80,7 +80,7 @@ func TestModelInputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	run, err := NewFuncs(FuncsOptions{Funcs: funcs, In: in, Out: out, Fuzz: 4, Seed: 1, InputModel: client, ModelShare: 0.5,
-		Pool: Options{Workers: 2, Timeout: 2 * time.Second}})
+		Pool: Options{Workers: 2, Timeout: 4 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,6 +171,22 @@ func TestExtractCode(t *testing.T) {
 	for _, c := range cases {
 		if got := extractCode(c.reply); got != c.want {
 			t.Errorf("extractCode(%q) = %q, want %q", c.reply, got, c.want)
+		}
+	}
+}
+
+// TestFuncItem: a fuzzed or model-written input's line belongs to its
+// function's item, which decided its shard (cwm merge checks it).
+func TestFuncItem(t *testing.T) {
+	cases := map[string]string{
+		`{"id":"sample_1"}`:          "sample_1",
+		`{"id":"sample_1/fuzz-3"}`:   "sample_1",
+		`{"id":"sample_1/model-12"}`: "sample_1",
+		`{"id":"a/model-x"}`:         "a/model-x",
+	}
+	for line, want := range cases {
+		if got, err := FuncStage.ItemKey([]byte(line)); got != want || err != nil {
+			t.Errorf("FuncStage.ItemKey(%s) = %q, %v, want %q", line, got, err, want)
 		}
 	}
 }
