@@ -170,7 +170,7 @@ func (c *traceFuncCmd) Run(ctx context.Context, e *command.Env, args []string) e
 		return fmt.Errorf("interrupted; run the same command again to resume: %w", ctx.Err())
 	}
 	if err == nil && sum.ModelErrors > 0 {
-		return fmt.Errorf("the model server failed %d functions after its retries; run again to retry them", sum.ModelErrors)
+		return fmt.Errorf("the model server failed %d functions after its retries (the first: %w); run again to retry them", sum.ModelErrors, sum.ModelError)
 	}
 	return err
 }

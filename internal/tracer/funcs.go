@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -168,10 +169,12 @@ type FuncsSummary struct {
 	FuzzKept, FuzzSkipped int
 	// ModelKept counts the model-written inputs written; Generators the
 	// functions' generators by status; ModelErrors the functions set
-	// aside because the model server failed (the next run retries them).
+	// aside because the model server failed (the next run retries them),
+	// the first of which failed with ModelError.
 	ModelKept   int
 	Generators  map[string]int
 	ModelErrors int
+	ModelError  error
 	// Skipped counts the functions already in Out.
 	Skipped int
 	Seconds float64
@@ -217,10 +220,13 @@ func (f *Funcs) Run(ctx context.Context, rt *sandbox.Runtime) (*FuncsSummary, er
 		},
 		Outcome: func(r Record) string { return string(r.Status) },
 		Aside: func(_ FuncLine, err error) string {
-			if errors.As(err, new(*model.ModelError)) {
-				return "model_error"
+			if !errors.As(err, new(*model.ModelError)) {
+				return ""
 			}
-			return ""
+			t.mu.Lock()
+			sum.ModelError = cmp.Or(sum.ModelError, err)
+			t.mu.Unlock()
+			return "model_error"
 		}})
 	sum.Statuses = run.Tally.Counts()
 	sum.FuzzKept, sum.FuzzSkipped = t.fuzzKept, t.fuzzSkip
@@ -301,9 +307,6 @@ func (s *FuncsSummary) Write(w io.Writer) {
 	fmt.Fprintf(w, "traced %d in %.1fs (%.0f/s): %s\n", total, s.Seconds, float64(total)/s.Seconds, batch.FormatCounts(s.Statuses))
 	if s.model {
 		fmt.Fprintf(w, "the model's generators gave %d new inputs; generators: %s\n", s.ModelKept, batch.FormatCounts(s.Generators))
-		if s.ModelErrors > 0 {
-			fmt.Fprintf(w, "the model server failed %d functions after its retries; run again to retry them\n", s.ModelErrors)
-		}
 	}
 	if s.fuzz {
 		fmt.Fprintf(w, "fuzzing kept %d new inputs; %d functions had arguments that are not literals\n", s.FuzzKept, s.FuzzSkipped)

@@ -95,8 +95,8 @@ func TestModelInputs(t *testing.T) {
 	if diff := cmp.Diff(wantGens, sum.Generators); diff != "" {
 		t.Errorf("generators by status (-want +got):\n%s", diff)
 	}
-	if sum.ModelKept != 3 || sum.ModelErrors != 1 {
-		t.Errorf("model inputs kept %d, model errors %d, want 3 (good's 2, prints-1gb's 1) and 1", sum.ModelKept, sum.ModelErrors)
+	if sum.ModelKept != 3 || sum.ModelErrors != 1 || sum.ModelError == nil || !strings.Contains(sum.ModelError.Error(), "server-fails: model endpoint failed") {
+		t.Errorf("model inputs kept %d, model errors %d (%v), want 3 (good's 2, prints-1gb's 1) and 1 naming server-fails", sum.ModelKept, sum.ModelErrors, sum.ModelError)
 	}
 
 	recs := map[string]Record{}
