@@ -136,7 +136,12 @@ func narration(call, answer string) string {
 }
 
 // TestKeptShare: a model made consistent on 7 traces of 10 (the other
-// three answer one too many) has exactly those 7 kept.
+// three answer one too many) has exactly those 7 kept. CWM-SPEC 1.5:
+// "Natural-language variant: an LLM narrates a trace; narrations whose
+// final answer disagrees with the real trace are dropped." The model is
+// shown the trace in CWM's grammar (CWM-SPEC 1.1:
+// "<|begin_of_text|><|trace_context_start|>$CONTEXT<|frame_sep|>" ...
+// "<|end_of_text|>"), the line's text as trace func wrote it.
 func TestKeptShare(t *testing.T) {
 	fns, replies := calls(10, "sq", "def f(x):\n    y = x * x\n    return y\n", func(i int) int {
 		if i%3 == 1 { // 1, 4, 7: wrong
@@ -169,6 +174,17 @@ func TestKeptShare(t *testing.T) {
 	}
 	if n := len(srv.Requests()); n != 10 {
 		t.Errorf("the model was asked %d times, want 10", n)
+	}
+	texts := map[string]string{}
+	for _, tr := range traces {
+		texts[tr.Call] = tr.Text
+	}
+	for _, r := range srv.Requests() {
+		text := texts[callOf(r.Issue())]
+		if !strings.HasPrefix(text, "<|begin_of_text|><|trace_context_start|>def f(x):") || !strings.HasSuffix(text, "<|end_of_text|>") ||
+			!strings.Contains(r.Issue(), "[TRACE]\n"+text+"\n[/TRACE]") {
+			t.Errorf("the prompt for %s does not hold its trace's CWM text %q", callOf(r.Issue()), text)
+		}
 	}
 }
 
