@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -102,10 +104,23 @@ func TestModelInputs(t *testing.T) {
 	recs := map[string]Record{}
 	calls := map[string]map[string]bool{} // by function: the calls traced
 	raw, _ := os.ReadFile(out)
+	var firstKeys []string
 	for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
 		var r Record
 		if err := json.Unmarshal([]byte(l), &r); err != nil {
 			t.Fatal(err)
+		}
+		// Every line has the same keys, generator's included, so that a
+		// loader inferring a schema per block sees one.
+		var fields map[string]json.RawMessage
+		json.Unmarshal([]byte(l), &fields)
+		var gen map[string]json.RawMessage
+		json.Unmarshal(fields["generator"], &gen)
+		keys := append(slices.Sorted(maps.Keys(fields)), slices.Sorted(maps.Keys(gen))...)
+		if firstKeys == nil {
+			firstKeys = keys
+		} else if diff := cmp.Diff(firstKeys, keys); diff != "" {
+			t.Errorf("%s: keys differ from the first line's (-first +this):\n%s", r.ID, diff)
 		}
 		recs[r.ID] = r
 		fn := r.ID
