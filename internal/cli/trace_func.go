@@ -97,7 +97,7 @@ func (c *traceFuncCmd) Flags(fs *flag.FlagSet) {
 	shardFlag(fs, &c.shard, "trace the functions (by id)")
 	fs.StringVar(&c.inputMix, "input-mix", "model=0.5", "`model=F`: the share F (0 to 1) of each function's --fuzz budget the --input-model's generator supplies")
 	c.endpointFlags.register(fs, endpointUse{modelFlag: "input-model", model: "`model` that writes each function an input generator (with --base-url; default: none)",
-		sampling: true, per: "generator", maxTokens: "4096"})
+		sampling: true, per: "generator", maxTokens: "4096", concurrency: true})
 }
 
 // modelShare parses --input-mix: model=F, F between 0 and 1.
@@ -145,7 +145,7 @@ func (c *traceFuncCmd) Run(ctx context.Context, e *command.Env, args []string) e
 		recycle = 1
 	}
 	run, err := tracer.NewFuncs(tracer.FuncsOptions{Funcs: funcs, Out: c.out, In: c.in, Fuzz: c.fuzz, Seed: c.seed, Shard: part,
-		InputModel: inputModel, ModelShare: share,
+		InputModel: inputModel, ModelShare: share, ModelConcurrency: c.concurrency,
 		Progress: e.Stderr, Pool: tracer.Options{Workers: c.workers, Timeout: c.timeout,
 			Caps:   tracer.Caps{MaxEvents: c.maxEvents, MaxBytes: int(c.maxBytes), MaxRepr: c.maxRepr},
 			Memory: int64(c.memory), Recycle: recycle, Log: e.Log}})
@@ -183,8 +183,8 @@ func (c *traceFuncCmd) checkInputModel() error {
 		return command.Usagef("--input-model and --base-url go together")
 	case c.fuzz == 0:
 		return command.Usagef("--input-model needs an input budget to share: --fuzz N")
-	case c.maxTokens < 0:
-		return command.Usagef("--max-tokens must not be negative")
+	case c.maxTokens < 0 || c.concurrency < 1:
+		return command.Usagef("--max-tokens must not be negative, --concurrency at least 1")
 	}
 	return nil
 }

@@ -131,9 +131,12 @@ type FuncsOptions struct {
 	Seed int64
 	// InputModel, when set, writes each function an input generator;
 	// ModelShare of Fuzz (rounded) comes from it, the fuzzer filling the
-	// rest of the budget.
-	InputModel *model.Client
-	ModelShare float64
+	// rest of the budget. ModelConcurrency functions are then in flight
+	// at once (at least the pool's workers), so that the workers trace
+	// while functions wait for the model.
+	InputModel       *model.Client
+	ModelShare       float64
+	ModelConcurrency int
 	// Shard takes the functions whose id falls in it (default all).
 	Shard    shard.Shard
 	Progress io.Writer
@@ -195,6 +198,10 @@ func (f *Funcs) Run(ctx context.Context, rt *sandbox.Runtime) (*FuncsSummary, er
 	sum := &FuncsSummary{Skipped: f.plan.Resumed(), fuzz: f.opts.Fuzz > 0, model: f.opts.InputModel != nil, out: f.opts.Out}
 	popts := f.opts.Pool
 	popts.Workers = min(max(popts.Workers, 1), max(len(f.plan.Todo), 1))
+	inFlight := popts.Workers
+	if f.opts.InputModel != nil {
+		inFlight = max(inFlight, min(f.opts.ModelConcurrency, len(f.plan.Todo)))
+	}
 	t := &funcTracer{opts: &f.opts, done: f.plan.Done, gens: map[string]int{}}
 	defer func() {
 		if t.pool != nil {
@@ -202,7 +209,7 @@ func (f *Funcs) Run(ctx context.Context, rt *sandbox.Runtime) (*FuncsSummary, er
 		}
 	}()
 	run, err := batch.RunStage(ctx, batch.Job[FuncLine, Record]{Stage: &FuncStage, Plan: &f.plan,
-		Out: f.opts.Out, Shard: f.opts.Shard, Inputs: []string{f.opts.In}, Workers: popts.Workers,
+		Out: f.opts.Out, Shard: f.opts.Shard, Inputs: []string{f.opts.In}, Workers: inFlight,
 		Progress: f.opts.Progress, Label: "trace", QuietIdle: true,
 		Prepare: func(plan batch.Plan[FuncLine]) error {
 			if len(plan.Todo) == 0 {

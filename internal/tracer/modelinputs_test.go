@@ -81,7 +81,7 @@ func TestModelInputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := NewFuncs(FuncsOptions{Funcs: funcs, In: in, Out: out, Fuzz: 4, Seed: 1, InputModel: client, ModelShare: 0.5,
+	run, err := NewFuncs(FuncsOptions{Funcs: funcs, In: in, Out: out, Fuzz: 4, Seed: 1, InputModel: client, ModelShare: 0.5, ModelConcurrency: 4,
 		Pool: Options{Workers: 2, Timeout: 4 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
