@@ -42,6 +42,7 @@ var Program = &command.Program{
 		func() command.Command { return &traceRepoCmd{} },
 		func() command.Command { return &traceCheckCmd{} },
 		func() command.Command { return &traceShowCmd{} },
+		func() command.Command { return &traceNarrateCmd{} },
 		func() command.Command { return &forageCmd{} },
 		func() command.Command { return &mergeCmd{} },
 		func() command.Command { return &serveCmd{} },

@@ -30,8 +30,9 @@ type endpointFlags struct {
 // endpointUse says which of endpointFlags a command takes and how their
 // help differs from the shared sentence ("" keeps it).
 type endpointUse struct {
-	// model is --model's help.
-	model string
+	// model is --model's help; modelFlag its name when not "model"
+	// (trace func's --input-model, beside its own flags).
+	model, modelFlag string
 	// sampling registers --temperature, --max-tokens, --retries and
 	// --request-timeout; without it only --model, --base-url and
 	// --api-key-env exist.
@@ -50,7 +51,7 @@ type endpointUse struct {
 }
 
 func (f *endpointFlags) register(fs *flag.FlagSet, u endpointUse) {
-	fs.StringVar(&f.model, "model", "", cmp.Or(u.model, "model `name` as the server knows it"))
+	fs.StringVar(&f.model, cmp.Or(u.modelFlag, "model"), "", cmp.Or(u.model, "model `name` as the server knows it"))
 	fs.StringVar(&f.baseURL, "base-url", "", "OpenAI-compatible endpoint `URL`, e.g. http://localhost:8000/v1")
 	fs.StringVar(&f.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment `variable` holding the API key")
 	if !u.sampling {

@@ -7,6 +7,7 @@ import (
 	"cwm/internal/agent"
 	"cwm/internal/batch"
 	"cwm/internal/eval"
+	"cwm/internal/narrate"
 	"cwm/internal/reward"
 	"cwm/internal/selection"
 	"cwm/internal/tasks"
@@ -20,7 +21,7 @@ import (
 func batchStages() []*batch.Stage {
 	return []*batch.Stage{&eval.CruxEvalStage, &eval.HaltStage, &eval.FidelityStage, &eval.ObserveStage,
 		&selection.Stage, &tasks.ValidateStage, &tracer.FuncStage, &tracer.RepoStage, &reward.Stage,
-		&tasks.MutateStage, &tasks.CommitsStage, &agent.ForageStage}
+		&tasks.MutateStage, &tasks.CommitsStage, &agent.ForageStage, &narrate.Stage}
 }
 
 // findStage is the batch stage called name; nil when there is none.

@@ -5,15 +5,19 @@ import (
 	"flag"
 	"fmt"
 	"runtime"
+	"strconv"
+	"strings"
 	"time"
 
 	"cwm/internal/command"
+	"cwm/internal/model"
 	"cwm/internal/sandbox"
 	"cwm/internal/shard"
 	"cwm/internal/tracer"
 )
 
 type traceFuncCmd struct {
+	endpointFlags
 	in, out   string
 	workers   int
 	timeout   time.Duration
@@ -25,6 +29,7 @@ type traceFuncCmd struct {
 	seed      int64
 	fresh     bool
 	shard     string
+	inputMix  string
 }
 
 func (*traceFuncCmd) Name() string { return "trace func" }
@@ -54,12 +59,25 @@ mutation of its arguments, and kept when they reach lines or branches the
 earlier inputs did not; each is its own line, with id "<id>/fuzz-<k>".
 The same --seed gives the same inputs.
 
+With --input-model M --base-url URL, the model writes each function an
+input generator (generate_inputs(), returning argument tuples; the prompt
+is in docs/traces.md), which runs in the sandbox under --timeout; its
+distinct new inputs are traced, each its own line "<id>/model-<k>", up to
+the model's share of the --fuzz N budget (--input-mix model=F, default
+0.5: round(F*N)); the fuzzer fills the rest, never repeating an input. A
+generator that gives nothing usable (no code, a syntax error, a crash, a
+loop, output without end, values that are not picklable literal tuples)
+is recorded with its reason in the function's line ("generator") and
+counted in the summary. Every line says where its input came from
+(input_source: given, fuzz or model).
+
 The run is resumable: ids already in TRACES.jsonl are skipped. --shard i/n
 traces the functions of shard i of n.
 
 Examples:
   cwm trace func --in cruxeval.jsonl --out traces.jsonl
-  cwm trace func --in funcs.jsonl --out traces.jsonl --fuzz 8 --seed 1`
+  cwm trace func --in funcs.jsonl --out traces.jsonl --fuzz 8 --seed 1
+  cwm trace func --in funcs.jsonl --out traces.jsonl --fuzz 8 --input-model M --base-url http://localhost:8000/v1`
 }
 
 func (c *traceFuncCmd) Flags(fs *flag.FlagSet) {
@@ -73,10 +91,23 @@ func (c *traceFuncCmd) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.maxRepr, "max-repr", tracer.TraceCaps.MaxRepr, "characters of one value's text before it is truncated")
 	c.memory = 1 << 30
 	fs.Var(&c.memory, "memory", "address space of the traced program in `BYTES`")
-	fs.IntVar(&c.fuzz, "fuzz", 0, "up to `N` more inputs per function by coverage-guided mutation")
+	fs.IntVar(&c.fuzz, "fuzz", 0, "up to `N` more inputs per function: coverage-guided mutation, and with --input-model the model's generator")
 	fs.Int64Var(&c.seed, "seed", 0, "seed of the mutations")
 	fs.BoolVar(&c.fresh, "fresh", false, "fork a fresh process for every function (strict isolation, much slower)")
 	shardFlag(fs, &c.shard, "trace the functions (by id)")
+	fs.StringVar(&c.inputMix, "input-mix", "model=0.5", "`model=F`: the share F (0 to 1) of each function's --fuzz budget the --input-model's generator supplies")
+	c.endpointFlags.register(fs, endpointUse{modelFlag: "input-model", model: "`model` that writes each function an input generator (with --base-url; default: none)",
+		sampling: true, per: "generator", maxTokens: "4096", concurrency: true})
+}
+
+// modelShare parses --input-mix: model=F, F between 0 and 1.
+func modelShare(mix string) (float64, error) {
+	v, ok := strings.CutPrefix(mix, "model=")
+	f, err := strconv.ParseFloat(v, 64)
+	if !ok || err != nil || f < 0 || f > 1 {
+		return 0, command.Usagef("--input-mix %q: want model=F with F between 0 and 1", mix)
+	}
+	return f, nil
 }
 
 func (c *traceFuncCmd) Run(ctx context.Context, e *command.Env, args []string) error {
@@ -92,6 +123,19 @@ func (c *traceFuncCmd) Run(ctx context.Context, e *command.Env, args []string) e
 	if err != nil {
 		return command.Usagef("--shard: %v", err)
 	}
+	share, err := modelShare(c.inputMix)
+	if err != nil {
+		return err
+	}
+	var inputModel *model.Client
+	if c.model != "" || c.baseURL != "" {
+		if err := c.checkInputModel(); err != nil {
+			return err
+		}
+		if inputModel, err = c.client(4096); err != nil {
+			return err
+		}
+	}
 	funcs, err := tracer.ReadFuncs(c.in)
 	if err != nil {
 		return err
@@ -101,6 +145,7 @@ func (c *traceFuncCmd) Run(ctx context.Context, e *command.Env, args []string) e
 		recycle = 1
 	}
 	run, err := tracer.NewFuncs(tracer.FuncsOptions{Funcs: funcs, Out: c.out, In: c.in, Fuzz: c.fuzz, Seed: c.seed, Shard: part,
+		InputModel: inputModel, ModelShare: share, ModelConcurrency: c.concurrency,
 		Progress: e.Stderr, Pool: tracer.Options{Workers: c.workers, Timeout: c.timeout,
 			Caps:   tracer.Caps{MaxEvents: c.maxEvents, MaxBytes: int(c.maxBytes), MaxRepr: c.maxRepr},
 			Memory: int64(c.memory), Recycle: recycle, Log: e.Log}})
@@ -124,5 +169,22 @@ func (c *traceFuncCmd) Run(ctx context.Context, e *command.Env, args []string) e
 	if err != nil && ctx.Err() != nil {
 		return fmt.Errorf("interrupted; run the same command again to resume: %w", ctx.Err())
 	}
+	if err == nil && sum.ModelErrors > 0 {
+		return fmt.Errorf("the model server failed %d functions after its retries (the first: %w); run again to retry them", sum.ModelErrors, sum.ModelError)
+	}
 	return err
+}
+
+// checkInputModel checks the flags of model-written inputs: the model,
+// its endpoint and a budget to share.
+func (c *traceFuncCmd) checkInputModel() error {
+	switch {
+	case c.model == "" || c.baseURL == "":
+		return command.Usagef("--input-model and --base-url go together")
+	case c.fuzz == 0:
+		return command.Usagef("--input-model needs an input budget to share: --fuzz N")
+	case c.maxTokens < 0 || c.concurrency < 1:
+		return command.Usagef("--max-tokens must not be negative, --concurrency at least 1")
+	}
+	return nil
 }

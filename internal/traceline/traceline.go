@@ -50,6 +50,36 @@ type Line struct {
 	Status  string        `json:"status"`
 	Context string        `json:"context"`
 	Frames  []trace.Frame `json:"frames"`
+	// InputSource is where a trace func line's input came from (Source
+	// reads it); FuzzOf the function a fuzzed or model-written input is
+	// of.
+	InputSource Source `json:"input_source"`
+	FuzzOf      string `json:"fuzz_of"`
+}
+
+// Source is where a trace func line's input came from.
+type Source string
+
+const (
+	// Given: the input line's own call or input.
+	Given Source = "given"
+	// Fuzz: found by coverage-guided mutation (trace func --fuzz).
+	Fuzz Source = "fuzz"
+	// Model: made by a model-written input generator (--input-model).
+	Model Source = "model"
+)
+
+// Source is where a trace func line's input came from. A line written
+// before input_source existed has none: it is fuzz when it has fuzz_of
+// (only fuzzing made such lines then), given otherwise.
+func (l *Line) Source() Source {
+	switch {
+	case l.InputSource != "":
+		return l.InputSource
+	case l.FuzzOf != "":
+		return Fuzz
+	}
+	return Given
 }
 
 // Load reads traces files. Traces that are not complete (status other

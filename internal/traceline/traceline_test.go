@@ -56,3 +56,31 @@ func TestLoad(t *testing.T) {
 		})
 	}
 }
+
+// TestSource: where an input came from, for lines written before
+// input_source existed too.
+func TestSource(t *testing.T) {
+	frame := `[{}]`
+	lines := []string{
+		`{"id":"a","status":"ok","frames":` + frame + `,"fuzz_of":""}`,
+		`{"id":"a/fuzz-1","status":"ok","frames":` + frame + `,"fuzz_of":"a"}`,
+		`{"id":"b","status":"ok","frames":` + frame + `,"input_source":"given","fuzz_of":""}`,
+		`{"id":"b/model-1","status":"ok","frames":` + frame + `,"input_source":"model","fuzz_of":"b"}`,
+		`{"id":"b/fuzz-1","status":"ok","frames":` + frame + `,"input_source":"fuzz","fuzz_of":"b"}`,
+	}
+	p := filepath.Join(t.TempDir(), "traces.jsonl")
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sources []Source
+	for _, l := range got {
+		sources = append(sources, l.Source())
+	}
+	if diff := cmp.Diff([]Source{Given, Fuzz, Given, Model, Fuzz}, sources); diff != "" {
+		t.Errorf("Source (-want +got):\n%s", diff)
+	}
+}

@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,8 +13,10 @@ import (
 	"cwm/internal/batch"
 	"cwm/internal/errkind"
 	"cwm/internal/jsonl"
+	"cwm/internal/model"
 	"cwm/internal/sandbox"
 	"cwm/internal/shard"
+	"cwm/internal/traceline"
 )
 
 // FuncLine is one input line of trace func: {"id", "code", "call"}, call
@@ -50,12 +53,16 @@ func (f *FuncLine) InputText() string {
 }
 
 // Record is one output line of trace func: the result and how it was
-// called; FuzzOf names the function a fuzzed input is of.
+// called; InputSource says where the input came from, FuzzOf names the
+// function a fuzzed or model-written input is of, and Generator, on a
+// function's own line, how its model-written generator ended.
 type Record struct {
 	Result
-	Call   string `json:"call"`
-	Input  string `json:"input"`
-	FuzzOf string `json:"fuzz_of"`
+	Call        string           `json:"call"`
+	Input       string           `json:"input"`
+	InputSource traceline.Source `json:"input_source"`
+	FuzzOf      string           `json:"fuzz_of"`
+	Generator   Generator        `json:"generator"`
 }
 
 // ReadFuncs reads and checks every line of a functions file before
@@ -118,9 +125,18 @@ type FuncsOptions struct {
 	// of functions to trace.
 	Pool Options
 	// Fuzz is how many more inputs per function coverage-guided mutation
-	// may add (0: none); Seed seeds the mutations.
+	// and the model's generator may add (0: none); Seed seeds the
+	// mutations.
 	Fuzz int
 	Seed int64
+	// InputModel, when set, writes each function an input generator;
+	// ModelShare of Fuzz (rounded) comes from it, the fuzzer filling the
+	// rest of the budget. ModelConcurrency functions are then in flight
+	// at once (at least the pool's workers), so that the workers trace
+	// while functions wait for the model.
+	InputModel       *model.Client
+	ModelShare       float64
+	ModelConcurrency int
 	// Shard takes the functions whose id falls in it (default all).
 	Shard    shard.Shard
 	Progress io.Writer
@@ -154,12 +170,20 @@ type FuncsSummary struct {
 	// FuzzKept counts the fuzzed inputs written; FuzzSkipped the
 	// functions whose arguments are not literals.
 	FuzzKept, FuzzSkipped int
+	// ModelKept counts the model-written inputs written; Generators the
+	// functions' generators by status; ModelErrors the functions set
+	// aside because the model server failed (the next run retries them),
+	// the first of which failed with ModelError.
+	ModelKept   int
+	Generators  map[string]int
+	ModelErrors int
+	ModelError  error
 	// Skipped counts the functions already in Out.
 	Skipped int
 	Seconds float64
 
-	fuzz bool
-	out  string
+	fuzz, model bool
+	out         string
 }
 
 // Run traces the functions left to do on a pool of workers in sandboxes
@@ -171,17 +195,21 @@ type FuncsSummary struct {
 // error is for a run that could not go on, and comes with the summary of
 // what was written until then.
 func (f *Funcs) Run(ctx context.Context, rt *sandbox.Runtime) (*FuncsSummary, error) {
-	sum := &FuncsSummary{Skipped: f.plan.Resumed(), fuzz: f.opts.Fuzz > 0, out: f.opts.Out}
+	sum := &FuncsSummary{Skipped: f.plan.Resumed(), fuzz: f.opts.Fuzz > 0, model: f.opts.InputModel != nil, out: f.opts.Out}
 	popts := f.opts.Pool
 	popts.Workers = min(max(popts.Workers, 1), max(len(f.plan.Todo), 1))
-	t := &funcTracer{opts: &f.opts, done: f.plan.Done}
+	inFlight := popts.Workers
+	if f.opts.InputModel != nil {
+		inFlight = max(inFlight, min(f.opts.ModelConcurrency, len(f.plan.Todo)))
+	}
+	t := &funcTracer{opts: &f.opts, done: f.plan.Done, gens: map[string]int{}}
 	defer func() {
 		if t.pool != nil {
 			t.pool.Close()
 		}
 	}()
 	run, err := batch.RunStage(ctx, batch.Job[FuncLine, Record]{Stage: &FuncStage, Plan: &f.plan,
-		Out: f.opts.Out, Shard: f.opts.Shard, Inputs: []string{f.opts.In}, Workers: popts.Workers,
+		Out: f.opts.Out, Shard: f.opts.Shard, Inputs: []string{f.opts.In}, Workers: inFlight,
 		Progress: f.opts.Progress, Label: "trace", QuietIdle: true,
 		Prepare: func(plan batch.Plan[FuncLine]) error {
 			if len(plan.Todo) == 0 {
@@ -197,9 +225,19 @@ func (f *Funcs) Run(ctx context.Context, rt *sandbox.Runtime) (*FuncsSummary, er
 		Stream: func(ctx context.Context, _ int, fl FuncLine, emit func(any, string) error) (Record, error) {
 			return t.one(ctx, fl, emit)
 		},
-		Outcome: func(r Record) string { return string(r.Status) }})
+		Outcome: func(r Record) string { return string(r.Status) },
+		Aside: func(_ FuncLine, err error) string {
+			if !errors.As(err, new(*model.ModelError)) {
+				return ""
+			}
+			t.mu.Lock()
+			sum.ModelError = cmp.Or(sum.ModelError, err)
+			t.mu.Unlock()
+			return "model_error"
+		}})
 	sum.Statuses = run.Tally.Counts()
 	sum.FuzzKept, sum.FuzzSkipped = t.fuzzKept, t.fuzzSkip
+	sum.ModelKept, sum.Generators, sum.ModelErrors = t.modelKept, t.gens, run.SetAside
 	sum.Seconds = run.Seconds
 	return sum, err
 }
@@ -210,9 +248,11 @@ type funcTracer struct {
 	opts *FuncsOptions
 	done map[string]bool // ids already in the output (read-only)
 
-	mu       sync.Mutex
-	fuzzKept int // guarded by mu
-	fuzzSkip int // guarded by mu: functions whose arguments could not be mutated
+	mu        sync.Mutex
+	fuzzKept  int            // guarded by mu
+	fuzzSkip  int            // guarded by mu: functions whose arguments could not be mutated
+	modelKept int            // guarded by mu
+	gens      map[string]int // guarded by mu: generators by status
 }
 
 // one traces a function and emits its fuzzed inputs' lines; its own line
@@ -223,8 +263,12 @@ func (t *funcTracer) one(ctx context.Context, f FuncLine, emit func(any, string)
 	if ctx.Err() != nil {
 		return Record{}, ctx.Err()
 	}
-	if t.opts.Fuzz > 0 && res.Status.Complete() {
-		err := t.pool.Fuzz(ctx, fn, res, FuzzOptions{N: t.opts.Fuzz, Seed: t.opts.Seed}, func(z Fuzzed) error {
+	known, gen, err := t.modelInputs(ctx, &f, fn, emit)
+	if err != nil {
+		return Record{}, err
+	}
+	if n := t.opts.Fuzz - gen.Kept; n > 0 && res.Status.Complete() {
+		err := t.pool.Fuzz(ctx, fn, res, FuzzOptions{N: n, Seed: t.opts.Seed, Known: known}, func(z Fuzzed) error {
 			if t.done[z.Func.ID] {
 				return nil // written by an earlier, interrupted run
 			}
@@ -232,6 +276,7 @@ func (t *funcTracer) one(ctx context.Context, f FuncLine, emit func(any, string)
 			t.fuzzKept++
 			t.mu.Unlock()
 			r := t.record(z.Result, z.Func.Call, z.Input, f.ID)
+			r.InputSource = traceline.Fuzz
 			return emit(r, string(r.Status))
 		})
 		switch {
@@ -243,7 +288,9 @@ func (t *funcTracer) one(ctx context.Context, f FuncLine, emit func(any, string)
 			return Record{}, err
 		}
 	}
-	return t.record(res, fn.Call, f.InputText(), ""), nil
+	r := t.record(res, fn.Call, f.InputText(), "")
+	r.InputSource, r.Generator = traceline.Given, gen
+	return r, nil
 }
 
 // record is the output line of a result. A complete trace holds the call
@@ -265,6 +312,9 @@ func (s *FuncsSummary) Write(w io.Writer) {
 		total += n
 	}
 	fmt.Fprintf(w, "traced %d in %.1fs (%.0f/s): %s\n", total, s.Seconds, float64(total)/s.Seconds, batch.FormatCounts(s.Statuses))
+	if s.model {
+		fmt.Fprintf(w, "the model's generators gave %d new inputs; generators: %s\n", s.ModelKept, batch.FormatCounts(s.Generators))
+	}
 	if s.fuzz {
 		fmt.Fprintf(w, "fuzzing kept %d new inputs; %d functions had arguments that are not literals\n", s.FuzzKept, s.FuzzSkipped)
 	}

@@ -20,6 +20,16 @@ type FuzzOptions struct {
 	Attempts int
 	// Batch is how many mutations are asked of the worker at once (4).
 	Batch int
+	// Known are inputs traced before (a model's): their calls are not
+	// kept again, their arcs are covered already, and a complete one is
+	// mutated as the original is.
+	Known []Known
+}
+
+// Known is an input traced before fuzzing: its call and its trace.
+type Known struct {
+	Call   string
+	Result *Result
 }
 
 // Fuzzed is an input kept by Fuzz.
@@ -57,6 +67,15 @@ func (p *Pool) Fuzz(ctx context.Context, f Func, orig Result, opts FuzzOptions, 
 	cov := arcs(&orig)
 	corpus := []string{f.Call}
 	seen := map[string]bool{f.Call: true}
+	for _, k := range opts.Known {
+		seen[k.Call] = true
+		if k.Result.Status.Complete() {
+			corpus = append(corpus, k.Call)
+			for a := range arcs(k.Result) {
+				cov[a] = true
+			}
+		}
+	}
 	kept := 0
 	for tried := 0; tried < opts.Attempts && kept < opts.N; {
 		if err := ctx.Err(); err != nil {
