@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"flag"
-	"fmt"
 	"runtime"
 	"slices"
 	"strings"
@@ -11,7 +10,6 @@ import (
 
 	"cwm/internal/command"
 	"cwm/internal/sandbox"
-	"cwm/internal/shard"
 	"cwm/internal/tracer"
 )
 
@@ -22,14 +20,9 @@ type traceProgCmd struct {
 	kinds     string
 	workers   int
 	timeout   time.Duration
-	maxEvents int
-	maxBytes  command.ByteSize
-	maxRepr   int
 	maxStdout command.ByteSize
 	memory    command.ByteSize
-	max       int
-	shard     string
-	json      bool
+	traceRunFlags
 }
 
 func (*traceProgCmd) Name() string { return "trace prog" }
@@ -79,17 +72,11 @@ func (c *traceProgCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.kinds, "kinds", strings.Join(tracer.TestKinds, ","), "test `KINDS` to run, comma-separated")
 	fs.IntVar(&c.workers, "workers", runtime.NumCPU(), "worker processes, each in its own sandbox")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "wall-clock limit per run, traced and untraced")
-	fs.IntVar(&c.maxEvents, "max-events", tracer.TraceCaps.MaxEvents, "line events per trace; past it the trace is dropped (status too_long)")
-	c.maxBytes = command.ByteSize(tracer.TraceCaps.MaxBytes)
-	fs.Var(&c.maxBytes, "max-bytes", "trace text `BYTES`; past it the trace is dropped (status too_long)")
-	fs.IntVar(&c.maxRepr, "max-repr", tracer.TraceCaps.MaxRepr, "characters of one value's text before it is truncated")
 	c.maxStdout = 1 << 20
 	fs.Var(&c.maxStdout, "max-stdout", "stdout kept for judging, in `CHARS` (suffixes K, M); a program printing more is output_limit")
 	c.memory = 1 << 30
 	fs.Var(&c.memory, "memory", "address space of the traced program in `BYTES`")
-	fs.IntVar(&c.max, "max", 0, "stop once the output holds `N` lines (0: no limit)")
-	shardFlag(fs, &c.shard, "run the runs (by id)")
-	fs.BoolVar(&c.json, "json", false, "print the summary as JSON")
+	c.traceRunFlags.flags(fs, "run the runs (by id)")
 }
 
 func (c *traceProgCmd) Run(ctx context.Context, e *command.Env, args []string) error {
@@ -98,20 +85,20 @@ func (c *traceProgCmd) Run(ctx context.Context, e *command.Env, args []string) e
 		return command.Usagef("unexpected arguments %q", args)
 	case c.in == "" || c.out == "":
 		return command.Usagef("--in and --out are required")
-	case c.workers <= 0 || c.timeout <= 0 || c.maxEvents <= 0 || c.maxBytes <= 0 || c.maxStdout <= 0 || c.maxRepr < 64:
-		return command.Usagef("--workers, --timeout, --max-events, --max-bytes, --max-stdout must be positive, --max-repr at least 64")
-	case c.solutions < 0 || c.tests < 0 || c.max < 0:
-		return command.Usagef("--solutions, --tests and --max must not be negative")
+	case c.workers <= 0 || c.timeout <= 0 || c.maxStdout <= 0:
+		return command.Usagef("--workers, --timeout and --max-stdout must be positive")
+	case c.solutions < 0 || c.tests < 0:
+		return command.Usagef("--solutions and --tests must not be negative")
+	}
+	part, err := c.check()
+	if err != nil {
+		return err
 	}
 	kinds := strings.Split(c.kinds, ",")
 	for _, k := range kinds {
 		if !slices.Contains(tracer.TestKinds, k) {
 			return command.Usagef("--kinds: unknown kind %q (want %s)", k, strings.Join(tracer.TestKinds, ", "))
 		}
-	}
-	part, err := shard.Parse(c.shard)
-	if err != nil {
-		return command.Usagef("--shard: %v", err)
 	}
 	probs, err := tracer.ReadProblems(c.in)
 	if err != nil {
@@ -128,19 +115,10 @@ func (c *traceProgCmd) Run(ctx context.Context, e *command.Env, args []string) e
 	defer rt.Close()
 	sum, err := tracer.TraceProgs(ctx, rt, tracer.ProgOptions{Runs: runs, Out: c.out, In: c.in, Max: c.max, Shard: part,
 		Progress: e.Stderr, Pool: tracer.Options{Workers: c.workers, Timeout: c.timeout,
-			Caps:       tracer.Caps{MaxEvents: c.maxEvents, MaxBytes: int(c.maxBytes), MaxRepr: c.maxRepr},
+			Caps:       c.caps(),
 			MaxCapture: int(c.maxStdout), Memory: int64(c.memory), Log: e.Log}})
-	if sum != nil {
-		if c.json {
-			if err := writeJSON(e.Stdout, sum); err != nil {
-				return err
-			}
-		} else {
-			sum.Write(e.Stderr)
-		}
+	if sum == nil {
+		return err
 	}
-	if err != nil && ctx.Err() != nil {
-		return fmt.Errorf("interrupted; run the same command again to resume: %w", ctx.Err())
-	}
-	return err
+	return c.done(ctx, e, sum, err)
 }
