@@ -15,6 +15,7 @@ of the exception that ended it ("" when it ran to its end), "exit_code"
 the code of a SystemExit.
 """
 
+import builtins
 import io
 import os
 import sys
@@ -82,6 +83,10 @@ def trace_prog(req):
     mod = types.ModuleType("__main__")
     mod.__file__ = filename
     ns = mod.__dict__
+    # The builtins module, as a script's __main__ has it; without it exec
+    # puts the builtins' dict there, whose text the module frame's locals
+    # would make again at every line.
+    ns["__builtins__"] = builtins
     tracer._linecache[filename] = (len(src), None, src.splitlines(True), filename)
     saved = (sys.modules["__main__"], sys.stdout, sys.stderr, sys.stdin)
     tracer._seed(0)

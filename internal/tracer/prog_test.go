@@ -161,6 +161,8 @@ func TestTraceProg(t *testing.T) {
 			in: "1 2\n3\n", status: Exception, raised: "SystemExit", stdout: "6\n", text: []string{`"xs": "[1, 2, 3]"`}},
 		{name: "open(0)", prog: "print(open(0).read().upper(), end='')\n", in: "abc\n", status: OK, stdout: "ABC\n"},
 		{name: "bytes", prog: "import sys\ndata = sys.stdin.buffer.read()\nsys.stdout.buffer.write(data[::-1])\n", in: "xyz", status: OK, stdout: "zyx"},
+		{name: "__builtins__ is the module, as in a script", prog: "print(type(__builtins__).__name__, __name__)\n", in: "",
+			status: OK, stdout: "module __main__\n"},
 		{name: "no input", prog: "import sys\nprint(len(sys.stdin.read()))\n", in: "", status: OK, stdout: "0\n"},
 		{name: "del at module level", prog: "a = 1; b = 2\ndel a; c = 3\nprint(b + c)\n", in: "", status: OK, stdout: "5\n",
 			text: []string{`<|line_sep|>{"b": "..", "c": "3"}<|action_sep|>print(b + c)`}},
@@ -186,8 +188,12 @@ func TestTraceProg(t *testing.T) {
 					t.Errorf("text does not contain %q:\n%s", part, res.Text)
 				}
 			}
-			if strings.Contains(res.Text, "__builtins__") || strings.Contains(res.Text, "__name__") {
-				t.Errorf("the module's dunder names are in the text:\n%s", res.Text)
+			for _, f := range res.Frames {
+				for _, l := range f.Locals {
+					if strings.HasPrefix(l.Name, "__") {
+						t.Errorf("the module's dunder name %s is a local:\n%s", l.Name, res.Text)
+					}
+				}
 			}
 		})
 	}
