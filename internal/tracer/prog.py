@@ -19,6 +19,7 @@ import builtins
 import io
 import os
 import sys
+import threading
 import types
 from builtins import BaseException, SystemExit, bytes, int, isinstance, len, memoryview, type
 
@@ -27,6 +28,7 @@ import _cwm_tracer as tracer
 import _cwm_values as values
 from _cwm_values import text as _text
 
+_enumerate = threading.enumerate
 _DELETE_NAME = bytes([record.dis.opmap["DELETE_NAME"]])
 
 
@@ -109,6 +111,7 @@ def trace_prog(req):
         sys.stdin = _stdin(req.get("stdin") or "")
         sys.stdout, sys.stderr = r.out, r.err
         hooked = tracer.hook_sys()
+        before = set(_enumerate())
         r.phase = "run"
         record.start(code)
         try:
@@ -116,6 +119,12 @@ def trace_prog(req):
         except BaseException as e:
             raised = e
         tracer._settrace(None)
+        # A script's interpreter waits for its threads before it exits;
+        # competitive programs often run main() in a thread with a larger
+        # stack. Only the main thread is traced; the threads' output counts.
+        for t in _enumerate():
+            if t not in before and not t.daemon:
+                t.join()
         r.phase = "output"
         r.raised = raised is not None
         r.output = values.output_text(raised, int(req.get("max_output") or 65536))

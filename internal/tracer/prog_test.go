@@ -163,6 +163,8 @@ func TestTraceProg(t *testing.T) {
 		{name: "bytes", prog: "import sys\ndata = sys.stdin.buffer.read()\nsys.stdout.buffer.write(data[::-1])\n", in: "xyz", status: OK, stdout: "zyx"},
 		{name: "__builtins__ is the module, as in a script", prog: "print(type(__builtins__).__name__, __name__)\n", in: "",
 			status: OK, stdout: "module __main__\n"},
+		{name: "main in a thread", prog: "import sys, threading\ndef main():\n    print(int(sys.stdin.readline()) + 1)\nthreading.stack_size(1 << 26)\nthreading.Thread(target=main).start()\n",
+			in: "41\n", status: OK, stdout: "42\n"},
 		{name: "no input", prog: "import sys\nprint(len(sys.stdin.read()))\n", in: "", status: OK, stdout: "0\n"},
 		{name: "del at module level", prog: "a = 1; b = 2\ndel a; c = 3\nprint(b + c)\n", in: "", status: OK, stdout: "5\n",
 			text: []string{`<|line_sep|>{"b": "..", "c": "3"}<|action_sep|>print(b + c)`}},
