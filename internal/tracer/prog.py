@@ -8,8 +8,9 @@ function of the program it calls is traced inside it as in trace_one. The
 program reads the test input on file descriptor 0 and through sys.stdin,
 as it would from a judge: the input is in a memfd (no file in the working
 directory), dup'ed onto 0 for the run and replaced by /dev/null after.
-What it prints to sys.stdout is kept up to the request's max_capture
-characters, for the Go side to compare with the expected output. The
+What it prints to sys.stdout, and writes to file descriptor 1 (a memfd
+for the run, too), is kept up to the request's max_capture characters,
+for the Go side to compare with the expected output. The
 result says how the program ended beyond the trace: "raised" is the type
 of the exception that ended it ("" when it ran to its end), "exit_code"
 the code of a SystemExit.
@@ -34,11 +35,16 @@ _DELETE_NAME = bytes([record.dis.opmap["DELETE_NAME"]])
 
 class _Out(tracer._Capture):
     """sys.stdout of a program: _Capture with a binary side, which
-    competitive programs write to (sys.stdout.buffer.write)."""
+    competitive programs write to (sys.stdout.buffer.write), and a file
+    descriptor, which fast-IO templates write to (os.write(fileno(), ...)):
+    1, a memfd while the program runs, read back after (_drain)."""
 
     def __init__(self, cap):
         super().__init__(cap)
         self.buffer = _Bytes(self)
+
+    def fileno(self):
+        return 1
 
 
 class _Bytes:
@@ -68,9 +74,36 @@ def _stdin(data):
 
 
 def _no_stdin():
-    null = os.open(os.devnull, os.O_RDONLY)
+    null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
+    os.dup2(null, 1)
     os.close(null)
+
+
+def _stdout_fd():
+    """Makes file descriptor 1 a memfd for what the program writes to it."""
+    fd = os.memfd_create("cwm-stdout")
+    os.dup2(fd, 1)
+    os.close(fd)
+
+
+def _drain(out):
+    """Adds what the program wrote to file descriptor 1 to out: the first
+    4 * out.cap bytes read, the rest counted."""
+    size = os.fstat(1).st_size
+    if not size:
+        return
+    os.lseek(1, 0, os.SEEK_SET)
+    want, parts = min(size, 4 * out.cap + 4), []
+    while want > 0:
+        b = os.read(1, want)
+        if not b:
+            break
+        parts.append(b)
+        want -= len(b)
+    data = b"".join(parts)
+    out.write(data.decode("utf-8", "replace"))
+    out.total += size - len(data)
 
 
 def trace_prog(req):
@@ -109,6 +142,7 @@ def trace_prog(req):
     try:
         sys.modules["__main__"] = mod
         sys.stdin = _stdin(req.get("stdin") or "")
+        _stdout_fd()
         sys.stdout, sys.stderr = r.out, r.err
         hooked = tracer.hook_sys()
         before = set(_enumerate())
@@ -125,6 +159,7 @@ def trace_prog(req):
         for t in _enumerate():
             if t not in before and not t.daemon:
                 t.join()
+        _drain(r.out)
         r.phase = "output"
         r.raised = raised is not None
         r.output = values.output_text(raised, int(req.get("max_output") or 65536))

@@ -139,6 +139,25 @@ func progPool(t *testing.T) *Pool {
 	return p
 }
 
+// fastIO reads and writes through the file descriptors of sys.stdin and
+// sys.stdout, as competitive programs' fast-IO templates do.
+const fastIO = `import os, sys
+from io import BytesIO
+
+class Out:
+    def __init__(self, f):
+        self.fd, self.buf = f.fileno(), BytesIO()
+    def write(self, s):
+        self.buf.write(s.encode())
+    def flush(self):
+        os.write(self.fd, self.buf.getvalue())
+
+data = os.read(sys.stdin.fileno(), 1 << 16).split()
+out = Out(sys.stdout)
+out.write(str(int(data[0]) + int(data[1])) + "\n")
+out.flush()
+`
+
 // TestTraceProg runs programs on stdin under the tracer. CWM-SPEC 1.5:
 // "Competitive-programming solutions traced on their unit-test inputs;
 // traces with more than 10,000 line events or over 1 MB are dropped."
@@ -165,6 +184,7 @@ func TestTraceProg(t *testing.T) {
 			status: OK, stdout: "module __main__\n"},
 		{name: "main in a thread", prog: "import sys, threading\ndef main():\n    print(int(sys.stdin.readline()) + 1)\nthreading.stack_size(1 << 26)\nthreading.Thread(target=main).start()\n",
 			in: "41\n", status: OK, stdout: "42\n"},
+		{name: "fast IO on the file descriptors", prog: fastIO, in: "3 4\n", status: OK, stdout: "7\n"},
 		{name: "no input", prog: "import sys\nprint(len(sys.stdin.read()))\n", in: "", status: OK, stdout: "0\n"},
 		{name: "del at module level", prog: "a = 1; b = 2\ndel a; c = 3\nprint(b + c)\n", in: "", status: OK, stdout: "5\n",
 			text: []string{`<|line_sep|>{"b": "..", "c": "3"}<|action_sep|>print(b + c)`}},
@@ -191,6 +211,9 @@ func TestTraceProg(t *testing.T) {
 				}
 			}
 			for _, f := range res.Frames {
+				if res.Codes[f.Code].Qualname != "<module>" {
+					continue // a class body's __module__ and __qualname__ are its own
+				}
 				for _, l := range f.Locals {
 					if strings.HasPrefix(l.Name, "__") {
 						t.Errorf("the module's dunder name %s is a local:\n%s", l.Name, res.Text)
@@ -317,4 +340,33 @@ func TestTraceProgs(t *testing.T) {
 // traceProgs is TraceProgs on a pool the test already has.
 func traceProgs(ctx context.Context, p *Pool, opts ProgOptions) (*ProgSummary, error) {
 	return runProgs(ctx, opts, func(int) (*Pool, error) { return p, nil })
+}
+
+func TestJudge(t *testing.T) {
+	code := func(n int) *int { return &n }
+	tests := []struct {
+		name   string
+		res    Result
+		end    ProgEnd
+		want   string
+		reason string
+	}{
+		{"passed", Result{Status: OK, Stdout: "YES\n"}, ProgEnd{}, VerdictPassed, ""},
+		{"dropped trace, judged", Result{Status: TooLong, Stdout: "yes"}, ProgEnd{}, VerdictPassed, ""},
+		{"wrong", Result{Status: OK, Stdout: "NO\n"}, ProgEnd{}, VerdictWrong, "not the expected one"},
+		{"exit(0)", Result{Status: Exception, Stdout: "YES", Output: "SystemExit(0)"}, ProgEnd{Raised: "SystemExit", ExitCode: code(0)}, VerdictPassed, ""},
+		{"exit(1)", Result{Status: Exception, Stdout: "YES", Output: "SystemExit(1)"}, ProgEnd{Raised: "SystemExit", ExitCode: code(1)}, VerdictRuntime, "raised SystemExit(1)"},
+		{"EOF", Result{Status: Exception, Output: "EOFError('EOF when reading a line')"}, ProgEnd{Raised: "EOFError"}, VerdictEOF, "read past the end of its input"},
+		{"raised", Result{Status: Exception, Output: "ValueError('x')"}, ProgEnd{Raised: "ValueError"}, VerdictRuntime, "raised ValueError('x')"},
+		{"printed too much", Result{Status: OK, Stdout: "YES", Stats: Stats{StdoutChars: 11}}, ProgEnd{}, VerdictOutputLimit, "printed 11 characters"},
+		{"timeout", Result{Status: Timeout, Error: "wall-clock limit"}, ProgEnd{}, VerdictTimeout, "wall-clock limit"},
+		{"memory", Result{Status: Memory, Error: "oom"}, ProgEnd{}, VerdictMemory, "oom"},
+		{"error", Result{Status: Error, Error: "does not compile"}, ProgEnd{}, VerdictError, "does not compile"},
+	}
+	for _, tt := range tests {
+		got, reason := judge(&tt.res, tt.end, "YES\n", 10)
+		if got != tt.want || !strings.Contains(reason, tt.reason) {
+			t.Errorf("%s: judge = %s %q, want %s %q", tt.name, got, reason, tt.want, tt.reason)
+		}
+	}
 }
