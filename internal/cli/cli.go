@@ -40,6 +40,8 @@ var Program = &command.Program{
 		func() command.Command { return &dedupCmd{} },
 		func() command.Command { return &traceFuncCmd{} },
 		func() command.Command { return &traceRepoCmd{} },
+		func() command.Command { return &traceProgCmd{} },
+		func() command.Command { return &traceTestsCmd{} },
 		func() command.Command { return &traceCheckCmd{} },
 		func() command.Command { return &traceShowCmd{} },
 		func() command.Command { return &traceNarrateCmd{} },

@@ -20,7 +20,7 @@ import (
 // so that merge reads an output by the keys that wrote it.
 func batchStages() []*batch.Stage {
 	return []*batch.Stage{&eval.CruxEvalStage, &eval.HaltStage, &eval.FidelityStage, &eval.ObserveStage,
-		&selection.Stage, &tasks.ValidateStage, &tracer.FuncStage, &tracer.RepoStage, &reward.Stage,
+		&selection.Stage, &tasks.ValidateStage, &tracer.FuncStage, &tracer.RepoStage, &tracer.ProgStage, &tracer.TestsStage, &reward.Stage,
 		&tasks.MutateStage, &tasks.CommitsStage, &agent.ForageStage, &narrate.Stage}
 }
 

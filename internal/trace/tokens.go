@@ -21,7 +21,9 @@ const (
 	TokTraceContextStart = "<|trace_context_start|>"
 )
 
-// EntryMarker is the comment on the entry point's def line.
+// EntryMarker is the comment on the entry point's def line; a whole
+// program's trace (module code as the entry scope) has it alone on the
+// context's first line.
 const EntryMarker = "# << START_OF_TRACE"
 
 // specialTokens lists every token of the grammar; text that contains one of

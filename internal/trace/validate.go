@@ -25,7 +25,9 @@ func (e *FrameError) Error() string {
 // the first problem as a *FrameError:
 //   - the context is valid UTF-8 and holds no special token;
 //   - the first frame is the call of the entry point: its source is a def
-//     line carrying "# << START_OF_TRACE";
+//     line carrying "# << START_OF_TRACE", or, for a whole program whose
+//     module code is the entry scope (cwm trace prog), that marker alone
+//     on its line;
 //   - every frame has one of the four events; call and line frames have no
 //     arg; return and exception frames have no locals;
 //   - every source is a line of the context (and, when Lineno is set, the
@@ -53,8 +55,8 @@ func Validate(t Trace) error {
 	if first.Event != Call {
 		return &FrameError{0, "first frame is a " + first.Event.String() + ", want the call of the entry point"}
 	}
-	if !strings.Contains(first.Source, EntryMarker) || !isDefLine(first.Source) {
-		return &FrameError{0, fmt.Sprintf("entry call source %q is not a def line marked %q", first.Source, EntryMarker)}
+	if first.Source != EntryMarker && (!strings.Contains(first.Source, EntryMarker) || !isDefLine(first.Source)) {
+		return &FrameError{0, fmt.Sprintf("entry call source %q is not a def line marked %q (nor that marker alone, a program's entry)", first.Source, EntryMarker)}
 	}
 	var w scopeWalker
 	var x expander

@@ -17,6 +17,7 @@ func TestValidate(t *testing.T) {
 		{"token in context", func(t *Trace) { t.Context += "<|frame_sep|>" }, -1, "context contains <|frame_sep|>"},
 		{"starts with a line", func(t *Trace) { t.Frames = t.Frames[1:] }, 0, "first frame is a line"},
 		{"entry unmarked", func(t *Trace) { t.Frames[0].Source = "def main():" }, 0, "not a def line marked"},
+		{"marker on a statement", func(t *Trace) { t.Frames[0].Source = "x = 1 " + EntryMarker }, 0, "not a def line marked"},
 		{"unknown event", func(t *Trace) { t.Frames[3].Event = 9 }, 3, "unknown event"},
 		{"line with arg", func(t *Trace) { t.Frames[3].Arg = "1" }, 3, "has an arg"},
 		{"return with locals", func(t *Trace) { t.Frames[12].Locals = L("y", "6") }, 12, "has locals"},
@@ -56,5 +57,22 @@ func TestValidateAcceptsLinenos(t *testing.T) {
 	}
 	if err := Validate(tr); err != nil {
 		t.Errorf("Validate() = %v, want nil", err)
+	}
+}
+
+// A whole program's trace (cwm trace prog) has its module code as the
+// entry scope: the marker alone on the context's first line is its call.
+func TestValidateProgramEntry(t *testing.T) {
+	tr := Trace{Context: EntryMarker + "\nn = int(input())\nprint(n)\n", Frames: []Frame{
+		{Event: Call, Source: EntryMarker, Lineno: 1},
+		line(0, "n = int(input())"),
+		line(0, "print(n)", "n", "3"),
+		ret(0, "print(n)", "None"),
+	}}
+	if err := Validate(tr); err != nil {
+		t.Errorf("Validate(program) = %v, want nil", err)
+	}
+	if _, err := Parse(Encode(tr)); err != nil {
+		t.Errorf("Parse(Encode(program)) = %v, want nil", err)
 	}
 }

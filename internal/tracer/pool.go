@@ -135,23 +135,43 @@ func (p *Pool) trace(ctx context.Context, f Func, stopAtCap bool) Result {
 	if why := unrepresentable(f.Code); why != "" {
 		return Result{ID: f.ID, Status: Error, Context: src, Error: why}
 	}
-	req := &request{ID: f.ID, Source: src, Filename: Filename, Timeout: p.opts.Timeout.Seconds(),
+	req := p.request(f.ID, src)
+	req.StopAtCap = stopAtCap
+	return p.result(ctx, req, nil)
+}
+
+// request is a trace request of src with the pool's caps.
+func (p *Pool) request(id, src string) *request {
+	return &request{ID: id, Source: src, Filename: Filename, Timeout: p.opts.Timeout.Seconds(),
 		MaxEvents: p.opts.MaxEvents, MaxBytes: p.opts.MaxBytes, MaxRepr: p.opts.MaxRepr,
-		MaxOutput: p.opts.MaxOutput, MaxCapture: p.opts.MaxCapture, StopAtCap: stopAtCap}
+		MaxOutput: p.opts.MaxOutput, MaxCapture: p.opts.MaxCapture}
+}
+
+// result runs req on a worker and builds its Result; adjust, when set,
+// sees the frames and the response line before the text is made (a whole
+// program's trace, prog.go).
+func (p *Pool) result(ctx context.Context, req *request, adjust func(res *Result, line []byte)) Result {
+	src := req.Source
 	line, oom, err := p.do(ctx, req)
 	switch {
 	case errors.Is(err, errMemory):
-		return Result{ID: f.ID, Status: Memory, Context: src, Error: err.Error()}
+		return Result{ID: req.ID, Status: Memory, Context: src, Error: err.Error()}
 	case err != nil:
-		return Result{ID: f.ID, Status: Error, Context: src, Error: err.Error()}
+		return Result{ID: req.ID, Status: Error, Context: src, Error: err.Error()}
 	}
 	var resp response
 	if err := json.Unmarshal(line, &resp); err != nil {
-		return Result{ID: f.ID, Status: Error, Context: src,
+		return Result{ID: req.ID, Status: Error, Context: src,
 			Error: fmt.Sprintf("unreadable worker response (a cwm bug): %v", err)}
 	}
-	resp.ID = f.ID
-	res := build(src, &resp, limits{maxBytes: p.opts.MaxBytes})
+	resp.ID = req.ID
+	res, err := buildFrames(src, &resp)
+	if err == nil {
+		if adjust != nil {
+			adjust(&res, line)
+		}
+		res = finish(res, limits{maxBytes: p.opts.MaxBytes})
+	}
 	// A process of the function was OOM-killed, and the function did not
 	// finish (a runner killed, or left waiting for a killed child until
 	// the wall clock ran out): it ran out of memory, whatever the server

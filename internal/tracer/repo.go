@@ -50,6 +50,9 @@ type RepoOptions struct {
 	// Started, when set, is called with a batch's tests as their run
 	// begins (on the worker's goroutine), for progress.
 	Started func(ids []string)
+	// Tests records the tests' own code too (test files, conftest.py), so
+	// that a test function can be the root of a trace (trace tests).
+	Tests bool
 }
 
 func (o RepoOptions) withDefaults() RepoOptions {
@@ -138,13 +141,19 @@ const repoOut = "/tmp/cwmtrace/out.jsonl"
 
 // runBatch records one batch of tests in a fresh sandbox.
 func runBatch(ctx context.Context, sbs *env.Sandboxes, e *env.Env, ids []string, opts RepoOptions) ([]*RawTest, error) {
-	start := time.Now()
-	cmd := e.TestCommand
 	s, err := sbs.Open(ctx, e)
 	if err != nil {
 		return nil, fmt.Errorf("trace tests: %w", err)
 	}
 	defer s.Close()
+	return runBatchIn(ctx, s, e, ids, opts)
+}
+
+// runBatchIn records one batch of tests in s, a sandbox on e (a task's
+// tree, for trace tests).
+func runBatchIn(ctx context.Context, s *sandbox.Sandbox, e *env.Env, ids []string, opts RepoOptions) ([]*RawTest, error) {
+	start := time.Now()
+	cmd := e.TestCommand
 	if err := installPy(ctx, s); err != nil {
 		return nil, err
 	}
@@ -152,7 +161,7 @@ func runBatch(ctx context.Context, sbs *env.Sandboxes, e *env.Env, ids []string,
 		return nil, fmt.Errorf("prepare the trace output directory: %v %s", err, r.Describe())
 	}
 	conf, _ := json.Marshal(map[string]any{"root": opts.Root, "max_events": opts.MaxEvents,
-		"max_bytes": opts.MaxBytes, "max_repr": opts.MaxRepr, "seconds": opts.Timeout.Seconds()})
+		"max_bytes": opts.MaxBytes, "max_repr": opts.MaxRepr, "seconds": opts.Timeout.Seconds(), "tests": opts.Tests})
 	ropts := testrun.Options{
 		Env: []string{"PYTHONPATH=" + pyDir, "CWMTRACE_OUT=" + repoOut, "CWMTRACE_CONFIG=" + string(conf),
 			"PYTHONHASHSEED=0"},

@@ -19,7 +19,9 @@ seconds) and the frames as a table and a sequence (record.encode).
 
 CWMTRACE_CONFIG (JSON) sets root (/repo), max_events, max_bytes, max_repr
 and seconds: the caps of one test's recording. Past a cap the recording
-stops (status too_long or timeout) and the test runs on untraced.
+stops (status too_long or timeout) and the test runs on untraced. With
+"tests": true the tests' own files are in scope too (cwm trace tests, whose
+traces start at the test function).
 """
 
 import json
@@ -38,23 +40,25 @@ CONFIG = json.loads(os.environ.get("CWMTRACE_CONFIG") or "{}")
 OUT = os.environ.get("CWMTRACE_OUT", "/tmp/cwmtrace.jsonl")
 ROOT = os.path.realpath(CONFIG.get("root", "/repo")).rstrip("/") + "/"
 TEST_DIRS = ("tests", "test", "testing")
+TESTS = bool(CONFIG.get("tests"))
 _dumps = json.dumps
 _perf = time.perf_counter
 
 
 def in_scope(filename):
-    """Whether code from filename is the repository's own, not its tests."""
+    """Whether code from filename is the repository's own, not its tests
+    (unless TESTS)."""
     if not filename.startswith(ROOT) or not filename.endswith(".py"):
         return False
     parts = filename[len(ROOT):].split("/")
     base = parts[-1]
-    return not (
+    if parts[0] in ("venv", ".venv", ".git") or "site-packages" in parts:
+        return False
+    return TESTS or not (
         base.startswith("test_")
         or base.endswith("_test.py")
         or base == "conftest.py"
         or any(p in TEST_DIRS for p in parts[:-1])
-        or parts[0] in ("venv", ".venv", ".git")
-        or "site-packages" in parts
     )
 
 

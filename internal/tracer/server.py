@@ -4,8 +4,8 @@
   python3 server.py once
 
 Protocol (serve): the server writes one line {"ready": true, ...}, then for
-each request line (JSON: op "trace" or "mutate", see tracer.trace_one and
-mutate.mutate) exactly one result line; {"op": "exit", "code": N} ends it
+each request line (JSON: op "trace", "prog" or "mutate", see tracer.trace_one,
+prog.trace_prog and mutate.mutate) exactly one result line; {"op": "exit", "code": N} ends it
 with status N. A runner prefixes its result with
 one byte, K (keep me) or X (I exit now), which the server strips.
 """
@@ -26,6 +26,7 @@ import time
 import warnings
 
 import _cwm_mutate as mutate
+import _cwm_prog as prog
 import _cwm_tracer as tracer
 import _cwm_values as values
 
@@ -195,6 +196,8 @@ def _handle(req):
     if req.get("stop_at_cap"):
         tracer.record.on_cap = _cap_exit
     try:
+        if req.get("op") == "prog":
+            return prog.trace_prog(req)
         return tracer.trace_one(req)
     finally:
         tracer.record.on_cap = None

@@ -29,7 +29,7 @@ import (
 // names no traced program would import by accident, because the script
 // directory is on sys.path.
 //
-//go:embed tracer.py record.py fragments.py values.py cpython.py server.py mutate.py repotrace.py
+//go:embed tracer.py record.py fragments.py values.py cpython.py server.py mutate.py repotrace.py prog.py
 var pyFiles embed.FS
 
 // pyDir is where the Python files live inside a sandbox.
@@ -44,6 +44,7 @@ var pyNames = map[string]string{
 	"server.py":    "_cwm_server.py",
 	"mutate.py":    "_cwm_mutate.py",
 	"repotrace.py": "_cwm_repotrace.py",
+	"prog.py":      "_cwm_prog.py",
 }
 
 // Filename is the file name the traced context is compiled under. Only code

@@ -26,6 +26,8 @@ type request struct {
 	// StopAtCap ends the run when a cap stops the recording, rather than
 	// running the program on untraced (fuzzing candidates).
 	StopAtCap bool `json:"stop_at_cap,omitempty"`
+	// Stdin is a whole program's input (op "prog", prog.py).
+	Stdin string `json:"stdin,omitempty"`
 	// mutate
 	Code string `json:"code,omitempty"`
 	Call string `json:"call,omitempty"`
@@ -156,15 +158,15 @@ type limits struct {
 	maxBytes int
 }
 
-// build turns a worker's response into a Result: the depth and code of
-// every frame follow from the call/return nesting, sources from the context,
-// and the text from trace.Encode. A complete trace is validated, so that a
-// tracer bug shows up as an error result rather than as a bad dataset line.
-func build(ctx string, resp *response, lim limits) Result {
+// buildFrames turns a worker's response into a Result up to its frames:
+// the depth and code of every frame follow from the call/return nesting,
+// sources from the context. finish then makes the text; a whole
+// program's trace (prog.go) adjusts the frames in between.
+func buildFrames(ctx string, resp *response) (Result, error) {
 	wframes, err := resp.frames()
 	if err != nil {
 		return Result{ID: resp.ID, Status: Error, Context: ctx,
-			Error: fmt.Sprintf("unreadable worker response (a cwm bug): %v", err)}
+			Error: fmt.Sprintf("unreadable worker response (a cwm bug): %v", err)}, err
 	}
 	res := Result{
 		ID: resp.ID, Status: Status(resp.Status), Context: ctx, Error: resp.Error,
@@ -206,6 +208,14 @@ func build(ctx string, resp *response, lim limits) Result {
 		}
 	}
 	res.Stats.Frames = len(res.Frames)
+	return res, nil
+}
+
+// finish cuts an incomplete result's frames to the text cap, and makes
+// a complete one's text with trace.Encode. A complete trace is validated
+// first, so that a tracer bug shows up as an error result rather than as
+// a bad dataset line.
+func finish(res Result, lim limits) Result {
 	if !res.Status.Complete() {
 		keepFrames(&res, lim.maxBytes)
 		return res
