@@ -1,0 +1,37 @@
+package export
+
+import (
+	"encoding/binary"
+	"hash/fnv"
+	"math"
+)
+
+// inEval reports whether a repository's rows go to eval: the repository's
+// coin under the seed, read as a fraction of 2^64, below share. Every
+// record of a repository lands on the same side, whatever the order or the
+// number of input files, so no repository is in both files; the share is
+// of repositories, not of rows.
+func inEval(seed uint64, repo string, share float64) bool {
+	return float64(coin(seed, repo)) < share*math.Exp2(64)
+}
+
+// coin is 64 evenly spread bits decided by the seed and the parts (each
+// followed by a zero byte): FNV-1a, then murmur3's 64-bit finaliser,
+// because FNV-1a's high and low bits are poorly mixed between inputs that
+// differ only in their last bytes ("repo-1", "repo-2"), and both the
+// split's fraction and the masking's bit read them.
+func coin(seed uint64, parts ...string) uint64 {
+	h := fnv.New64a()
+	h.Write(binary.LittleEndian.AppendUint64(nil, seed))
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	x := h.Sum64()
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
+}
