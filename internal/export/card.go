@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -162,10 +163,10 @@ func writeCard(o Options, features []feature, sum *Summary) error {
 	}
 	fmt.Fprintf(&b, "\n## Counts\n\n- input records: %d\n- near-duplicates removed: %d\n- records of excluded repositories (decontamination): %d\n",
 		sum.Records, sum.Duplicates, sum.Excluded)
-	for _, reason := range sortedKeys(sum.Skipped) {
+	for _, reason := range slices.Sorted(maps.Keys(sum.Skipped)) {
 		fmt.Fprintf(&b, "- skipped, %s: %d\n", reason, sum.Skipped[reason])
 	}
-	for _, repo := range sortedKeys(sum.ExcludedRepos) {
+	for _, repo := range slices.Sorted(maps.Keys(sum.ExcludedRepos)) {
 		fmt.Fprintf(&b, "- excluded %s: %s\n", repo, sum.ExcludedRepos[repo])
 	}
 	b.WriteString("\n## Sources\n\n| input | sha256 | bytes |\n|---|---|---|\n")
@@ -202,13 +203,4 @@ func fileSHA256(path string) (string, int64, error) {
 		return "", 0, fmt.Errorf("hash %s: %w", path, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), n, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

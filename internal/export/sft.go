@@ -36,14 +36,14 @@ func ParseMask(s string) (Mask, error) {
 	return "", errkind.Errorf(errkind.Usage, "unknown mask %q (want none, all or random)", s)
 }
 
-// isObservation reports whether message i of a conversation is the
+// isObservation reports whether a message of this role is the
 // environment's: a tool result, or a user message after the agent's first
 // turn (format errors, and tool results sent with --tool-role user). The
 // system prompt and the task statement come before the first assistant
 // message and are not observations: none and random keep them at weight 1,
 // as CWM trained on whole trajectories.
-func isObservation(msgs []model.Message, i int, seenAssistant bool) bool {
-	switch msgs[i].Role {
+func isObservation(role string, seenAssistant bool) bool {
+	switch role {
 	case model.RoleTool:
 		return true
 	case model.RoleUser:
@@ -71,7 +71,7 @@ func sftRow(tr *trajectory.Trajectory, repo string, mask Mask, seed uint64) SFTR
 		switch {
 		case mask == MaskAll && m.Role != model.RoleAssistant:
 			w = 0
-		case mask == MaskRandom && isObservation(tr.Messages, i, seen) && masked(seed, id, i):
+		case mask == MaskRandom && isObservation(m.Role, seen) && masked(seed, id, i):
 			w = 0
 		}
 		if m.Role == model.RoleAssistant {
