@@ -124,8 +124,12 @@ type datasetInfo struct {
 	Splits   []split   `yaml:"splits"`
 }
 
+// split is a split's entry in dataset_info; NumBytes is its file's size
+// (Hugging Face's own cards give the size in memory, which only a reader
+// knows; the loaders verify NumExamples, not NumBytes).
 type split struct {
 	Name        string `yaml:"name"`
+	NumBytes    int64  `yaml:"num_bytes"`
 	NumExamples int64  `yaml:"num_examples"`
 }
 
@@ -146,15 +150,17 @@ func writeCard(o Options, features []feature, sum *Summary) error {
 	cfg := config{Name: "default"}
 	for _, f := range sum.Files {
 		cfg.DataFiles = append(cfg.DataFiles, dataFiles{Split: f.Split, Path: filepath.Base(f.Path)})
-		h.DatasetInfo.Splits = append(h.DatasetInfo.Splits, split{Name: f.Split, NumExamples: f.Rows})
+		h.DatasetInfo.Splits = append(h.DatasetInfo.Splits, split{Name: f.Split, NumBytes: f.Bytes, NumExamples: f.Rows})
 	}
 	h.Configs = []config{cfg}
-	head, err := yaml.Marshal(h)
-	if err != nil {
+	var head bytes.Buffer
+	enc := yaml.NewEncoder(&head)
+	enc.SetIndent(2)
+	if err := enc.Encode(h); err != nil {
 		return fmt.Errorf("dataset card: %w", err)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "---\n%s---\n%s\n\n# cwm %s export\n\n", head, cardMarker, o.Kind)
+	fmt.Fprintf(&b, "---\n%s---\n%s\n\n# cwm %s export\n\n", head.String(), cardMarker, o.Kind)
 	fmt.Fprintf(&b, "Made by cwm %s with:\n\n```\n%s\n```\n\n", o.Card.Version, o.Card.Command)
 	fmt.Fprintf(&b, "The record shape and every flag are described in cwm's docs/export.md.\n\n")
 	b.WriteString("## Files\n\n| split | file | rows | repositories | bytes |\n|---|---|---|---|---|\n")
