@@ -140,9 +140,9 @@ func shellWord(s string) string {
 
 func writeExportSummary(w io.Writer, sum *export.Summary) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "exported %d records", sum.Records)
+	fmt.Fprintf(&b, "read %d records", sum.Records)
 	if sum.Duplicates > 0 || sum.Excluded > 0 {
-		fmt.Fprintf(&b, " (%d near-duplicates and %d of excluded repositories left out)", sum.Duplicates, sum.Excluded)
+		fmt.Fprintf(&b, "; left out %d of excluded repositories and %d near-duplicates", sum.Excluded, sum.Duplicates)
 	}
 	b.WriteString("\n")
 	for _, f := range sum.Files {

@@ -166,10 +166,14 @@ func run[R sized](ctx context.Context, o Options, decode func(string, []byte) (r
 		return nil, err
 	}
 	files := []File{{Split: "train", Path: o.Out}}
+	dir := filepath.Dir(o.Out)
 	if o.EvalShare > 0 {
-		if err := os.MkdirAll(o.Out, 0o755); err != nil {
-			return nil, fmt.Errorf("create output directory: %w", err)
-		}
+		dir = o.Out
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create the output's directory: %w", err)
+	}
+	if o.EvalShare > 0 {
 		files = []File{
 			{Split: "train", Path: filepath.Join(o.Out, "train"+format.Ext())},
 			{Split: "eval", Path: filepath.Join(o.Out, "eval"+format.Ext())},
