@@ -23,50 +23,42 @@ type record[R any] struct {
 	skip       string
 }
 
-// probe is what tells a trajectory line from a trace line. Readers ignore
-// every other field, so that lines with fields added later (a trace's
-// input_source) still read.
-type probe struct {
-	TaskID   *string         `json:"task_id"`
-	Messages json.RawMessage `json:"messages"`
-	Context  *string         `json:"context"`
-	Frames   json.RawMessage `json:"frames"`
-}
-
-func (p probe) kind() string {
+// kindOf names what a line that is not what its reader wanted is, from
+// the fields that tell trajectories and traces apart; "" when neither.
+func kindOf(hasTask, hasMessages, hasContext, hasFrames bool) string {
 	switch {
-	case p.TaskID != nil && p.Messages != nil:
+	case hasTask && hasMessages:
 		return "a trajectory (cwm forage)"
-	case p.Context != nil && p.Frames != nil:
+	case hasContext && hasFrames:
 		return "a trace (cwm trace func or trace repo)"
 	}
 	return ""
 }
 
-// trajectoryLine is a line of a trajectories file.
+// trajectoryLine is a line of a trajectories file, decoded once: the
+// trajectory and the fields that would make it a trace. Every other field
+// is ignored, so lines with fields added later still read.
 type trajectoryLine struct {
 	trajectory.Trajectory
 	// Repo, when the line has it, is the repository (as cwm dedup's
 	// --group-by reads it); else it is the one the task id names.
-	Repo string `json:"repo"`
+	Repo    string          `json:"repo"`
+	Context *string         `json:"context"`
+	Frames  json.RawMessage `json:"frames"`
 }
 
 // decodeTrajectory reads a trajectory line; a line of another kind is an
 // error that says what it is.
 func decodeTrajectory(line []byte) (*trajectory.Trajectory, string, error) {
-	var p probe
-	if err := jsonl.Unmarshal(line, &p); err != nil {
-		return nil, "", err
-	}
-	if p.TaskID == nil || p.Messages == nil {
-		if k := p.kind(); k != "" {
-			return nil, "", fmt.Errorf("the line is %s, not a trajectory: cwm export pretrain reads traces", k)
-		}
-		return nil, "", errors.New("unknown record: a trajectory line has task_id and messages")
-	}
 	var t trajectoryLine
 	if err := jsonl.Unmarshal(line, &t); err != nil {
 		return nil, "", fmt.Errorf("decode trajectory: %w", err)
+	}
+	if t.TaskID == "" || t.Messages == nil {
+		if k := kindOf(t.TaskID != "", t.Messages != nil, t.Context != nil, t.Frames != nil); k != "" {
+			return nil, "", fmt.Errorf("the line is %s, not a trajectory: cwm export pretrain reads traces", k)
+		}
+		return nil, "", errors.New("unknown record: a trajectory line has task_id and messages")
 	}
 	repo := t.Repo
 	if repo == "" {
@@ -75,7 +67,15 @@ func decodeTrajectory(line []byte) (*trajectory.Trajectory, string, error) {
 	return &t.Trajectory, repo, nil
 }
 
-func sftRecord(mask Mask, seed uint64) func(string, []byte) (record[SFTRow], error) {
+// dedupText is what near-duplicates are found in, when dedup is on.
+func dedupText(withText bool, text func() string) string {
+	if !withText {
+		return ""
+	}
+	return text()
+}
+
+func sftRecord(mask Mask, seed uint64, withText bool) func(string, []byte) (record[SFTRow], error) {
 	return func(_ string, line []byte) (record[SFTRow], error) {
 		tr, repo, err := decodeTrajectory(line)
 		if err != nil {
@@ -84,11 +84,12 @@ func sftRecord(mask Mask, seed uint64) func(string, []byte) (record[SFTRow], err
 		if len(tr.Messages) == 0 {
 			return record[SFTRow]{skip: "no messages"}, nil
 		}
-		return record[SFTRow]{repo: repo, text: dedup.Text(tr), rows: []SFTRow{sftRow(tr, repo, mask, seed)}}, nil
+		text := dedupText(withText, func() string { return dedup.Text(tr) })
+		return record[SFTRow]{repo: repo, text: text, rows: []SFTRow{sftRow(tr, repo, mask, seed)}}, nil
 	}
 }
 
-func tripletRecord(stateBytes int) func(string, []byte) (record[TripletRow], error) {
+func tripletRecord(stateBytes int, withText bool) func(string, []byte) (record[TripletRow], error) {
 	return func(_ string, line []byte) (record[TripletRow], error) {
 		tr, repo, err := decodeTrajectory(line)
 		if err != nil {
@@ -98,7 +99,8 @@ func tripletRecord(stateBytes int) func(string, []byte) (record[TripletRow], err
 		if len(rows) == 0 {
 			return record[TripletRow]{skip: "no answered agent turn"}, nil
 		}
-		return record[TripletRow]{repo: repo, text: dedup.Text(tr), rows: rows}, nil
+		text := dedupText(withText, func() string { return dedup.Text(tr) })
+		return record[TripletRow]{repo: repo, text: text, rows: rows}, nil
 	}
 }
 
@@ -111,6 +113,17 @@ type traceLine struct {
 	Repo string  `json:"repo"`
 }
 
+// probe is what tells a trace line from other lines: traceline's strings
+// and slices cannot tell a field absent from one empty, so pretrain reads
+// these first (a trace is one short line to decode twice; trajectories,
+// the bulk of an export, are decoded once).
+type probe struct {
+	TaskID   *string         `json:"task_id"`
+	Messages json.RawMessage `json:"messages"`
+	Context  *string         `json:"context"`
+	Frames   json.RawMessage `json:"frames"`
+}
+
 // pretrainRecord reads a trace line and encodes its frames with
 // trace.Encode, the one encoder of CWM's text. A line whose own text
 // differs from its frames' is corrupt, and an error.
@@ -120,7 +133,7 @@ func pretrainRecord(path string, line []byte) (record[PretrainRow], error) {
 		return record[PretrainRow]{}, err
 	}
 	if p.Context == nil || p.Frames == nil {
-		if k := p.kind(); k != "" {
+		if k := kindOf(p.TaskID != nil, p.Messages != nil, p.Context != nil, p.Frames != nil); k != "" {
 			return record[PretrainRow]{}, fmt.Errorf("the line is %s, not a trace: cwm export sft and triplets read trajectories", k)
 		}
 		return record[PretrainRow]{}, errors.New("unknown record: a trace line has context and frames")

@@ -102,7 +102,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		if o.Mask == "" {
 			o.Mask = MaskNone
 		}
-		return run(ctx, o, sftRecord(o.Mask, o.Seed))
+		return run(ctx, o, sftRecord(o.Mask, o.Seed, o.Dedup > 0))
 	case Triplets:
 		sb := o.StateBytes
 		switch {
@@ -111,7 +111,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		case sb < 0:
 			sb = 0
 		}
-		return run(ctx, o, tripletRecord(sb))
+		return run(ctx, o, tripletRecord(sb, o.Dedup > 0))
 	case Pretrain:
 		return run(ctx, o, pretrainRecord)
 	}
