@@ -71,6 +71,10 @@ func fieldsOf(t reflect.Type) []feature {
 	var fs []feature
 	for i := range t.NumField() {
 		f := t.Field(i)
+		if f.Anonymous {
+			fs = append(fs, fieldsOf(f.Type)...) // flattened, as both formats do
+			continue
+		}
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		fs = append(fs, featureOf(name, f.Type))
 	}

@@ -26,13 +26,11 @@ type SFTRow struct {
 // trainer computes the loss on the message's tokens, 0 when they are
 // context only. The field is the per-message training flag that axolotl's
 // chat_template datasets read with `message_field_training: weight` (and
-// the ShareGPT/FastChat `weight` 0/1 convention it comes from).
+// the ShareGPT/FastChat `weight` 0/1 convention it comes from). The
+// message's fields are flattened into it, in JSON and in Parquet alike.
 type SFTMessage struct {
-	Role       string     `json:"role" parquet:"role"`
-	Content    string     `json:"content" parquet:"content"`
-	ToolCalls  []ToolCall `json:"tool_calls" parquet:"tool_calls,list"`
-	ToolCallID string     `json:"tool_call_id" parquet:"tool_call_id"`
-	Weight     int64      `json:"weight" parquet:"weight"`
+	TurnMessage
+	Weight int64 `json:"weight" parquet:"weight"`
 }
 
 // TurnMessage is an OpenAI chat message without a weight: the state and

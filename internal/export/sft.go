@@ -77,8 +77,7 @@ func sftRow(tr *trajectory.Trajectory, repo string, mask Mask, seed uint64) SFTR
 		if m.Role == model.RoleAssistant {
 			seen = true
 		}
-		row.Messages = append(row.Messages, SFTMessage{Role: m.Role, Content: m.Content,
-			ToolCalls: toolCalls(m), ToolCallID: m.ToolCallID, Weight: w})
+		row.Messages = append(row.Messages, SFTMessage{TurnMessage: turnMessage(m), Weight: w})
 	}
 	return row
 }

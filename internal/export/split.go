@@ -1,8 +1,8 @@
 package export
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
-	"hash/fnv"
 	"math"
 )
 
@@ -16,22 +16,16 @@ func inEval(seed uint64, repo string, share float64) bool {
 }
 
 // coin is 64 evenly spread bits decided by the seed and the parts (each
-// followed by a zero byte): FNV-1a, then murmur3's 64-bit finaliser,
-// because FNV-1a's high and low bits are poorly mixed between inputs that
-// differ only in their last bytes ("repo-1", "repo-2"), and both the
-// split's fraction and the masking's bit read them.
+// followed by a zero byte): the first eight bytes of their SHA-256, whose
+// bits are all well mixed, which both the split's fraction and the
+// masking's bit read (FNV-1a's are not, between inputs that differ only in
+// their last bytes: "repo-1", "repo-2").
 func coin(seed uint64, parts ...string) uint64 {
-	h := fnv.New64a()
+	h := sha256.New()
 	h.Write(binary.LittleEndian.AppendUint64(nil, seed))
 	for _, p := range parts {
 		h.Write([]byte(p))
 		h.Write([]byte{0})
 	}
-	x := h.Sum64()
-	x ^= x >> 33
-	x *= 0xff51afd7ed558ccd
-	x ^= x >> 33
-	x *= 0xc4ceb9fe1a85ec53
-	x ^= x >> 33
-	return x
+	return binary.BigEndian.Uint64(h.Sum(nil))
 }
