@@ -141,49 +141,37 @@ func run[R sized](ctx context.Context, o Options, decode func(string, []byte) (r
 		}
 	}
 	sum := &Summary{Kind: o.Kind, Skipped: map[string]int{}, ExcludedRepos: map[string]string{}}
+	// A repository is checked once: decided holds whether it is excluded.
+	decided := map[string]bool{}
 	excluded := func(repo string) bool {
 		if o.Exclude == nil {
 			return false
 		}
-		if _, ok := sum.ExcludedRepos[repo]; ok {
-			return true
+		if x, ok := decided[repo]; ok {
+			return x
 		}
-		if err := o.Exclude(repo); err != nil {
+		err := o.Exclude(repo)
+		if err != nil {
 			sum.ExcludedRepos[repo] = err.Error()
-			return true
 		}
-		return false
+		decided[repo] = err != nil
+		return err != nil
+	}
+	files, err := layout(o, format)
+	if err != nil {
+		return nil, err
 	}
 	var keep []bool
 	if o.Dedup > 0 {
-		var err error
 		if keep, err = dedupPass(ctx, o, decode, excluded); err != nil {
 			return nil, err
-		}
-	}
-
-	if err := checkCard(o); err != nil {
-		return nil, err
-	}
-	files := []File{{Split: "train", Path: o.Out}}
-	dir := filepath.Dir(o.Out)
-	if o.EvalShare > 0 {
-		dir = o.Out
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create the output's directory: %w", err)
-	}
-	if o.EvalShare > 0 {
-		files = []File{
-			{Split: "train", Path: filepath.Join(o.Out, "train"+format.Ext())},
-			{Split: "eval", Path: filepath.Join(o.Out, "eval"+format.Ext())},
 		}
 	}
 	// runErr is the export's own error, returned as it is rather than as
 	// jsonl.Replace's "write FILE: ..." of the file it was writing.
 	var runErr error
 	var outs []*output[R]
-	err := replaceAll(files, func(ws []*bufio.Writer) error {
+	err = replaceAll(files, func(ws []*bufio.Writer) error {
 		for i, f := range files {
 			outs = append(outs, &output[R]{File: f, sink: newSink[R](f.Path, ws[i], format), repos: map[string]bool{}})
 		}
@@ -237,6 +225,28 @@ func run[R sized](ctx context.Context, o Options, decode func(string, []byte) (r
 		return nil, err
 	}
 	return sum, nil
+}
+
+// layout is the output files of an export, train first, with the
+// directory they go in made; a README.md there that is not a card of
+// cwm export stops it before anything is written.
+func layout(o Options, format Format) ([]File, error) {
+	if err := checkCard(o); err != nil {
+		return nil, err
+	}
+	if o.EvalShare == 0 {
+		if err := os.MkdirAll(filepath.Dir(o.Out), 0o755); err != nil {
+			return nil, fmt.Errorf("create the output's directory: %w", err)
+		}
+		return []File{{Split: "train", Path: o.Out}}, nil
+	}
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return nil, fmt.Errorf("create the output's directory: %w", err)
+	}
+	return []File{
+		{Split: "train", Path: filepath.Join(o.Out, "train"+format.Ext())},
+		{Split: "eval", Path: filepath.Join(o.Out, "eval"+format.Ext())},
+	}, nil
 }
 
 // replaceAll writes files at once, each through jsonl.Replace: fn gets a
