@@ -2,9 +2,11 @@ package export
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,9 +78,20 @@ func TestParquetReaders(t *testing.T) {
 // bounds its memory), and parquet-go reads back the rows written.
 func TestRowGroups(t *testing.T) {
 	dir := t.TempDir()
-	in := writeTrajectories(t, dir, 1, 2*rowGroupRows+10, 1)
+	in := filepath.Join(dir, "traces.jsonl")
+	var b strings.Builder
+	var last []byte
+	for i := range 2*rowGroupRows + 10 {
+		line := fmt.Sprintf(`{"id": "f%d", "status": "ok", "context": "def main(): # << START_OF_TRACE\n    return %d\n", "frames": [`+
+			`{"event": 1, "source": "def main(): # << START_OF_TRACE"}, {"event": 2, "source": "    return %d"}, {"event": 3, "source": "    return %d", "arg": "%d"}]}`, i, i, i, i, i)
+		b.WriteString(line + "\n")
+		last = []byte(line)
+	}
+	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out := filepath.Join(dir, "out.parquet")
-	if _, err := Run(context.Background(), Options{Kind: Triplets, In: []string{in}, Out: out, Exclude: nil}); err != nil {
+	if _, err := Run(context.Background(), Options{Kind: Pretrain, In: []string{in}, Out: out}); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.Open(out)
@@ -97,21 +110,15 @@ func TestRowGroups(t *testing.T) {
 	if n := len(pf.RowGroups()); n != 3 {
 		t.Errorf("%d rows in %d row groups, want 3 of at most %d rows", pf.NumRows(), n, rowGroupRows)
 	}
-	got, err := parquet.Read[TripletRow](f, st.Size())
+	got, err := parquet.Read[PretrainRow](f, st.Size())
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := readRowsOf(t, in)
-	if d := cmp.Diff(want[len(want)-1], got[len(got)-1]); d != "" || len(got) != len(want) {
-		t.Errorf("%d rows read back, want %d; last (-want +got):\n%s", len(got), len(want), d)
-	}
-}
-
-// readRowsOf is the triplets of a trajectories file, exported to JSONL.
-func readRowsOf(t *testing.T, in string) []TripletRow {
-	out := filepath.Join(t.TempDir(), "out.jsonl")
-	if _, err := Run(context.Background(), Options{Kind: Triplets, In: []string{in}, Out: out}); err != nil {
+	want, err := pretrainRecord(in, last)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return readRows[TripletRow](t, out)
+	if d := cmp.Diff(want.rows[0], got[len(got)-1]); d != "" || len(got) != 2*rowGroupRows+10 {
+		t.Errorf("%d rows read back, want %d; last (-want +got):\n%s", len(got), 2*rowGroupRows+10, d)
+	}
 }
