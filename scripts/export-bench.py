@@ -20,7 +20,7 @@ its CPU time (user and system: getrusage of the child for cwm, of this
 process for pyarrow, whose reader and writer use threads), and the
 write_table call alone. It prints each round, the medians, the ratio of
 cwm's time to pyarrow's and the sizes of the Parquet files and the JSONL,
-and the peak RSS of cwm (getrusage of the children).
+and cwm's peak RSS (GNU time's).
 """
 import argparse
 import json
@@ -74,10 +74,16 @@ def cpu(who):
     return r.ru_utime + r.ru_stime
 
 
-def run_cwm(cwm, args):
+def run_cwm(cwm, args, rss_file):
+    # cwm runs under GNU time, which reports its peak RSS: getrusage of
+    # this process's children would count the Python process it was
+    # forked from, holding pyarrow's table.
     t0, c0 = time.perf_counter(), cpu(resource.RUSAGE_CHILDREN)
-    subprocess.run([cwm, "export", "sft", "--exclude-repos", "none"] + args, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - t0, cpu(resource.RUSAGE_CHILDREN) - c0
+    subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss_file, cwm, "export", "sft", "--exclude-repos", "none"] + args,
+                   check=True, stdout=subprocess.DEVNULL)
+    with open(rss_file) as f:
+        rss = int(f.read().split()[-1])
+    return time.perf_counter() - t0, cpu(resource.RUSAGE_CHILDREN) - c0, rss
 
 
 def run_pyarrow(jsonl, out):
@@ -106,11 +112,13 @@ def main():
     t0 = time.perf_counter()
     generate(traj, a.records)
     print("generated %d trajectories (%d bytes) in %.0fs" % (a.records, os.path.getsize(traj), time.perf_counter() - t0))
-    t, _ = run_cwm(a.cwm, ["--in", traj, "--out", sft])
+    rss_file = os.path.join(a.dir, "rss")
+    t, _, _ = run_cwm(a.cwm, ["--in", traj, "--out", sft], rss_file)
     print("cwm export sft to JSONL: %.1fs, %d bytes, %.0f bytes a row" % (t, os.path.getsize(sft), os.path.getsize(sft) / a.records))
-    cwm_t, cwm_c, pa_t, pa_c, pa_w = [], [], [], [], []
+    cwm_t, cwm_c, pa_t, pa_c, pa_w, rss = [], [], [], [], [], []
     for r in range(a.rounds):
-        wall, c = run_cwm(a.cwm, ["--in", traj, "--out", cwm_pq])
+        wall, c, r = run_cwm(a.cwm, ["--in", traj, "--out", cwm_pq], rss_file)
+        rss.append(r)
         cwm_t.append(wall)
         cwm_c.append(c)
         total, c, write, rows = run_pyarrow(sft, pa_pq)
@@ -120,14 +128,13 @@ def main():
         pa_w.append(write)
         print("round %d: cwm %.1fs wall %.1fs CPU; pyarrow read_json+write_table %.1fs wall %.1fs CPU (write_table %.1fs wall)"
               % (r + 1, cwm_t[-1], cwm_c[-1], total, pa_c[-1], write))
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     mc, mp, mw = statistics.median(cwm_t), statistics.median(pa_t), statistics.median(pa_w)
     cc, pc = statistics.median(cwm_c), statistics.median(pa_c)
     js, cs, ps = os.path.getsize(sft), os.path.getsize(cwm_pq), os.path.getsize(pa_pq)
     print("median: cwm %.1fs wall %.1fs CPU, pyarrow %.1fs wall %.1fs CPU (write_table alone %.1fs wall)" % (mc, cc, mp, pc, mw))
     print("ratio cwm/pyarrow: wall %.2f, CPU %.2f (wall against write_table alone: %.2f)" % (mc / mp, cc / pc, mc / mw))
     print("sizes: JSONL %d, cwm Parquet %d (%.3f of the JSONL), pyarrow Parquet %d (%.3f)" % (js, cs, cs / js, ps, ps / js))
-    print("cwm's peak RSS: %d MiB" % (peak // 1024))
+    print("cwm's peak RSS: %d MiB" % (max(rss) // 1024))
     rows_c = pq.ParquetFile(cwm_pq).metadata
     print("cwm's file: %d rows in %d row groups" % (rows_c.num_rows, rows_c.num_row_groups))
 
