@@ -111,6 +111,31 @@ type cardHeader struct {
 	Tags        []string    `yaml:"tags"`
 	Configs     []config    `yaml:"configs"`
 	DatasetInfo datasetInfo `yaml:"dataset_info"`
+	// CWM is how the files were made, in the header too so that a program
+	// reading the card's metadata finds it (the loaders ignore keys they
+	// do not know).
+	CWM provenance `yaml:"cwm"`
+}
+
+type provenance struct {
+	Version string   `yaml:"version"`
+	Command string   `yaml:"command"`
+	Kind    string   `yaml:"kind"`
+	Sources []source `yaml:"sources"`
+	Counts  counts   `yaml:"counts"`
+}
+
+type source struct {
+	Path   string `yaml:"path"`
+	SHA256 string `yaml:"sha256"`
+	Bytes  int64  `yaml:"bytes"`
+}
+
+type counts struct {
+	Records    int            `yaml:"records"`
+	Duplicates int            `yaml:"duplicates"`
+	Excluded   int            `yaml:"excluded"`
+	Skipped    map[string]int `yaml:"skipped"`
 }
 
 type config struct {
@@ -138,9 +163,9 @@ type split struct {
 }
 
 // writeCard writes README.md: Hugging Face's YAML header (licence, the
-// files of each split, the features and the row counts), then for people
-// the command, cwm's version, the counts and the input files with their
-// sha256.
+// files of each split, the features and the row counts, and under "cwm"
+// the version, the command, the counts and the input files with their
+// sha256), then the same for people.
 func writeCard(o Options, features []feature, sum *Summary) error {
 	h := cardHeader{
 		License:     o.Card.License,
@@ -150,6 +175,15 @@ func writeCard(o Options, features []feature, sum *Summary) error {
 	}
 	if h.License == "" {
 		h.License, h.LicenseName = "other", "source-repositories"
+	}
+	h.CWM = provenance{Version: o.Card.Version, Command: o.Card.Command, Kind: string(o.Kind),
+		Counts: counts{Records: sum.Records, Duplicates: sum.Duplicates, Excluded: sum.Excluded, Skipped: sum.Skipped}}
+	for _, in := range o.In {
+		sha, n, err := fileSHA256(in)
+		if err != nil {
+			return err
+		}
+		h.CWM.Sources = append(h.CWM.Sources, source{Path: in, SHA256: sha, Bytes: n})
 	}
 	cfg := config{Name: "default"}
 	for _, f := range sum.Files {
@@ -180,12 +214,8 @@ func writeCard(o Options, features []feature, sum *Summary) error {
 		fmt.Fprintf(&b, "- excluded %s: %s\n", repo, sum.ExcludedRepos[repo])
 	}
 	b.WriteString("\n## Sources\n\n| input | sha256 | bytes |\n|---|---|---|\n")
-	for _, in := range o.In {
-		sum, n, err := fileSHA256(in)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(&b, "| %s | %s | %d |\n", in, sum, n)
+	for _, src := range h.CWM.Sources {
+		fmt.Fprintf(&b, "| %s | %s | %d |\n", src.Path, src.SHA256, src.Bytes)
 	}
 	b.WriteString("\n## Licence\n\n")
 	if o.Card.License == "" {
