@@ -177,7 +177,23 @@ func (x *Exclusions) Check(ctx context.Context, sb *sandbox.Sandbox, e *env.Env)
 			names = append(names, hostRemotes(ctx, e.Repository.Location)...)
 		}
 	}
-	repo := e.Repository.Location
+	return x.match(e.Repository.Location, roots, names)
+}
+
+// CheckName is Check for a repository known only by its name (owner/name,
+// a URL or a bare name), as the records cwm export reads know theirs: the
+// same owner/name or the same base name as a listed repository; there are
+// no root commits to compare.
+func (x *Exclusions) CheckName(repo string) error {
+	if x == nil {
+		return nil
+	}
+	return x.match(repo, nil, []string{repo})
+}
+
+// match is the decision of Check and CheckName: a listed root commit among
+// roots, or a listed repository among names.
+func (x *Exclusions) match(repo string, roots, names []string) error {
 	for _, e := range x.entries {
 		for _, r := range roots {
 			if e.roots[r] {
