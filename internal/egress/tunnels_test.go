@@ -12,9 +12,9 @@ import (
 )
 
 // holdServer is a server on the host's loopback that holds each
-// connection until its client closes it; accepted gets one value per
-// connection.
-func holdServer(t *testing.T) (addr string, accepted <-chan struct{}) {
+// connection until its client closes it; heard gets one value per
+// connection that sends something.
+func holdServer(t *testing.T) (addr string, heard <-chan struct{}) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -28,16 +28,22 @@ func holdServer(t *testing.T) (addr string, accepted <-chan struct{}) {
 			if err != nil {
 				return
 			}
-			acc <- struct{}{}
-			go func() { io.Copy(io.Discard, c); c.Close() }()
+			go func() {
+				if _, err := c.Read(make([]byte, 1)); err == nil {
+					acc <- struct{}{}
+				}
+				io.Copy(io.Discard, c)
+				c.Close()
+			}()
 		}
 	}()
 	return ln.Addr().String(), acc
 }
 
-// TestCancelEndsTunnels: when Start's ctx ends, open tunnels are cut.
+// TestCancelEndsTunnels: when Start's ctx ends, open tunnels are cut. The
+// ctx ends once the tunnel carries the sandbox's first byte.
 func TestCancelEndsTunnels(t *testing.T) {
-	hold, accepted := holdServer(t)
+	hold, heard := holdServer(t)
 	s := sb{newSandbox(t)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -46,11 +52,11 @@ func TestCancelEndsTunnels(t *testing.T) {
 		t.Fatal(err)
 	}
 	go func() {
-		<-accepted
+		<-heard
 		cancel()
 	}()
 	port := strings.TrimPrefix(r.ProxyURL(), "http://127.0.0.1:")
-	res := s.run(t, r, fmt.Sprintf(`exec 3<>/dev/tcp/127.0.0.1/%s && printf 'CONNECT %s HTTP/1.1\r\n\r\n' >&3 && cat <&3 | tr -d '\r'; echo ended`, port, hold))
+	res := s.run(t, r, fmt.Sprintf(`exec 3<>/dev/tcp/127.0.0.1/%s && printf 'CONNECT %s HTTP/1.1\r\n\r\n' >&3 && head -n 2 <&3 | tr -d '\r' && printf x >&3 && cat <&3; echo ended`, port, hold))
 	if got := strings.TrimSpace(string(res.Stdout)); got != "HTTP/1.1 200 Connection established\n\nended" {
 		t.Errorf("a tunnel when the relay's ctx ends: %q", got)
 	}
