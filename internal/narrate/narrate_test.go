@@ -122,6 +122,20 @@ func readLines(t *testing.T, path string) map[string]Line {
 	return out
 }
 
+// narrateAll traces fns and has a model scripted with replies narrate
+// them all: the summary, the output, the model server and the traces.
+func narrateAll(t *testing.T, fns []fn, replies map[string]string) (*Summary, string, *modeltest.Server, []Trace) {
+	t.Helper()
+	in, traces := traceFile(t, fns)
+	srv := scripted(t, replies)
+	out := filepath.Join(t.TempDir(), "narrations.jsonl")
+	sum, err := Run(context.Background(), traces, Options{In: in, Out: out, Client: testClient(t, srv.URL), Scorer: testScorer(t), Concurrency: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum, out, srv, traces
+}
+
 // calls are n calls f(0) ... f(n-1) of code, with ids prefix0 ...,
 // and their narrations, answering answer(i) for f(i).
 func calls(n int, prefix, code string, answer func(i int) int) ([]fn, map[string]string) {
@@ -153,13 +167,7 @@ func TestKeptShare(t *testing.T) {
 		}
 		return i * i
 	})
-	in, traces := traceFile(t, fns)
-	srv := scripted(t, replies)
-	out := filepath.Join(t.TempDir(), "narrations.jsonl")
-	sum, err := Run(context.Background(), traces, Options{In: in, Out: out, Client: testClient(t, srv.URL), Scorer: testScorer(t), Concurrency: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum, out, srv, traces := narrateAll(t, fns, replies)
 	if sum.Kept != 7 || sum.Dropped != 3 || sum.Traces != 10 {
 		t.Errorf("Run kept %d, dropped %d of %d, want 7, 3 of 10", sum.Kept, sum.Dropped, sum.Traces)
 	}
@@ -229,13 +237,7 @@ func TestVerdicts(t *testing.T) {
 		fns = append(fns, c.fn)
 		replies[c.fn.call] = narration(c.fn.call, c.reply)
 	}
-	in, traces := traceFile(t, fns)
-	srv := scripted(t, replies)
-	out := filepath.Join(t.TempDir(), "narrations.jsonl")
-	sum, err := Run(context.Background(), traces, Options{In: in, Out: out, Client: testClient(t, srv.URL), Scorer: testScorer(t), Concurrency: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum, out, _, _ := narrateAll(t, fns, replies)
 	lines := readLines(t, out)
 	kept := 0
 	for _, c := range cases {
