@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"cwm/internal/batch"
 	"cwm/internal/eval"
 	"cwm/internal/model"
 	"cwm/internal/model/modeltest"
@@ -354,5 +355,41 @@ func TestParseAnswer(t *testing.T) {
 		if got != c.want || ok != c.ok {
 			t.Errorf("parseAnswer(%q) = %+v, %v, want %+v, %v", c.in, got, ok, c.want, c.ok)
 		}
+	}
+}
+
+// TestShardsMerge: two shards narrate disjoint traces, each marks its
+// output finished, and cwm merge's Merge joins them by Stage into one
+// output with every trace once.
+func TestShardsMerge(t *testing.T) {
+	fns, replies := calls(6, "m", "def f(x):\n    return x - 1\n", func(i int) int { return i - 1 })
+	in, traces := traceFile(t, fns)
+	srv := scripted(t, replies)
+	dir := t.TempDir()
+	var outs []string
+	total := 0
+	for i := range 2 {
+		out := filepath.Join(dir, fmt.Sprintf("n%d.jsonl", i))
+		sum, err := Run(context.Background(), traces, Options{In: in, Out: out, Client: testClient(t, srv.URL), Scorer: testScorer(t),
+			Shard: shard.Shard{Index: i, Count: 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += sum.Traces
+		outs = append(outs, out)
+	}
+	if total != 6 || len(srv.Requests()) != 6 {
+		t.Fatalf("the two shards narrated %d traces with %d requests, want 6 and 6", total, len(srv.Requests()))
+	}
+	merged := filepath.Join(dir, "merged.jsonl")
+	rep, err := batch.Merge(Stage.MergeSpec(outs, merged))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Lines != 6 || !rep.Written || len(rep.Rerun) > 0 || len(rep.Duplicates) > 0 || len(rep.Misplaced) > 0 {
+		t.Errorf("Merge = %+v, want 6 lines written, nothing to rerun", rep)
+	}
+	if n := len(readLines(t, merged)); n != 6 {
+		t.Errorf("the merged output has %d traces, want 6", n)
 	}
 }
