@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"cwm/internal/batch"
 	"cwm/internal/eval"
 	"cwm/internal/model"
 	"cwm/internal/model/modeltest"
@@ -122,6 +123,20 @@ func readLines(t *testing.T, path string) map[string]Line {
 	return out
 }
 
+// narrateAll traces fns and has a model scripted with replies narrate
+// them all: the summary, the output, the model server and the traces.
+func narrateAll(t *testing.T, fns []fn, replies map[string]string) (*Summary, string, *modeltest.Server, []Trace) {
+	t.Helper()
+	in, traces := traceFile(t, fns)
+	srv := scripted(t, replies)
+	out := filepath.Join(t.TempDir(), "narrations.jsonl")
+	sum, err := Run(context.Background(), traces, Options{In: in, Out: out, Client: testClient(t, srv.URL), Scorer: testScorer(t), Concurrency: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum, out, srv, traces
+}
+
 // calls are n calls f(0) ... f(n-1) of code, with ids prefix0 ...,
 // and their narrations, answering answer(i) for f(i).
 func calls(n int, prefix, code string, answer func(i int) int) ([]fn, map[string]string) {
@@ -153,13 +168,7 @@ func TestKeptShare(t *testing.T) {
 		}
 		return i * i
 	})
-	in, traces := traceFile(t, fns)
-	srv := scripted(t, replies)
-	out := filepath.Join(t.TempDir(), "narrations.jsonl")
-	sum, err := Run(context.Background(), traces, Options{In: in, Out: out, Client: testClient(t, srv.URL), Scorer: testScorer(t), Concurrency: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum, out, srv, traces := narrateAll(t, fns, replies)
 	if sum.Kept != 7 || sum.Dropped != 3 || sum.Traces != 10 {
 		t.Errorf("Run kept %d, dropped %d of %d, want 7, 3 of 10", sum.Kept, sum.Dropped, sum.Traces)
 	}
@@ -229,13 +238,7 @@ func TestVerdicts(t *testing.T) {
 		fns = append(fns, c.fn)
 		replies[c.fn.call] = narration(c.fn.call, c.reply)
 	}
-	in, traces := traceFile(t, fns)
-	srv := scripted(t, replies)
-	out := filepath.Join(t.TempDir(), "narrations.jsonl")
-	sum, err := Run(context.Background(), traces, Options{In: in, Out: out, Client: testClient(t, srv.URL), Scorer: testScorer(t), Concurrency: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum, out, _, _ := narrateAll(t, fns, replies)
 	lines := readLines(t, out)
 	kept := 0
 	for _, c := range cases {
@@ -352,5 +355,41 @@ func TestParseAnswer(t *testing.T) {
 		if got != c.want || ok != c.ok {
 			t.Errorf("parseAnswer(%q) = %+v, %v, want %+v, %v", c.in, got, ok, c.want, c.ok)
 		}
+	}
+}
+
+// TestShardsMerge: two shards narrate disjoint traces, each marks its
+// output finished, and cwm merge's Merge joins them by Stage into one
+// output with every trace once.
+func TestShardsMerge(t *testing.T) {
+	fns, replies := calls(6, "m", "def f(x):\n    return x - 1\n", func(i int) int { return i - 1 })
+	in, traces := traceFile(t, fns)
+	srv := scripted(t, replies)
+	dir := t.TempDir()
+	var outs []string
+	total := 0
+	for i := range 2 {
+		out := filepath.Join(dir, fmt.Sprintf("n%d.jsonl", i))
+		sum, err := Run(context.Background(), traces, Options{In: in, Out: out, Client: testClient(t, srv.URL), Scorer: testScorer(t),
+			Shard: shard.Shard{Index: i, Count: 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += sum.Traces
+		outs = append(outs, out)
+	}
+	if total != 6 || len(srv.Requests()) != 6 {
+		t.Fatalf("the two shards narrated %d traces with %d requests, want 6 and 6", total, len(srv.Requests()))
+	}
+	merged := filepath.Join(dir, "merged.jsonl")
+	rep, err := batch.Merge(Stage.MergeSpec(outs, merged))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Lines != 6 || !rep.Written || len(rep.Rerun) > 0 || len(rep.Duplicates) > 0 || len(rep.Misplaced) > 0 {
+		t.Errorf("Merge = %+v, want 6 lines written, nothing to rerun", rep)
+	}
+	if n := len(readLines(t, merged)); n != 6 {
+		t.Errorf("the merged output has %d traces, want 6", n)
 	}
 }

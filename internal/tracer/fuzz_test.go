@@ -144,3 +144,40 @@ func TestCandidateStopsAtCap(t *testing.T) {
 		t.Errorf("after the candidates: %s %q, want the paper's trace", r.Status, r.Error)
 	}
 }
+
+// TestFuzzKnown: inputs traced before fuzzing (a model's) are not kept
+// again, and what they reached counts as covered: given the first input
+// the same seed found before as known, fuzzing still finds others, each
+// reaching an arc neither it nor the function's own input reached.
+func TestFuzzKnown(t *testing.T) {
+	p := testPool(t)
+	f := Func{ID: "branchy", Code: branchy, Call: "f(5, 'xyz')"}
+	first := fuzzCalls(t, p, f, FuzzOptions{N: 4, Seed: 7})
+	if len(first) < 2 {
+		t.Fatalf("Fuzz(branchy) kept %d inputs, want at least 2 to make one known", len(first))
+	}
+	known := Known{Call: first[0].Func.Call, Result: &first[0].Result}
+	covered := arcs(known.Result)
+	orig := p.Trace(context.Background(), f)
+	for a := range arcs(&orig) {
+		covered[a] = true
+	}
+	again := fuzzCalls(t, p, f, FuzzOptions{N: 4, Seed: 7, Known: []Known{known}})
+	if len(again) == 0 {
+		t.Fatalf("Fuzz with %s known kept nothing; without, it kept %d", known.Call, len(first))
+	}
+	for _, z := range again {
+		if z.Func.Call == known.Call {
+			t.Errorf("Fuzz kept %s, the known input", z.Func.Call)
+		}
+		n := 0
+		for a := range arcs(&z.Result) {
+			if !covered[a] {
+				n++
+			}
+		}
+		if n == 0 {
+			t.Errorf("Fuzz kept %s, whose arcs the known and the function's own input reached", z.Func.Call)
+		}
+	}
+}
