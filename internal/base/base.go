@@ -147,6 +147,16 @@ func (b *Base) Describe() string {
 	return s.Kind + " " + s.Ref
 }
 
+// Path is the image's PATH ("" when its Env has none).
+func (b *Base) Path() string {
+	for _, kv := range b.Env {
+		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
+			return p
+		}
+	}
+	return ""
+}
+
 // SandboxEnv is the environment sandboxes on the base start with: the
 // image's Env; a PATH first in over says where the rest goes (its entries
 // before the image's, the image's kept after).

@@ -14,7 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"cwm/internal/errkind"
-	"cwm/internal/lazyre"
 	"cwm/internal/sandbox"
 )
 
@@ -32,7 +31,12 @@ func NewStore(home string) *Store { return &Store{Home: home} }
 // Dir is where the bases are.
 func (s *Store) Dir() string { return filepath.Join(s.Home, "bases") }
 
-var hexRE = lazyre.New(`^[0-9a-f]{64}$`)
+// isHex reports whether s is the 64 hex digits of a sha256 digest (a
+// function, not a regular expression: this package is initialised on the
+// sandbox commands' fast path, before any regexp).
+func isHex(s string) bool {
+	return len(s) == 64 && strings.Trim(s, "0123456789abcdef") == ""
+}
 
 // List returns the stored bases, newest first.
 func (s *Store) List() ([]*Base, error) {
@@ -45,7 +49,7 @@ func (s *Store) List() ([]*Base, error) {
 	}
 	var out []*Base
 	for _, e := range ents {
-		if !e.IsDir() || !hexRE().MatchString(e.Name()) {
+		if !e.IsDir() || !isHex(e.Name()) {
 			continue
 		}
 		b, err := read(filepath.Join(s.Dir(), e.Name()))
@@ -77,7 +81,7 @@ func read(dir string) (*Base, error) {
 // Get returns the base of a digest ("sha256:<hex>"), nil when absent.
 func (s *Store) Get(digest string) *Base {
 	h := strings.TrimPrefix(digest, "sha256:")
-	if !hexRE().MatchString(h) {
+	if !isHex(h) {
 		return nil
 	}
 	b, err := read(filepath.Join(s.Dir(), h))
@@ -113,14 +117,15 @@ func (s *Store) Resolve(arg string) (*Base, error) {
 	return nil, errkind.Errorf(errkind.Usage, "%s names %d bases (%s, %s, ...): give more of the digest", arg, len(found), found[0].Short(), found[1].Short())
 }
 
-// stage is a base being made: a hidden directory of the store, locked
+// Stage is a base being made: a hidden directory of the store, locked
 // while its maker runs, with rootfs/ to fill.
-type stage struct {
+type Stage struct {
 	dir  string
 	lock *os.File
 }
 
-func (s *Store) newStage() (*stage, error) {
+// NewStage makes a stage in the store.
+func (s *Store) NewStage() (*Stage, error) {
 	if err := os.MkdirAll(s.Dir(), 0o755); err != nil {
 		return nil, fmt.Errorf("make the base store: %w", err)
 	}
@@ -143,38 +148,42 @@ func (s *Store) newStage() (*stage, error) {
 		sandbox.RemoveAll(dir)
 		return nil, fmt.Errorf("make a stage for a base: %w", err)
 	}
-	return &stage{dir: dir, lock: f}, nil
+	return &Stage{dir: dir, lock: f}, nil
 }
 
-func (st *stage) rootfs() string { return filepath.Join(st.dir, "rootfs") }
+// Rootfs is the root filesystem being made.
+func (st *Stage) Rootfs() string { return filepath.Join(st.dir, "rootfs") }
 
-// discard removes the stage (an import that failed).
-func (st *stage) discard() {
+// Dir is the stage's directory (scratch files beside rootfs/ go there).
+func (st *Stage) Dir() string { return st.dir }
+
+// Discard removes the stage (an import that failed).
+func (st *Stage) Discard() {
 	sandbox.RemoveAll(st.dir)
 	st.lock.Close()
 }
 
-// publish writes b's base.json into the stage and renames the stage to
+// Publish writes b's base.json into the stage and renames the stage to
 // the base's directory. When the store has the base already (the same
 // image imported twice, at once or not), the stage goes and the stored
 // one is returned.
-func (s *Store) publish(st *stage, b *Base) (*Base, error) {
+func (s *Store) Publish(st *Stage, b *Base) (*Base, error) {
 	defer st.lock.Close()
 	if b.CreatedAt.IsZero() {
 		b.CreatedAt = time.Now().UTC().Truncate(time.Second)
 	}
 	data, err := json.MarshalIndent(b, "", "  ")
 	if err != nil {
-		st.discard()
+		st.Discard()
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(st.dir, FileName), append(data, '\n'), 0o644); err != nil {
-		st.discard()
+		st.Discard()
 		return nil, fmt.Errorf("write %s: %w", FileName, err)
 	}
 	dir := filepath.Join(s.Dir(), strings.TrimPrefix(b.Digest, "sha256:"))
 	if err := os.Rename(st.dir, dir); err != nil {
-		st.discard()
+		st.Discard()
 		if old := s.Get(b.Digest); old != nil {
 			return old, nil
 		}
@@ -218,7 +227,7 @@ func (s *Store) GC() ([]string, error) {
 				continue // an import under way
 			}
 		case strings.HasPrefix(e.Name(), ".rm-"):
-		case hexRE().MatchString(e.Name()):
+		case isHex(e.Name()):
 			if _, err := read(p); err == nil {
 				continue
 			}

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"cwm/internal/base"
+	"cwm/internal/basebuild"
 	"cwm/internal/hostexec"
 	"cwm/internal/oncedir"
 	"cwm/internal/sandbox"
@@ -43,7 +44,7 @@ const (
 const buildWait = 40 * time.Minute
 
 // Debian returns the Debian base of suite with packages beyond
-// base.DebianPackages, building it if the cache has none.
+// basebuild.DebianPackages, building it if the cache has none.
 func Debian(t testing.TB, suite string, packages ...string) *base.Base {
 	t.Helper()
 	dir, err := Dir(suite, packages)
@@ -61,7 +62,7 @@ func Debian(t testing.TB, suite string, packages ...string) *base.Base {
 			return err
 		}
 		defer func() { rt.Close(); sandbox.RemoveAll(filepath.Join(home, "runtime")) }()
-		_, err = base.NewStore(home).BuildDebian(ctx, base.Debian{Suite: suite, Packages: packages}, base.Options{Runtime: rt})
+		_, err = basebuild.BuildDebian(ctx, base.NewStore(home), basebuild.Debian{Suite: suite, Packages: packages}, basebuild.Options{Runtime: rt})
 		return err
 	})
 	if err != nil {
@@ -94,7 +95,7 @@ func Dir(suite string, packages []string) (string, error) {
 	}
 	out, _ := hostexec.Output(context.Background(), hostexec.Cmd{Args: []string{tool, "--version"}})
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s", suite, strings.Join(packages, ","), strings.Join(base.DebianPackages, ","), out)
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s", suite, strings.Join(packages, ","), strings.Join(basebuild.DebianPackages, ","), out)
 	return filepath.Join(cache, suite+"-"+hex.EncodeToString(h.Sum(nil))[:16]), nil
 }
 

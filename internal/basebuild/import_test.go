@@ -1,4 +1,4 @@
-package base
+package basebuild
 
 import (
 	"archive/tar"
@@ -24,6 +24,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
+	"cwm/internal/base"
 	"cwm/internal/envoci/ocitest"
 	"cwm/internal/errkind"
 )
@@ -127,8 +128,8 @@ func TestImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	sources := map[string]func(t *testing.T) (string, string){
-		KindLayout: func(t *testing.T) (string, string) { return writeLayout(t, img), digest.String() },
-		KindArchive: func(t *testing.T) (string, string) {
+		base.KindLayout: func(t *testing.T) (string, string) { return writeLayout(t, img), digest.String() },
+		base.KindArchive: func(t *testing.T) (string, string) {
 			file := filepath.Join(t.TempDir(), "image.tar")
 			tag, _ := name.NewTag("cwm.test/base:v1")
 			if err := tarball.WriteToFile(file, tag, img); err != nil {
@@ -136,7 +137,7 @@ func TestImport(t *testing.T) {
 			}
 			return file, "" // docker save's manifest is go-containerregistry's own
 		},
-		KindRegistry: func(t *testing.T) (string, string) {
+		base.KindRegistry: func(t *testing.T) (string, string) {
 			reg := ocitest.Start(t, "", "")
 			ref := reg.Host + "/cwm/base:v1"
 			r, _ := name.ParseReference(ref)
@@ -146,11 +147,11 @@ func TestImport(t *testing.T) {
 			return ref, digest.String()
 		},
 	}
-	for _, kind := range []string{KindLayout, KindArchive, KindRegistry} {
+	for _, kind := range []string{base.KindLayout, base.KindArchive, base.KindRegistry} {
 		t.Run(kind, func(t *testing.T) {
 			ref, wantDigest := sources[kind](t)
-			st := NewStore(t.TempDir())
-			b, err := st.Import(context.Background(), ref, Options{Runtime: rt})
+			st := base.NewStore(t.TempDir())
+			b, err := Import(context.Background(), st, ref, Options{Runtime: rt})
 			if err != nil {
 				t.Fatalf("Import(%s) = %v", ref, err)
 			}
@@ -165,7 +166,7 @@ func TestImport(t *testing.T) {
 				WorkingDir, User string
 				Layers           int
 				Kind             string
-				Py               *Python
+				Py               *base.Python
 			}{b.Env, b.WorkingDir, b.User, len(b.Layers), b.Source.Kind, b.Py}
 			want := got
 			want.Env, want.WorkingDir, want.User, want.Layers, want.Kind, want.Py = []string{"PATH=/opt/bin:/usr/bin", "FOO=bar"}, "/work", "1000:1000", 3, kind, nil
@@ -193,7 +194,7 @@ func TestImport(t *testing.T) {
 				t.Errorf("the base keeps %d blobs, want 5 (manifest, config, 3 layers)", len(keep))
 			}
 			// A second import finds it.
-			b2, err := st.Import(context.Background(), ref, Options{Runtime: rt})
+			b2, err := Import(context.Background(), st, ref, Options{Runtime: rt})
 			if err != nil || b2.Digest != b.Digest || b2.CreatedAt != b.CreatedAt {
 				t.Errorf("a second Import(%s) = %v, %v; want the stored base", ref, b2, err)
 			}
@@ -204,8 +205,8 @@ func TestImport(t *testing.T) {
 // TestSandboxOnMinimalBase starts a sandbox on the imported image, which
 // has no /proc, /dev or /tmp: the sandbox mounts its own there.
 func TestSandboxOnMinimalBase(t *testing.T) {
-	st := NewStore(t.TempDir())
-	b, err := st.Import(context.Background(), writeLayout(t, testImage(t)), Options{Runtime: rt})
+	st := base.NewStore(t.TempDir())
+	b, err := Import(context.Background(), st, writeLayout(t, testImage(t)), Options{Runtime: rt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,8 +248,8 @@ func TestCorruptLayerRefused(t *testing.T) {
 	}
 	data[len(data)/2] ^= 0xff
 	os.WriteFile(blob, data, 0o644)
-	st := NewStore(t.TempDir())
-	_, err = st.Import(context.Background(), dir, Options{Runtime: rt})
+	st := base.NewStore(t.TempDir())
+	_, err = Import(context.Background(), st, dir, Options{Runtime: rt})
 	want := fmt.Sprintf("layer 2 of 3 (sha256:%s)", d.Hex[:12])
 	if err == nil || !strings.Contains(err.Error(), want) || errkind.Of(err) != errkind.Input {
 		t.Fatalf("Import of a corrupted layer = %v, want an input error naming %q", err, want)
@@ -271,8 +272,8 @@ func TestImportDir(t *testing.T) {
 	os.WriteFile(filepath.Join(src, "usr/bin/tool"), []byte("#!/bin/sh\n"), 0o755)
 	os.Symlink("usr/bin", filepath.Join(src, "bin"))
 	os.Link(filepath.Join(src, "usr/bin/tool"), filepath.Join(src, "usr/bin/tool2"))
-	st := NewStore(t.TempDir())
-	b, err := st.Import(context.Background(), src, Options{Runtime: rt})
+	st := base.NewStore(t.TempDir())
+	b, err := Import(context.Background(), st, src, Options{Runtime: rt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,19 +287,19 @@ func TestImportDir(t *testing.T) {
 	if l, err := os.Readlink(filepath.Join(b.Rootfs(), "bin")); err != nil || l != "usr/bin" {
 		t.Errorf("rootfs/bin = %q, %v; want the link to usr/bin", l, err)
 	}
-	if b.Source.Kind != KindDir || len(b.Layers) != 1 {
+	if b.Source.Kind != base.KindDir || len(b.Layers) != 1 {
 		t.Errorf("ImportDir kind %s, %d layers; want dir, 1", b.Source.Kind, len(b.Layers))
 	}
 	// The same tree in another store gives the same digest.
-	b2, err := NewStore(t.TempDir()).ImportDir(context.Background(), src, Options{Runtime: rt})
+	b2, err := ImportDir(context.Background(), base.NewStore(t.TempDir()), src, Options{Runtime: rt})
 	if err != nil || b2.Digest != b.Digest {
 		t.Errorf("ImportDir of the same tree = %v, %v; want digest %s", b2, err, b.Digest)
 	}
 }
 
 func TestStoreRemoveAndGC(t *testing.T) {
-	st := NewStore(t.TempDir())
-	b, err := st.Import(context.Background(), writeLayout(t, testImage(t)), Options{Runtime: rt})
+	st := base.NewStore(t.TempDir())
+	b, err := Import(context.Background(), st, writeLayout(t, testImage(t)), Options{Runtime: rt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,11 +307,11 @@ func TestStoreRemoveAndGC(t *testing.T) {
 	// directory whose base.json is gone.
 	dead := filepath.Join(st.Dir(), ".stage-dead")
 	os.MkdirAll(filepath.Join(dead, "rootfs/usr"), 0o755)
-	live, err := st.newStage()
+	live, err := st.NewStage()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer live.discard()
+	defer live.Discard()
 	broken := filepath.Join(st.Dir(), strings.Repeat("ab", 32))
 	os.MkdirAll(filepath.Join(broken, "rootfs"), 0o755)
 	if all, _ := st.List(); len(all) != 1 {
@@ -324,7 +325,7 @@ func TestStoreRemoveAndGC(t *testing.T) {
 	if diff := cmp.Diff([]string{dead, broken}, removed); diff != "" {
 		t.Errorf("GC removed (-want +got):\n%s", diff)
 	}
-	if _, err := os.Stat(live.dir); err != nil {
+	if _, err := os.Stat(live.Dir()); err != nil {
 		t.Errorf("GC removed a stage an import holds: %v", err)
 	}
 	for _, arg := range []string{"zz", "abc", "sha256:" + strings.Repeat("0", 64)} {

@@ -1,4 +1,4 @@
-package base_test
+package basebuild_test
 
 import (
 	"context"

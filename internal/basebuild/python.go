@@ -1,4 +1,4 @@
-package base
+package basebuild
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"cwm/internal/base"
 	"cwm/internal/sandbox"
 )
 
@@ -20,7 +21,7 @@ var versionRE = regexp.MustCompile(`^3\.[0-9]+\.[0-9]+`)
 // run it (its loader, its libraries), never the host's. No python3 on the
 // PATH is nil, not an error; one that is there and does not run is an
 // error.
-func findPython(ctx context.Context, rt *sandbox.Runtime, rootfs string, env []string) (*Python, error) {
+func findPython(ctx context.Context, rt *sandbox.Runtime, rootfs string, env []string) (*base.Python, error) {
 	sb, err := rt.New(ctx, sandbox.Config{Base: rootfs, Env: env, Limits: sandbox.Limits{Timeout: time.Minute}})
 	if err != nil {
 		return nil, fmt.Errorf("start a sandbox on the base to find its Python: %w", err)
@@ -58,5 +59,5 @@ func findPython(ctx context.Context, rt *sandbox.Runtime, rootfs string, env []s
 	if !res.Success() || !versionRE.MatchString(out) {
 		return nil, fmt.Errorf("%s in the base does not run (exit %d): %s", found, res.ExitCode, strings.TrimSpace(string(res.Stderr)+" "+out))
 	}
-	return &Python{Path: found, Version: out}, nil
+	return &base.Python{Path: found, Version: out}, nil
 }

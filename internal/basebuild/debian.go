@@ -1,4 +1,4 @@
-package base
+package basebuild
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"cwm/internal/base"
 	"cwm/internal/errkind"
 	"cwm/internal/hostexec"
 	"cwm/internal/layertar"
@@ -48,7 +49,7 @@ var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.+-]*$`)
 // debootstrap (as root) writes the stage directly. The tree is given an
 // /etc/hosts (the archive's packages leave it to the installer), packed
 // into one layer, and stored as ImportDir stores a directory.
-func (s *Store) BuildDebian(ctx context.Context, d Debian, o Options) (*Base, error) {
+func BuildDebian(ctx context.Context, s *base.Store, d Debian, o Options) (*base.Base, error) {
 	if !nameRE.MatchString(d.Suite) {
 		return nil, errkind.Errorf(errkind.Usage, "--debian %q: want a suite name such as bookworm, bullseye or trixie", d.Suite)
 	}
@@ -68,32 +69,32 @@ func (s *Store) BuildDebian(ctx context.Context, d Debian, o Options) (*Base, er
 		return nil, errkind.Errorf(errkind.Usage, "--mirror %q: want an http, https or file URL of a Debian archive", mirror)
 	}
 	pkgs := append(append([]string{}, DebianPackages...), d.Packages...)
-	st, err := s.newStage()
+	st, err := s.NewStage()
 	if err != nil {
 		return nil, err
 	}
 	tool, err := bootstrap(ctx, st, d.Suite, mirror, pkgs, o)
 	if err != nil {
-		st.discard()
+		st.Discard()
 		return nil, fmt.Errorf("build a Debian %s base: %w", d.Suite, err)
 	}
-	hosts := filepath.Join(st.rootfs(), "etc", "hosts")
+	hosts := filepath.Join(st.Rootfs(), "etc", "hosts")
 	if _, err := os.Lstat(hosts); err != nil {
 		os.WriteFile(hosts, []byte("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"), 0o644)
 		epoch := time.Unix(1704067200, 0)
 		os.Chtimes(hosts, epoch, epoch)
 	}
-	src := Source{Kind: KindDebian, Ref: mirror, Suite: d.Suite, Packages: d.Packages, Tool: tool}
-	return s.fromTree(ctx, st, st.rootfs(), src, o)
+	src := base.Source{Kind: base.KindDebian, Ref: mirror, Suite: d.Suite, Packages: d.Packages, Tool: tool}
+	return fromTree(ctx, s, st, st.Rootfs(), src, o)
 }
 
 // bootstrap makes the tree in st's rootfs and returns the tool and its
 // version.
-func bootstrap(ctx context.Context, st *stage, suite, mirror string, pkgs []string, o Options) (string, error) {
+func bootstrap(ctx context.Context, st *base.Stage, suite, mirror string, pkgs []string, o Options) (string, error) {
 	env := []string{"SOURCE_DATE_EPOCH=" + debianEpoch}
 	if p, err := exec.LookPath("mmdebstrap"); err == nil {
 		tool := toolVersion(ctx, p)
-		out := filepath.Join(st.dir, "tree.tar")
+		out := filepath.Join(st.Dir(), "tree.tar")
 		args := []string{p, "--quiet", "--mode=unshare", "--variant=minbase", "--include=" + strings.Join(pkgs, ","),
 			"--skip=output/dev", suite, out, mirror}
 		if _, err := hostexec.Output(ctx, hostexec.Cmd{Args: args, Env: env, Timeout: bootstrapTimeout}); err != nil {
@@ -105,7 +106,7 @@ func bootstrap(ctx context.Context, st *stage, suite, mirror string, pkgs []stri
 		}
 		defer os.Remove(out)
 		defer f.Close()
-		u, err := layertar.New(st.rootfs(), layertar.Options{MaxBytes: o.MaxUnpacked, MaxEntries: o.MaxEntries})
+		u, err := layertar.New(st.Rootfs(), layertar.Options{MaxBytes: o.MaxUnpacked, MaxEntries: o.MaxEntries})
 		if err != nil {
 			return "", err
 		}
@@ -124,7 +125,7 @@ func bootstrap(ctx context.Context, st *stage, suite, mirror string, pkgs []stri
 		return "", errkind.Errorf(errkind.Unavailable, "mmdebstrap is not installed and debootstrap needs root: install mmdebstrap, which builds in a user namespace")
 	}
 	tool := toolVersion(ctx, p)
-	args := []string{p, "--variant=minbase", "--include=" + strings.Join(pkgs, ","), suite, st.rootfs(), mirror}
+	args := []string{p, "--variant=minbase", "--include=" + strings.Join(pkgs, ","), suite, st.Rootfs(), mirror}
 	if _, err := hostexec.Output(ctx, hostexec.Cmd{Args: args, Env: env, Timeout: bootstrapTimeout}); err != nil {
 		return "", fmt.Errorf("%s: %w", tool, err)
 	}

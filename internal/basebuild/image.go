@@ -1,4 +1,4 @@
-package base
+package basebuild
 
 import (
 	"bufio"
@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/klauspost/compress/zstd"
 
+	"cwm/internal/base"
 	"cwm/internal/blobcache"
 	"cwm/internal/errkind"
 	"cwm/internal/layertar"
@@ -61,24 +62,24 @@ func (o Options) platform() (*v1.Platform, error) {
 // (an oci-layout file), a plain root filesystem directory, a docker-save
 // archive (a file), or else a registry reference. A base the store has is
 // returned as it is.
-func (s *Store) Import(ctx context.Context, ref string, o Options) (*Base, error) {
+func Import(ctx context.Context, s *base.Store, ref string, o Options) (*base.Base, error) {
 	fi, err := os.Stat(ref)
 	switch {
 	case err == nil && fi.IsDir():
 		if _, err := os.Stat(filepath.Join(ref, "oci-layout")); err == nil {
-			return s.importLayout(ctx, ref, o)
+			return importLayout(ctx, s, ref, o)
 		}
-		return s.ImportDir(ctx, ref, o)
+		return ImportDir(ctx, s, ref, o)
 	case err == nil:
 		img, err := tarball.ImageFromPath(ref, nil)
 		if err != nil {
 			return nil, errkind.Errorf(errkind.Input, "%s is not a docker-save archive: %v", ref, err)
 		}
-		return s.importImage(ctx, img, Source{Kind: KindArchive, Ref: abs(ref)}, o)
+		return importImage(ctx, s, img, base.Source{Kind: base.KindArchive, Ref: abs(ref)}, o)
 	case strings.HasPrefix(ref, "/") || strings.HasPrefix(ref, "."):
 		return nil, errkind.Errorf(errkind.NotFound, "%s: no such file or directory", ref)
 	}
-	return s.importRemote(ctx, ref, o)
+	return importRemote(ctx, s, ref, o)
 }
 
 func abs(p string) string {
@@ -88,7 +89,7 @@ func abs(p string) string {
 	return p
 }
 
-func (s *Store) importRemote(ctx context.Context, ref string, o Options) (*Base, error) {
+func importRemote(ctx context.Context, s *base.Store, ref string, o Options) (*base.Base, error) {
 	r, err := name.ParseReference(ref)
 	if err != nil {
 		return nil, errkind.Errorf(errkind.Usage, "%q is neither a file, a directory nor a registry reference: %v", ref, err)
@@ -103,10 +104,10 @@ func (s *Store) importRemote(ctx context.Context, ref string, o Options) (*Base,
 	if err != nil {
 		return nil, errkind.Errorf(errkind.Unavailable, "read %s from its registry: %v", ref, err)
 	}
-	return s.importImage(ctx, img, Source{Kind: KindRegistry, Ref: r.String(), Platform: plat.String()}, o)
+	return importImage(ctx, s, img, base.Source{Kind: base.KindRegistry, Ref: r.String(), Platform: plat.String()}, o)
 }
 
-func (s *Store) importLayout(ctx context.Context, dir string, o Options) (*Base, error) {
+func importLayout(ctx context.Context, s *base.Store, dir string, o Options) (*base.Base, error) {
 	plat, err := o.platform()
 	if err != nil {
 		return nil, err
@@ -119,7 +120,7 @@ func (s *Store) importLayout(ctx context.Context, dir string, o Options) (*Base,
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
-	return s.importImage(ctx, img, Source{Kind: KindLayout, Ref: abs(dir), Platform: plat.String()}, o)
+	return importImage(ctx, s, img, base.Source{Kind: base.KindLayout, Ref: abs(dir), Platform: plat.String()}, o)
 }
 
 // pickImage is the image of idx for plat: the one whose platform it
@@ -163,7 +164,7 @@ func pickImage(idx v1.ImageIndex, plat *v1.Platform) (v1.Image, error) {
 // configuration's diff_id; the Python found; the stage published. A layer
 // that does not match is refused by its number and digest, and nothing is
 // stored but the blobs already checked.
-func (s *Store) importImage(ctx context.Context, img v1.Image, src Source, o Options) (*Base, error) {
+func importImage(ctx context.Context, s *base.Store, img v1.Image, src base.Source, o Options) (*base.Base, error) {
 	raw, err := img.RawManifest()
 	if err != nil {
 		return nil, errkind.Errorf(errkind.Input, "read the manifest of %s: %v", src.Ref, err)
@@ -195,14 +196,14 @@ func (s *Store) importImage(ctx context.Context, img v1.Image, src Source, o Opt
 	if err != nil {
 		return nil, errkind.Errorf(errkind.Input, "the layers of %s: %v", src.Ref, err)
 	}
-	b := &Base{Digest: digest, Config: m.Config.Digest.String(), Env: cfg.Config.Env,
+	b := &base.Base{Digest: digest, Config: m.Config.Digest.String(), Env: cfg.Config.Env,
 		WorkingDir: cfg.Config.WorkingDir, User: cfg.Config.User, Source: src}
-	st, err := s.newStage()
+	st, err := s.NewStage()
 	if err != nil {
 		return nil, err
 	}
-	fail := func(err error) (*Base, error) { st.discard(); return nil, err }
-	u, err := layertar.New(st.rootfs(), layertar.Options{MaxBytes: o.MaxUnpacked, MaxEntries: o.MaxEntries, Whiteouts: true})
+	fail := func(err error) (*base.Base, error) { st.Discard(); return nil, err }
+	u, err := layertar.New(st.Rootfs(), layertar.Options{MaxBytes: o.MaxUnpacked, MaxEntries: o.MaxEntries, Whiteouts: true})
 	if err != nil {
 		return fail(err)
 	}
@@ -220,7 +221,7 @@ func (s *Store) importImage(ctx context.Context, img v1.Image, src Source, o Opt
 		if err := unpackBlob(cache, d, cfg.RootFS.DiffIDs[i].String(), what, u); err != nil {
 			return fail(fmt.Errorf("%s: %w", src.Ref, err))
 		}
-		b.Layers = append(b.Layers, Layer{Digest: d.Digest.String(), DiffID: cfg.RootFS.DiffIDs[i].String(), Size: d.Size, MediaType: string(d.MediaType)})
+		b.Layers = append(b.Layers, base.Layer{Digest: d.Digest.String(), DiffID: cfg.RootFS.DiffIDs[i].String(), Size: d.Size, MediaType: string(d.MediaType)})
 	}
 	if err := u.Finish(); err != nil {
 		return fail(err)
@@ -231,7 +232,7 @@ func (s *Store) importImage(ctx context.Context, img v1.Image, src Source, o Opt
 	if err := cache.PutBytes(digest, raw); err != nil {
 		return fail(err)
 	}
-	return s.finish(ctx, st, b, o)
+	return finish(ctx, s, st, b, o)
 }
 
 // fetch puts a layer's compressed blob into the cache.
@@ -292,19 +293,19 @@ func unpackBlob(cache blobcache.Cache, d v1.Descriptor, diffID, what string, u *
 }
 
 // finish finds the Python of the staged base, its size, and publishes it.
-func (s *Store) finish(ctx context.Context, st *stage, b *Base, o Options) (*Base, error) {
-	b.Bytes = treeBytes(st.rootfs())
+func finish(ctx context.Context, s *base.Store, st *base.Stage, b *base.Base, o Options) (*base.Base, error) {
+	b.Bytes = treeBytes(st.Rootfs())
 	if o.Runtime == nil {
-		st.discard()
+		st.Discard()
 		return nil, fmt.Errorf("base %s: no sandbox runtime to find its Python with", b.Short())
 	}
-	py, err := findPython(ctx, o.Runtime, st.rootfs(), b.SandboxEnv(nil))
+	py, err := findPython(ctx, o.Runtime, st.Rootfs(), b.SandboxEnv(nil))
 	if err != nil {
-		st.discard()
+		st.Discard()
 		return nil, err
 	}
 	b.Py = py
-	return s.publish(st, b)
+	return s.Publish(st, b)
 }
 
 // treeBytes is the size of the files under dir.
