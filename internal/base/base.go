@@ -1,17 +1,19 @@
 // Package base is cwm's store of bases: the root filesystems sandboxes
-// start on, as OCI images addressed by digest. A base is imported from a
-// registry, an OCI layout, a docker-save archive or a plain directory, or
-// built from the Debian archive; it lands in $CWM_HOME/bases/<hex>/ as a
-// root filesystem (rootfs/, never written once published; sandboxes mount
-// it read-only) and base.json (what the image's configuration says, where
-// it came from, the Python in it), its blobs (manifest, configuration,
-// compressed layers) in the blob cache env push and pull use
-// (internal/blobcache), so that a base travels as an image does.
+// start on, as OCI images addressed by digest, in $CWM_HOME/bases/<hex>/:
+// a root filesystem (rootfs/, never written once published; sandboxes
+// mount it read-only) and base.json (what the image's configuration says,
+// where it came from, the Python in it). Their blobs (manifest,
+// configuration, compressed layers) are in the blob cache env push and
+// pull use (internal/blobcache), so that a base travels as an image does.
+// internal/basebuild imports and builds them.
 //
 // The digest of a base is the digest of its OCI manifest: the registry's
 // for an imported image, the one cwm writes for a Debian or a directory
 // base (one layer, a tar made deterministically). Same content, same
 // digest: bases are immutable, and importing one twice finds it.
+//
+// The package has no package-level state to initialise: the sandbox
+// commands' fast path resolves --base DIGEST through it.
 package base
 
 import (

@@ -87,3 +87,16 @@ func lock(ctx context.Context, path string, wait time.Duration) (func(), error) 
 		}
 	}
 }
+
+// CacheDir is the cache directory the variable env names, or name in the
+// user's cache directory ($XDG_CACHE_HOME or ~/.cache) when it is unset.
+func CacheDir(env, name string) (string, error) {
+	if dir := os.Getenv(env); dir != "" {
+		return dir, nil
+	}
+	uc, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("find a cache directory (set %s): %w", env, err)
+	}
+	return filepath.Join(uc, name), nil
+}

@@ -83,13 +83,9 @@ func Dir(requirements string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read the requirements: %w", err)
 	}
-	cache := os.Getenv(EnvDir)
-	if cache == "" {
-		uc, err := os.UserCacheDir()
-		if err != nil {
-			return "", fmt.Errorf("find a cache directory (set %s): %w", EnvDir, err)
-		}
-		cache = filepath.Join(uc, "cwm-testvenv")
+	cache, err := oncedir.CacheDir(EnvDir, "cwm-testvenv")
+	if err != nil {
+		return "", err
 	}
 	target, err := filepath.EvalSymlinks(Interpreter)
 	if err != nil {

@@ -81,13 +81,9 @@ func Debian(t testing.TB, suite string, packages ...string) *base.Base {
 // Dir is the cache directory of a base: a key of the suite, the packages
 // and the bootstrap tool's version.
 func Dir(suite string, packages []string) (string, error) {
-	cache := os.Getenv(EnvDir)
-	if cache == "" {
-		uc, err := os.UserCacheDir()
-		if err != nil {
-			return "", fmt.Errorf("find a cache directory (set %s): %w", EnvDir, err)
-		}
-		cache = filepath.Join(uc, "cwm-testbases")
+	cache, err := oncedir.CacheDir(EnvDir, "cwm-testbases")
+	if err != nil {
+		return "", err
 	}
 	tool := "debootstrap"
 	if _, err := exec.LookPath("mmdebstrap"); err == nil {
