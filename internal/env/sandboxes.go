@@ -114,6 +114,7 @@ func config(e *Env, l RunLimits) (sandbox.Config, error) {
 func IsBaseDigest(b string) bool { return strings.HasPrefix(b, "sha256:") }
 
 // storedBase is the base of the store of e's $CWM_HOME that digest names.
+// e's directory is $CWM_HOME/envs/<id>, or a build's stage beside it.
 func (e *Env) storedBase(digest string) (*base.Base, error) {
 	home := filepath.Dir(filepath.Dir(e.dir))
 	b := base.NewStore(home).Get(digest)
