@@ -45,6 +45,7 @@ func TestBaseCommands(t *testing.T) {
 		{"ls", []string{"base", "ls"}, 0, []string{b.Short(), "debian bookworm", "3.11.", "dir", tree, "none"}},
 		{"run on a base by prefix", []string{"sandbox", "run", "--base", prefix, "--", "python3", "--version"}, 0, []string{"Python 3.11."}},
 		{"run on an unknown base", []string{"sandbox", "run", "--base", "ffffffff", "--", "true"}, 1, []string{"--base: no base ffffffff"}},
+		{"env show names the base", []string{"env", "show", "0123456789abcdef"}, 0, []string{"base:        " + b.Short() + " (debian bookworm)"}},
 		{"rm in use", []string{"base", "rm", prefix}, 1, []string{"is used by 1 environment(s) (0123456789abcdef)"}},
 		{"rm too short", []string{"base", "rm", "ab"}, 2, []string{"at least 4 of its first hex digits"}},
 		{"gc", []string{"base", "gc"}, 0, []string{"removed " + filepath.Join(home, "bases", ".stage-dead")}},
