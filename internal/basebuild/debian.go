@@ -36,7 +36,7 @@ type Debian struct {
 // debianEpoch is the SOURCE_DATE_EPOCH of the trees (2024-01-01): files
 // mmdebstrap makes get it, so that a tree from the same packages packs
 // into the same layer.
-const debianEpoch = "1704067200"
+const debianEpoch = 1704067200
 
 // bootstrapTimeout bounds mmdebstrap or debootstrap (downloads included).
 const bootstrapTimeout = 30 * time.Minute
@@ -78,20 +78,41 @@ func BuildDebian(ctx context.Context, s *base.Store, d Debian, o Options) (*base
 		st.Discard()
 		return nil, fmt.Errorf("build a Debian %s base: %w", d.Suite, err)
 	}
-	hosts := filepath.Join(st.Rootfs(), "etc", "hosts")
-	if _, err := os.Lstat(hosts); err != nil {
-		os.WriteFile(hosts, []byte("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"), 0o644)
-		epoch := time.Unix(1704067200, 0)
-		os.Chtimes(hosts, epoch, epoch)
+	if err := addHosts(st.Rootfs()); err != nil {
+		st.Discard()
+		return nil, fmt.Errorf("build a Debian %s base: %w", d.Suite, err)
 	}
 	src := base.Source{Kind: base.KindDebian, Ref: mirror, Suite: d.Suite, Packages: d.Packages, Tool: tool}
 	return fromTree(ctx, s, st, st.Rootfs(), src, o)
 }
 
+// addHosts gives the tree an /etc/hosts naming localhost, unless it has
+// one, with the times of the archive's files: the file at the epoch, /etc
+// as it was, so that the tree packs the same way every time.
+func addHosts(rootfs string) error {
+	etc := filepath.Join(rootfs, "etc")
+	hosts := filepath.Join(etc, "hosts")
+	if _, err := os.Lstat(hosts); err == nil {
+		return nil
+	}
+	fi, err := os.Stat(etc)
+	if err != nil {
+		return fmt.Errorf("the tree has no /etc: %w", err)
+	}
+	if err := os.WriteFile(hosts, []byte("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"), 0o644); err != nil {
+		return err
+	}
+	epoch := time.Unix(debianEpoch, 0)
+	if err := os.Chtimes(hosts, epoch, epoch); err != nil {
+		return err
+	}
+	return os.Chtimes(etc, fi.ModTime(), fi.ModTime())
+}
+
 // bootstrap makes the tree in st's rootfs and returns the tool and its
 // version.
 func bootstrap(ctx context.Context, st *base.Stage, suite, mirror string, pkgs []string, o Options) (string, error) {
-	env := []string{"SOURCE_DATE_EPOCH=" + debianEpoch}
+	env := []string{fmt.Sprintf("SOURCE_DATE_EPOCH=%d", debianEpoch)}
 	if p, err := exec.LookPath("mmdebstrap"); err == nil {
 		tool := toolVersion(ctx, p)
 		out := filepath.Join(st.Dir(), "tree.tar")
