@@ -7,7 +7,7 @@ BIN     := bin/cwm
 # sandbox init and worker that re-executes cwm.
 export CGO_ENABLED := 0
 PYTHON  := /usr/bin/python3
-DEB_PKGS := python3 python3-pytest python3-venv python3-setuptools git patch bubblewrap hyperfine apparmor slurm-wlm munge docker-registry apache2-utils chromium
+DEB_PKGS := python3 python3-pytest python3-venv python3-setuptools git patch bubblewrap hyperfine apparmor slurm-wlm munge docker-registry apache2-utils chromium mmdebstrap debootstrap skopeo umoci
 
 .PHONY: all setup build test test-vm bench demo clean
 

@@ -19,7 +19,8 @@ func (*envGCCmd) Usage() string {
 Removes unusable environments, directories without a valid manifest, the
 leftovers of interrupted builds (never a build that is still running) and
 half-removed environments. Usable environments are kept. Then the blob
-cache ($CWM_HOME/blobs) drops what no stored environment came from.`
+cache ($CWM_HOME/blobs) drops what no stored environment came from and no
+stored base keeps (cwm base gc clears the bases' leftovers).`
 }
 
 func (*envGCCmd) Flags(fs *flag.FlagSet) {}

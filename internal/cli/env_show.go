@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"cwm/internal/base"
 	"cwm/internal/command"
 	"cwm/internal/env"
 )
@@ -52,7 +53,7 @@ func (c *envShowCmd) Run(ctx context.Context, e *command.Env, args []string) err
 	fmt.Fprintf(w, "repository:  %s (%s)\n", en.Repository.Location, en.Repository.Kind)
 	fmt.Fprintf(w, "revision:    %s\n", en.Revision)
 	fmt.Fprintf(w, "origin:      %s\n", en.Origin())
-	fmt.Fprintf(w, "base:        %s, Python %s\n", en.Base, en.Python)
+	fmt.Fprintf(w, "base:        %s, Python %s\n", baseLine(e.Home, en.Base), en.Python)
 	fmt.Fprintf(w, "limits:      %s (env.json: %s)\n", en.SandboxLimits(), en.Limits)
 	fmt.Fprintf(w, "built:       %s in %.1fs, layer %s\n", en.BuiltAt.Local().Format("2006-01-02 15:04:05"), en.BuildSecs, humanBytes(en.LayerBytes))
 	fmt.Fprintf(w, "layer:       %s\n", en.LayerDir())
@@ -123,4 +124,17 @@ func printBaseline(w io.Writer, tests []env.TestResult) {
 		}
 		fmt.Fprintf(w, "  %-6s %s  (%s)\n", strings.ToUpper(t.Status), t.ID, strings.Join(outs, " "))
 	}
+}
+
+// baseLine is an environment's base as env show prints it: a stored base
+// by its short digest and where it came from (or that this machine lacks
+// it), host and directories as they are.
+func baseLine(home, b string) string {
+	if !env.IsBaseDigest(b) {
+		return b
+	}
+	if sb := base.NewStore(home).Get(b); sb != nil {
+		return fmt.Sprintf("%s (%s)", sb.Short(), sb.Describe())
+	}
+	return base.ShortDigest(b) + " (not in this machine's base store: cwm base import or build it)"
 }

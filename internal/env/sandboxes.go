@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 
+	"cwm/internal/base"
 	"cwm/internal/errkind"
 	"cwm/internal/sandbox"
 )
@@ -75,21 +78,48 @@ const sandboxPath = "PATH=" + VenvRoot + "/bin:/usr/local/sbin:/usr/local/bin:/u
 
 // config is the configuration of a sandbox on e's layer.
 func config(e *Env, l RunLimits) (sandbox.Config, error) {
-	base, err := e.base()
+	root, err := e.base()
 	if err != nil {
 		return sandbox.Config{}, err
 	}
 	l = e.clamp(l)
+	env := []string{
+		sandboxPath,
+		"VIRTUAL_ENV=" + VenvRoot,
+		// The layer already holds the bytecode; writing more would only
+		// fill each sandbox's upper layer.
+		"PYTHONDONTWRITEBYTECODE=1",
+		"PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_INPUT=1", "PIP_ROOT_USER_ACTION=ignore",
+	}
+	if IsBaseDigest(root) {
+		b, err := e.storedBase(root)
+		if err != nil {
+			return sandbox.Config{}, err
+		}
+		// The image's Env under the environment's: the venv stays first
+		// on PATH, the image's PATH (when it has one) after it.
+		if p := b.Path(); p != "" {
+			env[0] = "PATH=" + VenvRoot + "/bin:" + p
+		}
+		root, env = b.Rootfs(), b.SandboxEnv(env)
+	}
 	return sandbox.Config{
-		Base: base, Layers: []string{e.LayerDir()}, Workdir: RepoRoot,
-		Env: []string{
-			sandboxPath,
-			"VIRTUAL_ENV=" + VenvRoot,
-			// The layer already holds the bytecode; writing more would only
-			// fill each sandbox's upper layer.
-			"PYTHONDONTWRITEBYTECODE=1",
-			"PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_INPUT=1", "PIP_ROOT_USER_ACTION=ignore",
-		},
+		Base: root, Layers: []string{e.LayerDir()}, Workdir: RepoRoot, Env: env,
 		Limits: sandbox.Limits{Timeout: l.Timeout, Memory: l.Memory, Pids: l.Pids, Output: l.Output, Disk: l.Disk},
 	}, nil
+}
+
+// IsBaseDigest reports whether an environment's base names a stored base
+// (by the digest of its manifest) rather than "host" or a directory.
+func IsBaseDigest(b string) bool { return strings.HasPrefix(b, "sha256:") }
+
+// storedBase is the base of the store of e's $CWM_HOME that digest names.
+// e's directory is $CWM_HOME/envs/<id>, or a build's stage beside it.
+func (e *Env) storedBase(digest string) (*base.Base, error) {
+	home := filepath.Dir(filepath.Dir(e.dir))
+	b := base.NewStore(home).Get(digest)
+	if b == nil {
+		return nil, errkind.Errorf(errkind.NotFound, "environment %s is built on base %s, which is not in %s (cwm base import or cwm base build makes it)", name(e), base.ShortDigest(digest), base.NewStore(home).Dir())
+	}
+	return b, nil
 }

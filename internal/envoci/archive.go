@@ -14,6 +14,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"cwm/internal/blobcache"
 	"cwm/internal/env"
 	"cwm/internal/errkind"
 )
@@ -49,7 +50,7 @@ func Export(e *env.Env, file, home string) (*ExportResult, error) {
 // ExportWith is Export with options: o.Home's blob cache, the build log
 // when o.WithBuildLog is set.
 func ExportWith(e *env.Env, file string, o Options) (*ExportResult, error) {
-	b := newBlobs(o.Home)
+	b := blobcache.New(o.Home)
 	a, err := prepare(e, b, o.WithBuildLog)
 	if err != nil {
 		return nil, err
@@ -89,7 +90,7 @@ func ExportWith(e *env.Env, file string, o Options) (*ExportResult, error) {
 			break
 		}
 		var src *os.File
-		if src, err = b.open(d.Digest.String()); err == nil {
+		if src, err = b.Open(d.Digest.String()); err == nil {
 			err = put(blobName(d.Digest.String()), src, d.Size)
 			src.Close()
 		}
@@ -135,18 +136,18 @@ func Import(st *env.Store, file string, o Options) (res *ImportResult, err error
 		return nil, errkind.Wrap(errkind.NotFound, fmt.Errorf("import: %w", err))
 	}
 	defer f.Close()
-	b := newBlobs(o.Home)
+	b := blobcache.New(o.Home)
 	// A refused import leaves none of the blobs it brought into the cache
 	// (a crafted file may hold a large one that no environment uses).
 	var added []string
 	defer func() {
 		if err != nil {
 			for _, d := range added {
-				os.Remove(b.path(d))
+				os.Remove(b.Path(d))
 			}
 		}
 	}()
-	fh := newCountingHash()
+	fh := blobcache.NewHash()
 	tr := tar.NewReader(io.TeeReader(f, fh))
 	var index *v1.IndexManifest
 	res = &ImportResult{}
@@ -181,11 +182,11 @@ func Import(st *env.Store, file string, o Options) (res *ImportResult, err error
 			}
 		case strings.HasPrefix(name, "blobs/sha256/"):
 			d := "sha256:" + strings.TrimPrefix(name, "blobs/sha256/")
-			if err := checkDigest(d); err != nil {
+			if err := blobcache.CheckDigest(d); err != nil {
 				return nil, corrupt("%s: %s: %v", file, name, err)
 			}
-			if !b.has(d, hdr.Size) {
-				if err := b.put(d, hdr.Size, tr); err != nil {
+			if !b.Has(d, hdr.Size) {
+				if err := b.Put(d, hdr.Size, tr); err != nil {
 					if errkind.Of(err) == errkind.Internal {
 						err = corrupt("%v (the file is cut short or damaged)", err)
 					}
@@ -230,7 +231,7 @@ func Import(st *env.Store, file string, o Options) (res *ImportResult, err error
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", file, err)
 	}
-	origin := env.Origin{Kind: env.OriginImported, From: abs, FileDigest: fh.digest(), Grant: o.Grant}
+	origin := env.Origin{Kind: env.OriginImported, From: abs, FileDigest: fh.Digest(), Grant: o.Grant}
 	for _, m := range index.Manifests {
 		d := m.Digest.String()
 		if !pending[d] {
@@ -241,8 +242,8 @@ func Import(st *env.Store, file string, o Options) (res *ImportResult, err error
 			return nil, err
 		}
 		for _, bd := range a.blobsOf() {
-			if !b.has(bd.Digest.String(), bd.Size) {
-				return nil, corrupt("%s lacks blob %s (%s) of environment %s: the file is incomplete", file, short(bd.Digest.String()), blobWhat(bd), a.id)
+			if !b.Has(bd.Digest.String(), bd.Size) {
+				return nil, corrupt("%s lacks blob %s (%s) of environment %s: the file is incomplete", file, blobcache.Short(bd.Digest.String()), blobWhat(bd), a.id)
 			}
 		}
 		e, err := install(st, b, a, origin, o)
@@ -257,10 +258,10 @@ func Import(st *env.Store, file string, o Options) (res *ImportResult, err error
 }
 
 // cachedArtifact reads and parses a manifest of the cache.
-func cachedArtifact(b blobs, d, where string) (*artifact, error) {
-	raw, err := b.readSmall(d, maxManifest)
+func cachedArtifact(b blobcache.Cache, d, where string) (*artifact, error) {
+	raw, err := b.ReadSmall(d, maxManifest)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, corrupt("%s lacks the manifest %s its index names", where, short(d))
+		return nil, corrupt("%s lacks the manifest %s its index names", where, blobcache.Short(d))
 	}
 	if err != nil {
 		return nil, err

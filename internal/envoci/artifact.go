@@ -11,7 +11,7 @@
 // asked) build log as blobs of their own. What env.json says of the
 // sandbox's base and limits is the sender's word: the receiving machine
 // grants its own (env.Grant, env.Origin). Blobs are content-addressed: a registry stores a layer two
-// environments share once, and cwm's blob cache ($CWM_HOME/blobs) fetches
+// environments share once, and cwm's blob cache ($CWM_HOME/blobcache.Cache) fetches
 // it once. Every blob is checked against its digest before it is used,
 // and an environment appears in the store only once all of it is there
 // (it is unpacked into a stage of the store, published at the end).
@@ -33,6 +33,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"cwm/internal/blobcache"
 	"cwm/internal/env"
 )
 
@@ -107,8 +108,8 @@ func parseArtifact(raw []byte, where string) (*artifact, error) {
 	if string(m.Config.MediaType) != ConfigMediaType {
 		return nil, corrupt("%s is not a cwm environment (its config is %s, not %s)", where, m.Config.MediaType, ConfigMediaType)
 	}
-	a := &artifact{raw: raw, digest: digestOf(raw), m: m, id: m.Annotations[annEnvID]}
-	if err := checkDigest(m.Config.Digest.String()); err != nil {
+	a := &artifact{raw: raw, digest: blobcache.Digest(raw), m: m, id: m.Annotations[annEnvID]}
+	if err := blobcache.CheckDigest(m.Config.Digest.String()); err != nil {
 		return nil, corrupt("%s: config: %v", where, err)
 	}
 	if m.Config.Size > maxConfig || m.Config.Size < 0 {
@@ -116,7 +117,7 @@ func parseArtifact(raw []byte, where string) (*artifact, error) {
 	}
 	seen := map[string]bool{}
 	for i, l := range m.Layers {
-		if err := checkDigest(l.Digest.String()); err != nil {
+		if err := blobcache.CheckDigest(l.Digest.String()); err != nil {
 			return nil, corrupt("%s: layer %d: %v", where, i, err)
 		}
 		if l.Size < 0 {
@@ -141,7 +142,7 @@ func parseArtifact(raw []byte, where string) (*artifact, error) {
 			return nil, corrupt("%s: two layers are %s/", where, top)
 		case err != nil || tarSize < 0:
 			return nil, corrupt("%s: layer %s: %s %q is not a size", where, top, annTarSize, l.Annotations[annTarSize])
-		case checkDigest(l.Annotations[annDiffID]) != nil:
+		case blobcache.CheckDigest(l.Annotations[annDiffID]) != nil:
 			return nil, corrupt("%s: layer %s: %s %q is not a digest", where, top, annDiffID, l.Annotations[annDiffID])
 		}
 		seen[top] = true

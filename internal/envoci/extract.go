@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"io"
 
+	"cwm/internal/blobcache"
 	"cwm/internal/errkind"
 	"cwm/internal/layertar"
 )
@@ -21,24 +22,24 @@ func unpackLayer(r io.Reader, u *layertar.Unpacker, top, diffID string, tarSize 
 		return corrupt("layer %s is not gzip-compressed: %v", top, err)
 	}
 	defer gz.Close()
-	th := newCountingHash()
+	th := blobcache.NewHash()
 	// One byte more than the manifest says, to tell a longer tar.
 	tr := io.TeeReader(io.LimitReader(gz, tarSize+1), th)
 	err = u.Layer(tr, layertar.Layer{Name: top + "/", Top: top, Size: tarSize})
-	if err != nil && th.n > tarSize {
+	if err != nil && th.N > tarSize {
 		return corrupt("layer %s holds more than the %d bytes of tar its manifest says", top, tarSize)
 	}
 	if err != nil {
 		return err
 	}
 	// Whatever follows the tar's end marker is part of the blob too.
-	if _, err := io.Copy(io.Discard, io.TeeReader(io.LimitReader(gz, tarSize+1-th.n), th)); err != nil {
+	if _, err := io.Copy(io.Discard, io.TeeReader(io.LimitReader(gz, tarSize+1-th.N), th)); err != nil {
 		return corrupt("layer %s: %v", top, err)
 	}
-	if th.n != tarSize {
-		return corrupt("layer %s holds %d bytes of tar, its manifest says %d", top, th.n, tarSize)
+	if th.N != tarSize {
+		return corrupt("layer %s holds %d bytes of tar, its manifest says %d", top, th.N, tarSize)
 	}
-	if got := th.digest(); got != diffID {
+	if got := th.Digest(); got != diffID {
 		return corrupt("layer %s: its tar's digest is %s, its manifest says %s", top, got, diffID)
 	}
 	return nil

@@ -25,6 +25,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"golang.org/x/sys/unix"
 
+	"cwm/internal/blobcache"
 	"cwm/internal/env"
 	"cwm/internal/envoci/ocitest"
 	"cwm/internal/layertar/layertartest"
@@ -131,19 +132,19 @@ func gz(data []byte) []byte {
 func craft(t *testing.T, id string, config []byte, layers ...craftLayer) crafted {
 	t.Helper()
 	c := crafted{blobs: map[string][]byte{}}
-	cd, _ := v1.NewHash(digestOf(config))
+	cd, _ := v1.NewHash(blobcache.Digest(config))
 	c.blobs[cd.String()] = config
 	var descs []v1.Descriptor
 	for _, l := range layers {
 		blob := l.blob()
-		d, _ := v1.NewHash(digestOf(blob))
+		d, _ := v1.NewHash(blobcache.Digest(blob))
 		c.blobs[d.String()] = blob
 		size, diffID := l.tarSize, l.diffID
 		if size == 0 {
 			size = int64(len(l.tar))
 		}
 		if diffID == "" {
-			diffID = digestOf(l.tar)
+			diffID = blobcache.Digest(l.tar)
 		}
 		descs = append(descs, v1.Descriptor{MediaType: types.MediaType(LayerMediaType), Size: int64(len(blob)), Digest: d,
 			Annotations: map[string]string{annPath: l.top, annDiffID: diffID, annTarSize: fmt.Sprint(size)}})
@@ -152,7 +153,7 @@ func craft(t *testing.T, id string, config []byte, layers ...craftLayer) crafted
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.raw, c.digest = raw, digestOf(raw)
+	c.raw, c.digest = raw, blobcache.Digest(raw)
 	return c
 }
 
@@ -204,7 +205,7 @@ func (c crafted) push(t *testing.T, ref string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := newBlobs(t.TempDir())
+	b := blobcache.New(t.TempDir())
 	pusher, err := remote.NewPusher(remote.WithContext(ctx))
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +215,7 @@ func (c crafted) push(t *testing.T, ref string) {
 		t.Fatal(err)
 	}
 	for _, d := range a.blobsOf() {
-		if err := b.putBytes(d.Digest.String(), c.blobs[d.Digest.String()]); err != nil {
+		if err := b.PutBytes(d.Digest.String(), c.blobs[d.Digest.String()]); err != nil {
 			t.Fatal(err)
 		}
 		if err := pusher.Upload(ctx, r.Context(), blobLayer{b, d}); err != nil {
@@ -237,7 +238,7 @@ func hostileProxy(t *testing.T, registry string) string {
 	rp := httputil.NewSingleHostReverseProxy(u)
 	bigIndex := func(n int) []byte {
 		idx := v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex}
-		h, _ := v1.NewHash(digestOf([]byte("x")))
+		h, _ := v1.NewHash(blobcache.Digest([]byte("x")))
 		for i := range n {
 			idx.Manifests = append(idx.Manifests, v1.Descriptor{MediaType: types.OCIManifestSchema1, Size: int64(i), Digest: h,
 				Platform: &v1.Platform{OS: "linux", Architecture: fmt.Sprintf("arch%d", i)}})
@@ -264,7 +265,7 @@ func hostileProxy(t *testing.T, registry string) string {
 				data = big
 			}
 			w.Header().Set("Content-Type", string(types.OCIImageIndex))
-			w.Header().Set("Docker-Content-Digest", digestOf(data))
+			w.Header().Set("Docker-Content-Digest", blobcache.Digest(data))
 			if r.Method == http.MethodHead {
 				w.Header().Set("Content-Length", fmt.Sprint(len(data)))
 				return
@@ -406,7 +407,7 @@ func hostileSet(t *testing.T, dir, registry, proxy string, can *hostileCanary) [
 	f.Truncate(fi.Size() - 1024) // the end marker, where the blob's header goes
 	f.Seek(0, io.SeekEnd)
 	tw := tar.NewWriter(f)
-	tw.WriteHeader(&tar.Header{Name: blobName(digestOf([]byte("huge"))), Mode: 0o644, Size: 1 << 40, Typeflag: tar.TypeReg})
+	tw.WriteHeader(&tar.Header{Name: blobName(blobcache.Digest([]byte("huge"))), Mode: 0o644, Size: 1 << 40, Typeflag: tar.TypeReg})
 	tw.Write(make([]byte, 4096))
 	f.Close() // cut there: the tar is not finished
 	return append(cases,
@@ -431,7 +432,7 @@ func hostileSet(t *testing.T, dir, registry, proxy string, can *hostileCanary) [
 var bomb = sync.OnceValue(func() craftLayer {
 	var blob bytes.Buffer
 	zw := gzip.NewWriter(&blob)
-	h := newCountingHash()
+	h := blobcache.NewHash()
 	tw := tar.NewWriter(io.MultiWriter(zw, h))
 	tw.WriteHeader(&tar.Header{Name: "repo/zeros", Typeflag: tar.TypeReg, Mode: 0o644, Size: bombSize})
 	zero := make([]byte, 1<<20)
@@ -440,7 +441,7 @@ var bomb = sync.OnceValue(func() craftLayer {
 	}
 	tw.Close()
 	zw.Close()
-	return craftLayer{top: "repo", gz: blob.Bytes(), diffID: h.digest(), tarSize: h.n}
+	return craftLayer{top: "repo", gz: blob.Bytes(), diffID: h.Digest(), tarSize: h.N}
 })
 
 // runHostile takes c in with a fresh home under base: it returns "" if

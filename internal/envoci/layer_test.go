@@ -168,19 +168,19 @@ func TestPackIsATreeRoundTrip(t *testing.T) {
 	e := putEnv(t, t.TempDir(), "aaaa", map[string]string{"pkg/mod.py": "def f():\n    return 1\n"})
 	for _, top := range []string{"repo", "venv"} {
 		var a, b bytes.Buffer
-		pa, err := packLayer(&a, e.LayerDir(), top)
+		pa, err := layertar.Pack(&a, e.LayerDir(), top)
 		if err != nil {
 			t.Fatal(err)
 		}
-		pb, err := packLayer(&b, e.LayerDir(), top)
+		pb, err := layertar.Pack(&b, e.LayerDir(), top)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if pa != pb || !bytes.Equal(a.Bytes(), b.Bytes()) {
-			t.Errorf("packLayer(%s) twice = %+v and %+v: the same tree must give the same blob", top, pa, pb)
+			t.Errorf("layertar.Pack(%s) twice = %+v and %+v: the same tree must give the same blob", top, pa, pb)
 		}
 		if got := fmt.Sprintf("sha256:%x", sha256.Sum256(a.Bytes())); got != pa.Digest || int64(a.Len()) != pa.Size {
-			t.Errorf("packLayer(%s) digest %s size %d, the bytes are %s, %d", top, pa.Digest, pa.Size, got, a.Len())
+			t.Errorf("layertar.Pack(%s) digest %s size %d, the bytes are %s, %d", top, pa.Digest, pa.Size, got, a.Len())
 		}
 		dst := t.TempDir()
 		if err := unpackInto(t, &a, dst, top, pa.DiffID, pa.TarSize); err != nil {

@@ -18,6 +18,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"golang.org/x/sys/unix"
 
+	"cwm/internal/base"
+	"cwm/internal/blobcache"
 	"cwm/internal/env"
 	"cwm/internal/errkind"
 	"cwm/internal/layertar"
@@ -28,11 +30,11 @@ import (
 // env.json as config, its baseline and coverage map, and its build log
 // when withLog is set (a log is for the machine that built it: it may hold
 // what an install printed of that machine).
-func prepare(e *env.Env, b blobs, withLog bool) (*artifact, error) {
+func prepare(e *env.Env, b blobcache.Cache, withLog bool) (*artifact, error) {
 	if !e.Usable {
 		return nil, errkind.Errorf(errkind.Input, "environment %s is not usable (%s): it is not shipped", e.ID, e.Reason)
 	}
-	if err := os.MkdirAll(b.dir, 0o755); err != nil {
+	if err := os.MkdirAll(b.Dir(), 0o755); err != nil {
 		return nil, err
 	}
 	ents, err := os.ReadDir(e.LayerDir())
@@ -73,28 +75,21 @@ func prepare(e *env.Env, b blobs, withLog bool) (*artifact, error) {
 	if err != nil {
 		return nil, fmt.Errorf("internal: %w", err)
 	}
-	if err := b.putBytes(a.digest, raw); err != nil {
+	if err := b.PutBytes(a.digest, raw); err != nil {
 		return nil, err
 	}
 	return a, nil
 }
 
 // packInto packs layer directory top into the cache.
-func packInto(b blobs, root, top string) (v1.Descriptor, error) {
-	f, err := os.CreateTemp(b.dir, ".tmp-")
+func packInto(b blobcache.Cache, root, top string) (v1.Descriptor, error) {
+	var p layertar.Packed
+	err := b.Write(func(w io.Writer) (string, error) {
+		var err error
+		p, err = layertar.Pack(w, root, top)
+		return p.Digest, err
+	})
 	if err != nil {
-		return v1.Descriptor{}, err
-	}
-	defer os.Remove(f.Name()) // fails once renamed
-	p, err := packLayer(f, root, top)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return v1.Descriptor{}, err
-	}
-	os.Chmod(f.Name(), 0o644)
-	if err := os.Rename(f.Name(), b.path(p.Digest)); err != nil {
 		return v1.Descriptor{}, err
 	}
 	h, _ := v1.NewHash(p.Digest)
@@ -103,27 +98,27 @@ func packInto(b blobs, root, top string) (v1.Descriptor, error) {
 }
 
 // fileBlob puts a file of the environment's directory into the cache.
-func fileBlob(b blobs, path, mt, title string) (v1.Descriptor, error) {
+func fileBlob(b blobcache.Cache, path, mt, title string) (v1.Descriptor, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return v1.Descriptor{}, err
 	}
 	defer f.Close()
-	h := newCountingHash()
+	h := blobcache.NewHash()
 	if _, err := io.Copy(h, f); err != nil {
 		return v1.Descriptor{}, err
 	}
-	d := h.digest()
-	if !b.has(d, h.n) {
+	d := h.Digest()
+	if !b.Has(d, h.N) {
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return v1.Descriptor{}, err
 		}
-		if err := b.put(d, h.n, f); err != nil {
+		if err := b.Put(d, h.N, f); err != nil {
 			return v1.Descriptor{}, err
 		}
 	}
 	hash, _ := v1.NewHash(d)
-	desc := v1.Descriptor{MediaType: types.MediaType(mt), Size: h.n, Digest: hash}
+	desc := v1.Descriptor{MediaType: types.MediaType(mt), Size: h.N, Digest: hash}
 	if title != "" {
 		desc.Annotations = map[string]string{annTitle: title}
 	}
@@ -139,9 +134,9 @@ func fileBlob(b blobs, path, mt, title string) (v1.Descriptor, error) {
 // host's by default), never the one env.json names; an env.json naming
 // another base than the host's is refused unless the operator named one.
 // o bounds the unpacking.
-func install(st *env.Store, b blobs, a *artifact, org env.Origin, o Options) (*env.Env, error) {
+func install(st *env.Store, b blobcache.Cache, a *artifact, org env.Origin, o Options) (*env.Env, error) {
 	from := org.From
-	config, err := b.readSmall(a.m.Config.Digest.String(), maxConfig)
+	config, err := b.ReadSmall(a.m.Config.Digest.String(), maxConfig)
 	if err != nil {
 		return nil, fmt.Errorf("%s: env.json: %w", from, err)
 	}
@@ -263,27 +258,27 @@ func validID(id string) bool {
 
 // unpackCached unpacks a cached layer blob, checking its digest as it is
 // read: a blob damaged on disk is removed and refused.
-func unpackCached(b blobs, l layerDesc, u *layertar.Unpacker) error {
-	f, err := b.open(l.Digest.String())
+func unpackCached(b blobcache.Cache, l layerDesc, u *layertar.Unpacker) error {
+	f, err := b.Open(l.Digest.String())
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	h := newCountingHash()
+	h := blobcache.NewHash()
 	err = unpackLayer(io.TeeReader(f, h), u, l.top, l.diffID, l.tarSize)
 	if err == nil {
 		_, err = io.Copy(h, f) // the rest of the blob, for its digest
 	}
-	if err == nil && (h.digest() != l.Digest.String() || h.n != l.Size) {
-		os.Remove(b.path(l.Digest.String()))
-		err = corrupt("cached layer %s (%s) does not match its digest (damaged on disk; removed, pull again)", l.top, short(l.Digest.String()))
+	if err == nil && (h.Digest() != l.Digest.String() || h.N != l.Size) {
+		os.Remove(b.Path(l.Digest.String()))
+		err = corrupt("cached layer %s (%s) does not match its digest (damaged on disk; removed, pull again)", l.top, blobcache.Short(l.Digest.String()))
 	}
 	return err
 }
 
 // copyBlob copies a cached blob to a file.
-func copyBlob(b blobs, d, dst string) error {
-	src, err := b.open(d)
+func copyBlob(b blobcache.Cache, d, dst string) error {
+	src, err := b.Open(d)
 	if err != nil {
 		return err
 	}
@@ -300,21 +295,24 @@ func copyBlob(b blobs, d, dst string) error {
 }
 
 // Prune removes from the blob cache of home the blobs no environment of
-// the store came from (by its origin.json), and what killed pulls left.
-// It returns the bytes freed.
+// the store came from (by its origin.json) and no stored base keeps, and
+// what killed pulls left. It returns the bytes freed.
 func Prune(home string, st *env.Store) (int64, error) {
-	b := newBlobs(home)
+	b := blobcache.New(home)
 	all, err := st.List()
 	if err != nil {
 		return 0, err
 	}
-	keep := map[string]bool{}
+	keep, err := base.NewStore(home).Blobs()
+	if err != nil {
+		return 0, err
+	}
 	for _, e := range all {
 		o := e.Origin()
 		if o == nil || o.Manifest == "" {
 			continue
 		}
-		raw, err := b.readSmall(o.Manifest, maxManifest)
+		raw, err := b.ReadSmall(o.Manifest, maxManifest)
 		if err != nil {
 			continue
 		}
@@ -327,12 +325,8 @@ func Prune(home string, st *env.Store) (int64, error) {
 			keep[d.Digest.String()] = true
 		}
 	}
-	return b.prune(keep)
+	return b.Prune(keep)
 }
-
-// oldEnough tells a temporary file a killed run left from one being
-// written.
-func oldEnough(fi fs.FileInfo) bool { return time.Since(fi.ModTime()) > time.Hour }
 
 // lockPull serialises pulls of one artifact on this machine (the tasks of
 // a job array on one node): the second waits, then finds it in the store.

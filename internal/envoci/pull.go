@@ -10,6 +10,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"cwm/internal/blobcache"
 	"cwm/internal/env"
 )
 
@@ -50,7 +51,7 @@ func Pull(ctx context.Context, st *env.Store, ref string, o Options) (*PullResul
 		return nil, err
 	}
 	defer unlock()
-	b := newBlobs(o.Home)
+	b := blobcache.New(o.Home)
 	puller, err := remote.NewPuller(o.remote(ctx)...)
 	if err != nil {
 		return nil, err
@@ -72,7 +73,7 @@ func Pull(ctx context.Context, st *env.Store, ref string, o Options) (*PullResul
 	}
 	var missing []v1.Descriptor
 	for _, d := range a.blobsOf() {
-		if !b.has(d.Digest.String(), d.Size) {
+		if !b.Has(d.Digest.String(), d.Size) {
 			missing = append(missing, d)
 		}
 	}
@@ -94,9 +95,9 @@ func Pull(ctx context.Context, st *env.Store, ref string, o Options) (*PullResul
 
 // manifestOf reads the artifact r names: from the cache for a digest it
 // has, otherwise from the registry (and then keeps it).
-func manifestOf(ctx context.Context, puller *remote.Puller, b blobs, r name.Reference) (*artifact, error) {
+func manifestOf(ctx context.Context, puller *remote.Puller, b blobcache.Cache, r name.Reference) (*artifact, error) {
 	if dg, ok := r.(name.Digest); ok {
-		if raw, err := b.readSmall(dg.DigestStr(), maxManifest); err == nil {
+		if raw, err := b.ReadSmall(dg.DigestStr(), maxManifest); err == nil {
 			return parseArtifact(raw, r.String())
 		}
 	}
@@ -111,7 +112,7 @@ func manifestOf(ctx context.Context, puller *remote.Puller, b blobs, r name.Refe
 	if err != nil {
 		return nil, err
 	}
-	if err := b.putBytes(a.digest, a.raw); err != nil {
+	if err := b.PutBytes(a.digest, a.raw); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -119,7 +120,7 @@ func manifestOf(ctx context.Context, puller *remote.Puller, b blobs, r name.Refe
 
 // fetchBlobs fetches blobs into the cache, jobs at once; the first error
 // stops the others.
-func fetchBlobs(ctx context.Context, puller *remote.Puller, b blobs, repo name.Repository, ds []v1.Descriptor, jobs int) error {
+func fetchBlobs(ctx context.Context, puller *remote.Puller, b blobcache.Cache, repo name.Repository, ds []v1.Descriptor, jobs int) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var mu sync.Mutex
@@ -144,8 +145,8 @@ func fetchBlobs(ctx context.Context, puller *remote.Puller, b blobs, repo name.R
 	return first
 }
 
-func fetchBlob(ctx context.Context, puller *remote.Puller, b blobs, repo name.Repository, d v1.Descriptor) error {
-	what := fmt.Sprintf("fetch blob %s (%s) from %s", short(d.Digest.String()), blobWhat(d), repo)
+func fetchBlob(ctx context.Context, puller *remote.Puller, b blobcache.Cache, repo name.Repository, d v1.Descriptor) error {
+	what := fmt.Sprintf("fetch blob %s (%s) from %s", blobcache.Short(d.Digest.String()), blobWhat(d), repo)
 	l, err := puller.Layer(ctx, repo.Digest(d.Digest.String()))
 	if err != nil {
 		return registryError(what, err)
@@ -155,7 +156,7 @@ func fetchBlob(ctx context.Context, puller *remote.Puller, b blobs, repo name.Re
 		return registryError(what, err)
 	}
 	defer rc.Close()
-	if err := b.put(d.Digest.String(), d.Size, rc); err != nil {
+	if err := b.Put(d.Digest.String(), d.Size, rc); err != nil {
 		return registryError(what, err)
 	}
 	return nil

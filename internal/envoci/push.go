@@ -11,6 +11,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"cwm/internal/blobcache"
 	"cwm/internal/env"
 	"cwm/internal/errkind"
 )
@@ -47,7 +48,7 @@ func Push(ctx context.Context, e *env.Env, ref string, o Options) (*PushResult, 
 	if tag.TagStr() == name.DefaultTag && !hasExplicitTag(ref) {
 		tag = r.Context().Tag(e.ID)
 	}
-	b := newBlobs(o.Home)
+	b := blobcache.New(o.Home)
 	a, err := prepare(e, b, o.WithBuildLog)
 	if err != nil {
 		return nil, err
@@ -94,8 +95,8 @@ func Push(ctx context.Context, e *env.Env, ref string, o Options) (*PushResult, 
 }
 
 // pushBlob uploads one blob unless the repository has it.
-func pushBlob(ctx context.Context, pusher *remote.Pusher, puller *remote.Puller, repo name.Repository, b blobs, d v1.Descriptor) (bool, error) {
-	what := fmt.Sprintf("push blob %s to %s", short(d.Digest.String()), repo)
+func pushBlob(ctx context.Context, pusher *remote.Pusher, puller *remote.Puller, repo name.Repository, b blobcache.Cache, d v1.Descriptor) (bool, error) {
+	what := fmt.Sprintf("push blob %s to %s", blobcache.Short(d.Digest.String()), repo)
 	l, err := puller.Layer(ctx, repo.Digest(d.Digest.String()))
 	if err != nil {
 		return false, registryError(what, err)

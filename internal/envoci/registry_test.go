@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/registry"
 
+	"cwm/internal/blobcache"
 	"cwm/internal/env"
 	"cwm/internal/envoci/ocitest"
 	"cwm/internal/errkind"
@@ -417,7 +418,7 @@ func TestKilledPull(t *testing.T) {
 	blobs, _ := filepath.Glob(filepath.Join(dst, "blobs", "sha256", "[0-9a-f]*"))
 	for _, b := range blobs {
 		data, _ := os.ReadFile(b)
-		if got := digestOf(data); got != "sha256:"+filepath.Base(b) {
+		if got := blobcache.Digest(data); got != "sha256:"+filepath.Base(b) {
 			t.Errorf("a killed pull left blob %s holding %s", filepath.Base(b), got)
 		}
 	}

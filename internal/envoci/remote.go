@@ -17,8 +17,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"cwm/internal/blobcache"
 	"cwm/internal/env"
 	"cwm/internal/errkind"
+	"cwm/internal/registryguard"
 )
 
 // Options configure cwm's side of a registry, what is shipped, and what
@@ -32,7 +34,7 @@ type Options struct {
 	Keychain authn.Keychain
 	// Transport is the HTTP transport (default: go-containerregistry's,
 	// which honours HTTPS_PROXY and SSL_CERT_FILE). Whichever it is, cwm
-	// refuses link-local and cloud metadata addresses (guard.go).
+	// refuses link-local and cloud metadata addresses (internal/registryguard).
 	Transport http.RoundTripper
 	// Insecure lists the registries (host:port) spoken to over plain
 	// HTTP; loopback addresses always are. Default: $CWM_INSECURE_REGISTRIES,
@@ -60,7 +62,7 @@ func (o Options) remote(ctx context.Context) []remote.Option {
 		kc = authn.DefaultKeychain
 	}
 	return []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc), remote.WithUserAgent("cwm"),
-		remote.WithTransport(guardedTransport(o.Transport))}
+		remote.WithTransport(registryguard.Transport(o.Transport, maxManifest))}
 }
 
 func (o Options) jobs() int {
@@ -125,7 +127,7 @@ func registryError(what string, err error) error {
 		return errkind.Errorf(errkind.Unavailable, "%s: %v", what, err)
 	case strings.Contains(err.Error(), "SSRF protection"):
 		// go-containerregistry's own check of a redirect to a private
-		// or link-local address literal, before guard.go's.
+		// or link-local address literal, before internal/registryguard's.
 		return errkind.Errorf(errkind.Input, "%s: the registry redirected to a private or link-local address: refused: %v", what, err)
 	case errors.As(err, &ne), strings.Contains(err.Error(), "connection refused"), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return errkind.Errorf(errkind.Unavailable, "%s: the registry cannot be reached or broke off: %v", what, err)
@@ -139,7 +141,7 @@ func registryError(what string, err error) error {
 
 // blobLayer is a cached blob as go-containerregistry uploads it.
 type blobLayer struct {
-	b blobs
+	b blobcache.Cache
 	d v1.Descriptor
 }
 
@@ -147,7 +149,7 @@ func (l blobLayer) Digest() (v1.Hash, error)            { return l.d.Digest, nil
 func (l blobLayer) DiffID() (v1.Hash, error)            { return l.d.Digest, nil }
 func (l blobLayer) Size() (int64, error)                { return l.d.Size, nil }
 func (l blobLayer) MediaType() (types.MediaType, error) { return l.d.MediaType, nil }
-func (l blobLayer) Compressed() (io.ReadCloser, error)  { return l.b.open(l.d.Digest.String()) }
+func (l blobLayer) Compressed() (io.ReadCloser, error)  { return l.b.Open(l.d.Digest.String()) }
 func (l blobLayer) Uncompressed() (io.ReadCloser, error) {
 	return nil, errors.New("cwm uploads blobs as they are")
 }

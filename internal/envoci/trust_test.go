@@ -19,7 +19,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"cwm/internal/blobcache"
 	"cwm/internal/env"
+	"cwm/internal/layertar"
 	"cwm/internal/sandbox"
 )
 
@@ -73,7 +75,7 @@ func rewrite(t *testing.T, e *env.Env, home string) *rewritten {
 }
 
 func (c *rewritten) put(data []byte) v1.Hash {
-	d := digestOf(data)
+	d := blobcache.Digest(data)
 	c.blobs[d] = data
 	h, _ := v1.NewHash(d)
 	return h
@@ -101,7 +103,7 @@ func (c *rewritten) addDirLayer(t *testing.T, top string) {
 	root := t.TempDir()
 	os.Mkdir(filepath.Join(root, top), 0o755)
 	var buf bytes.Buffer
-	p, err := packLayer(&buf, root, top)
+	p, err := layertar.Pack(&buf, root, top)
 	if err != nil {
 		t.Fatal(err)
 	}

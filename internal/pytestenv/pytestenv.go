@@ -17,15 +17,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
 	"cwm/internal/hostexec"
+	"cwm/internal/oncedir"
 )
 
 // Interpreter is the Python venvs are made from: the system's, whose
@@ -43,9 +42,6 @@ const (
 	EnvOffline = "CWM_TESTVENV_OFFLINE"
 )
 
-// completeMark is the file written last into a finished venv.
-const completeMark = ".cwm-complete"
-
 // installTimeout bounds making one venv (its downloads included).
 const installTimeout = 10 * time.Minute
 
@@ -60,7 +56,7 @@ func Venv(t testing.TB, requirements string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, completeMark)); err != nil && os.Getenv(EnvOffline) == "1" {
+	if !oncedir.Complete(dir) && os.Getenv(EnvOffline) == "1" {
 		t.Skipf("no venv for %s yet and %s=1", requirements, EnvOffline)
 	}
 	t0 := time.Now()
@@ -87,13 +83,9 @@ func Dir(requirements string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read the requirements: %w", err)
 	}
-	cache := os.Getenv(EnvDir)
-	if cache == "" {
-		uc, err := os.UserCacheDir()
-		if err != nil {
-			return "", fmt.Errorf("find a cache directory (set %s): %w", EnvDir, err)
-		}
-		cache = filepath.Join(uc, "cwm-testvenv")
+	cache, err := oncedir.CacheDir(EnvDir, "cwm-testvenv")
+	if err != nil {
+		return "", err
 	}
 	target, err := filepath.EvalSymlinks(Interpreter)
 	if err != nil {
@@ -109,77 +101,23 @@ func Dir(requirements string) (string, error) {
 
 // Ensure makes the venv dir of requirements unless it is complete, and
 // reports whether this call made it. Callers in other processes wait on
-// the lock beside dir.
+// the lock beside dir (internal/oncedir).
 func Ensure(ctx context.Context, dir, requirements string) (bool, error) {
-	if complete(dir) {
-		return false, nil
-	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return false, fmt.Errorf("make the cache directory: %w", err)
-	}
-	unlock, err := lock(ctx, dir+".lock")
-	if err != nil {
-		return false, err
-	}
-	defer unlock()
-	if complete(dir) { // made by whoever held the lock before
-		return false, nil
-	}
-	// What is there is a run that died half way.
-	if err := os.RemoveAll(dir); err != nil {
-		return false, fmt.Errorf("remove an incomplete venv: %w", err)
-	}
 	req, err := filepath.Abs(requirements)
 	if err != nil {
 		return false, err
 	}
-	steps := [][]string{
-		{Interpreter, "-m", "venv", dir},
-		{filepath.Join(dir, "bin", "python"), "-m", "pip", "install", "--quiet", "--no-input",
-			"--disable-pip-version-check", "--require-hashes", "--no-deps", "--only-binary", ":all:", "-r", req},
-	}
-	for _, args := range steps {
-		if _, err := hostexec.Output(ctx, hostexec.Cmd{Args: args, Timeout: installTimeout}); err != nil {
-			return false, fmt.Errorf("make the venv %s: %w", dir, err)
+	return oncedir.Ensure(ctx, dir, lockWait, req, func(dir string) error {
+		steps := [][]string{
+			{Interpreter, "-m", "venv", dir},
+			{filepath.Join(dir, "bin", "python"), "-m", "pip", "install", "--quiet", "--no-input",
+				"--disable-pip-version-check", "--require-hashes", "--no-deps", "--only-binary", ":all:", "-r", req},
 		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, completeMark), []byte(req+"\n"), 0o644); err != nil {
-		return false, fmt.Errorf("mark the venv complete: %w", err)
-	}
-	return true, nil
-}
-
-func complete(dir string) bool {
-	_, err := os.Stat(filepath.Join(dir, completeMark))
-	return err == nil
-}
-
-// lock takes an exclusive flock on path, waiting at most lockWait for
-// another process that holds it (one making the same venv).
-func lock(ctx context.Context, path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("open the venv lock: %w", err)
-	}
-	deadline := time.Now().Add(lockWait)
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+		for _, args := range steps {
+			if _, err := hostexec.Output(ctx, hostexec.Cmd{Args: args, Timeout: installTimeout}); err != nil {
+				return fmt.Errorf("make the venv %s: %w", dir, err)
+			}
 		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
-		}
-		if time.Now().After(deadline) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: still held by another process after %s", path, lockWait)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+		return nil
+	})
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"cwm/internal/oncedir"
 )
 
 const tiny = "testdata/tiny.txt"
@@ -101,7 +103,7 @@ func TestIncompleteAndBadHash(t *testing.T) {
 	if created, err := Ensure(context.Background(), dir, tiny); !created || err != nil {
 		t.Fatalf("Ensure over a half-made venv = %v, %v; want it made", created, err)
 	}
-	if !complete(dir) {
+	if !oncedir.Complete(dir) {
 		t.Errorf("the remade venv is not marked complete")
 	}
 
@@ -120,7 +122,7 @@ func TestIncompleteAndBadHash(t *testing.T) {
 	if err == nil {
 		t.Fatalf("Ensure with a wrong hash succeeded")
 	}
-	if complete(badDir) {
+	if oncedir.Complete(badDir) {
 		t.Errorf("a failed venv is marked complete")
 	}
 }

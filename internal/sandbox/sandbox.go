@@ -541,10 +541,13 @@ func (s *Sandbox) upperOf(gen int) string {
 }
 
 // lowerDirs are the host paths of the read-only layers, topmost first.
+// The skeleton lies under every base: a root filesystem from an image need
+// not have /proc, /dev, /sys or /tmp, and the sandbox mounts its own
+// procfs and /dev there, and commands expect a /tmp they may write.
 func (s *Sandbox) lowerDirs() []string {
 	l := append([]string{}, s.cfg.Layers...)
 	if s.cfg.Base != "" {
-		return append(l, s.cfg.Base)
+		l = append(l, s.cfg.Base)
 	}
 	return append(l, s.rt.skel)
 }

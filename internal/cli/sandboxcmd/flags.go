@@ -2,9 +2,12 @@ package sandboxcmd
 
 import (
 	"flag"
+	"fmt"
+	"os"
 	"strings"
 	"time"
 
+	"cwm/internal/base"
 	"cwm/internal/command"
 	"cwm/internal/sandbox"
 )
@@ -26,8 +29,8 @@ type sandboxFlags struct {
 
 func (f *sandboxFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.layers, "layer", "read-only `DIR` stacked over the base (repeatable; first is topmost)")
-	fs.StringVar(&f.base, "base", "", "root filesystem `DIR` used as the base instead of the host's /usr and /etc")
-	fs.StringVar(&f.workdir, "workdir", "/", "working `DIR` inside the sandbox")
+	fs.StringVar(&f.base, "base", "", "the base instead of the host's /usr and /etc: a stored base's `DIGEST` (or a prefix; cwm base ls), or a root filesystem directory")
+	fs.StringVar(&f.workdir, "workdir", "", "working `DIR` inside the sandbox (default: the base's WorkingDir, or /)")
 	fs.DurationVar(&f.timeout, "timeout", sandbox.DefaultLimits.Timeout, "wall-clock limit of the command")
 	fs.DurationVar(&f.cpu, "cpu", sandbox.DefaultLimits.CPU, "CPU time limit per process")
 	f.memory = command.ByteSize(sandbox.DefaultLimits.Memory)
@@ -42,7 +45,9 @@ func (f *sandboxFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.env, "env", "`K=V` added to the environment (repeatable)")
 }
 
-func (f *sandboxFlags) config() (sandbox.Config, error) {
+// config is the sandbox's configuration; home is $CWM_HOME, whose store
+// holds the bases --base may name.
+func (f *sandboxFlags) config(home string) (sandbox.Config, error) {
 	for _, kv := range f.env {
 		if !strings.Contains(kv, "=") || strings.HasPrefix(kv, "=") {
 			return sandbox.Config{}, command.Usagef("--env %q: want K=V", kv)
@@ -63,8 +68,20 @@ func (f *sandboxFlags) config() (sandbox.Config, error) {
 	if f.fsize <= 0 || f.output <= 0 || f.disk <= 0 {
 		return sandbox.Config{}, command.Usagef("--file-size, --output and --disk must be positive")
 	}
+	cfg := sandbox.Config{Base: f.base, Workdir: f.workdir, Env: f.env}
+	if fi, err := os.Stat(f.base); f.base != "" && (err != nil || !fi.IsDir()) {
+		b, err := base.NewStore(home).Resolve(f.base)
+		if err != nil {
+			return sandbox.Config{}, fmt.Errorf("--base: %w", err)
+		}
+		cfg = b.SandboxConfig()
+		cfg.Env = b.SandboxEnv(f.env)
+		if f.workdir != "" {
+			cfg.Workdir = f.workdir
+		}
+	}
 	return sandbox.Config{
-		Base: f.base, Layers: f.layers, Workdir: f.workdir, Env: f.env,
+		Base: cfg.Base, Layers: f.layers, Workdir: cfg.Workdir, Env: cfg.Env,
 		Limits: sandbox.Limits{Timeout: f.timeout, CPU: f.cpu, Memory: int64(f.memory), Pids: f.pids,
 			FileSize: int64(f.fsize), Output: int64(f.output), Disk: int64(f.disk)},
 	}, nil

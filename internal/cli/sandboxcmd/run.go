@@ -34,7 +34,8 @@ With --shell, the arguments are joined and run by bash -c.
 Examples:
   cwm sandbox run -- python3 -c 'print(1+1)'
   cwm sandbox run --timeout 2s --memory 256M --shell -- 'yes | head -c 1G | wc -c'
-  cwm sandbox run --layer ./mylayer --workdir /repo -- python3 -m pytest -q`
+  cwm sandbox run --layer ./mylayer --workdir /repo -- python3 -m pytest -q
+  cwm sandbox run --base 35f1775a -- python3 --version   # a stored base (cwm base ls)`
 }
 
 func (c *runCmd) Flags(fs *flag.FlagSet) {
@@ -51,7 +52,7 @@ func (c *runCmd) Run(ctx context.Context, e *command.Env, args []string) error {
 	if len(args) == 0 {
 		return command.Usagef("no command given")
 	}
-	cfg, err := c.config()
+	cfg, err := c.config(e.Home)
 	if err != nil {
 		return err
 	}

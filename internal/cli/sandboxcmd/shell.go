@@ -35,7 +35,7 @@ func (c *shellCmd) Run(ctx context.Context, e *command.Env, args []string) error
 	if len(args) > 0 {
 		return command.Usagef("sandbox shell takes no arguments")
 	}
-	cfg, err := c.config()
+	cfg, err := c.config(e.Home)
 	if err != nil {
 		return err
 	}

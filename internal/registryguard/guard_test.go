@@ -1,4 +1,4 @@
-package envoci
+package registryguard
 
 import (
 	"context"

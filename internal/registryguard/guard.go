@@ -1,4 +1,8 @@
-package envoci
+// Package registryguard is the guard on cwm's connections to OCI
+// registries, for environments (internal/envoci) and bases
+// (internal/base) alike: no link-local or cloud metadata address, and
+// manifests cut at a size, whatever a registry or its redirects say.
+package registryguard
 
 import (
 	"io"
@@ -37,11 +41,11 @@ func refuseMetadata(network, address string, _ syscall.RawConn) error {
 	return nil
 }
 
-// guardedTransport is the transport of a registry: o's (its dialer left
-// as it is if it is not an *http.Transport), or go-containerregistry's
-// default, with the dialer refusing forbidden addresses, and manifests
-// cut at maxManifest bytes as they are read.
-func guardedTransport(rt http.RoundTripper) http.RoundTripper {
+// Transport is the transport of a registry: rt (its dialer left as it is
+// if it is not an *http.Transport), or go-containerregistry's default when
+// nil, with the dialer refusing forbidden addresses, and manifests cut at
+// maxManifest bytes as they are read.
+func Transport(rt http.RoundTripper, maxManifest int64) http.RoundTripper {
 	if rt == nil {
 		rt = remote.DefaultTransport
 	}
@@ -51,10 +55,13 @@ func guardedTransport(rt http.RoundTripper) http.RoundTripper {
 		t.DialContext = d.DialContext
 		rt = t
 	}
-	return guard{rt}
+	return guard{rt: rt, max: maxManifest}
 }
 
-type guard struct{ rt http.RoundTripper }
+type guard struct {
+	rt  http.RoundTripper
+	max int64
+}
 
 func (g guard) RoundTrip(req *http.Request) (*http.Response, error) {
 	if a, err := netip.ParseAddr(strings.Trim(req.URL.Hostname(), "[]")); err == nil && forbidden(a) {
@@ -64,25 +71,25 @@ func (g guard) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil || !strings.Contains(req.URL.Path, "/manifests/") {
 		return resp, err
 	}
-	if resp.ContentLength > maxManifest {
+	if resp.ContentLength > g.max {
 		resp.Body.Close()
-		return nil, errkind.Errorf(errkind.Input, "%s: a manifest of %d bytes is not an environment's (at most %d)", req.URL.Redacted(), resp.ContentLength, maxManifest)
+		return nil, errkind.Errorf(errkind.Input, "%s: a manifest of %d bytes is more than cwm reads (at most %d)", req.URL.Redacted(), resp.ContentLength, g.max)
 	}
-	resp.Body = &cappedBody{ReadCloser: resp.Body, left: maxManifest, url: req.URL.Redacted()}
+	resp.Body = &cappedBody{ReadCloser: resp.Body, left: g.max, max: g.max, url: req.URL.Redacted()}
 	return resp, nil
 }
 
 // cappedBody fails once more than left bytes are read, so that a
-// registry's endless manifest costs at most maxManifest of memory.
+// registry's endless manifest costs at most max bytes of memory.
 type cappedBody struct {
 	io.ReadCloser
-	left int64
-	url  string
+	left, max int64
+	url       string
 }
 
 func (c *cappedBody) Read(p []byte) (int, error) {
 	if c.left < 0 {
-		return 0, errkind.Errorf(errkind.Input, "%s: a manifest of more than %d bytes is not an environment's", c.url, maxManifest)
+		return 0, errkind.Errorf(errkind.Input, "%s: a manifest of more than %d bytes is more than cwm reads", c.url, c.max)
 	}
 	if int64(len(p)) > c.left+1 {
 		p = p[:c.left+1]
@@ -90,7 +97,7 @@ func (c *cappedBody) Read(p []byte) (int, error) {
 	n, err := c.ReadCloser.Read(p)
 	c.left -= int64(n)
 	if c.left < 0 {
-		return n, errkind.Errorf(errkind.Input, "%s: a manifest of more than %d bytes is not an environment's", c.url, maxManifest)
+		return n, errkind.Errorf(errkind.Input, "%s: a manifest of more than %d bytes is more than cwm reads", c.url, c.max)
 	}
 	return n, err
 }

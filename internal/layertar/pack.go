@@ -1,11 +1,10 @@
-package envoci
+package layertar
 
 import (
 	"archive/tar"
+	"cmp"
 	"compress/gzip"
-	"crypto/sha256"
 	"fmt"
-	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -13,35 +12,24 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"cwm/internal/blobcache"
 )
 
-// packed is a layer's blob as written: its digest and size compressed,
+// Packed is a layer's blob as written: its digest and size compressed,
 // and the digest and size of the tar inside (OCI's diff_id).
-type packed struct {
+type Packed struct {
 	Digest, DiffID string // "sha256:<hex>"
 	Size, TarSize  int64
 }
 
-// countingHash is a sha256 that counts what it is given.
-type countingHash struct {
-	h hash.Hash
-	n int64
-}
-
-func newCountingHash() *countingHash { return &countingHash{h: sha256.New()} }
-
-func (c *countingHash) Write(p []byte) (int, error) {
-	c.n += int64(len(p))
-	return c.h.Write(p)
-}
-
-func (c *countingHash) digest() string { return fmt.Sprintf("sha256:%x", c.h.Sum(nil)) }
-
-// packLayer writes the tree root/top (top is "repo", "venv": a top-level
+// Pack writes the tree root/top (top is "repo", "venv": a top-level
 // directory of an environment's layer) to w as a gzip-compressed tar whose
 // names start with top/, so that the union of an environment's layer blobs
 // unpacked in one directory is its layer, and unpacked at / gives the
-// paths its sandboxes see (/repo, /venv).
+// paths its sandboxes see (/repo, /venv). With top empty the whole of root
+// is packed, names relative to it (a base's root filesystem), without its
+// devices, FIFOs and sockets, which a layer cannot carry.
 //
 // The tar is a function of the tree alone: entries in lexical order,
 // owners as numbers, modes, modification times in whole seconds (what
@@ -49,14 +37,14 @@ func (c *countingHash) digest() string { return fmt.Sprintf("sha256:%x", c.h.Sum
 // names, hard links as links; gzip without a name or a time. The same tree
 // gives the same blob, which is what lets a registry and cwm's blob cache
 // keep a layer two environments share once.
-func packLayer(w io.Writer, root, top string) (packed, error) {
-	var p packed
-	zh := newCountingHash()
+func Pack(w io.Writer, root, top string) (Packed, error) {
+	var p Packed
+	zh := blobcache.NewHash()
 	gz, err := gzip.NewWriterLevel(io.MultiWriter(w, zh), gzip.DefaultCompression)
 	if err != nil {
 		return p, err
 	}
-	th := newCountingHash()
+	th := blobcache.NewHash()
 	tw := tar.NewWriter(io.MultiWriter(gz, th))
 	links := map[[2]uint64]string{} // device and inode -> first name
 	err = filepath.WalkDir(filepath.Join(root, top), func(path string, d fs.DirEntry, err error) error {
@@ -66,6 +54,9 @@ func packLayer(w io.Writer, root, top string) (packed, error) {
 		rel, err := filepath.Rel(root, path)
 		if err != nil {
 			return err
+		}
+		if rel == "." && top == "" {
+			return nil // the destination itself, which an unpack never makes
 		}
 		name := filepath.ToSlash(rel)
 		var st unix.Stat_t
@@ -94,6 +85,9 @@ func packLayer(w io.Writer, root, top string) (packed, error) {
 			}
 			hdr.Typeflag, hdr.Size = tar.TypeReg, st.Size
 		default:
+			if top == "" {
+				return nil // a device of a root filesystem: sandboxes mount their own /dev
+			}
 			return fmt.Errorf("%s is not a file, directory or symbolic link (mode %o): a layer cannot carry it", name, st.Mode)
 		}
 		if err := tw.WriteHeader(hdr); err != nil {
@@ -115,7 +109,7 @@ func packLayer(w io.Writer, root, top string) (packed, error) {
 		return nil
 	})
 	if err != nil {
-		return p, fmt.Errorf("pack layer %s: %w", top, err)
+		return p, fmt.Errorf("pack layer %s: %w", cmp.Or(top, root), err)
 	}
 	if err := tw.Close(); err != nil {
 		return p, err
@@ -123,5 +117,5 @@ func packLayer(w io.Writer, root, top string) (packed, error) {
 	if err := gz.Close(); err != nil {
 		return p, err
 	}
-	return packed{Digest: zh.digest(), Size: zh.n, DiffID: th.digest(), TarSize: th.n}, nil
+	return Packed{Digest: zh.Digest(), Size: zh.N, DiffID: th.Digest(), TarSize: th.N}, nil
 }
