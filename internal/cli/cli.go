@@ -33,6 +33,7 @@ var Program = &command.Program{
 		func() command.Command { return &envPullCmd{} },
 		func() command.Command { return &envExportCmd{} },
 		func() command.Command { return &envImportCmd{} },
+		func() command.Command { return &envLockCmd{} },
 		func() command.Command { return &tasksMutateCmd{} },
 		func() command.Command { return &tasksCommitsCmd{} },
 		func() command.Command { return &tasksValidateCmd{} },

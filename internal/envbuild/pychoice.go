@@ -1,9 +1,12 @@
 package envbuild
 
 import (
+	"context"
 	"fmt"
+	"os/exec"
 	"slices"
 	"strings"
+	"time"
 
 	"cwm/internal/env"
 )
@@ -119,6 +122,32 @@ func describeNeed(n pythonNeed) string {
 	}
 	if len(n.Listed) > 0 {
 		parts = append(parts, n.ListedFrom+" "+strings.Join(n.Listed, " "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// hostPython is the version of the host's Python, the one sandboxes on
+// the host base run (/usr/bin/python3); "" when there is none.
+func hostPython(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "/usr/bin/python3", "-c", "import platform; print(platform.python_version())").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// describeChoice says why a Python was chosen, for the build's progress.
+func describeChoice(p env.PythonProvenance) string {
+	parts := []string{}
+	if p.From != "" {
+		parts = append(parts, p.From)
+	} else {
+		parts = append(parts, "the project names no Python")
+	}
+	if p.Note != "" {
+		parts = append(parts, p.Note)
 	}
 	return strings.Join(parts, "; ")
 }

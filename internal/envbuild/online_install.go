@@ -1,0 +1,102 @@
+package envbuild
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"cwm/internal/env"
+)
+
+// pipWords is how a step's pip install starts in the installer's mode.
+// Offline: the base's pip, no index, no build isolation. Online: pip from
+// its wheel with the venv's Python, PEP 517 builds in isolation, the index
+// the installer's environment names (through the relay), resolution
+// bounded by the exclude-newer date, and a report (the lock) written to
+// report. Wheelhouse: the same with the staged wheels and no index.
+func (in *installer) pipWords(report string) []string {
+	if in.mode == env.ModeOffline {
+		return []string{"python", "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--no-index", "--no-build-isolation"}
+	}
+	w := []string{env.VenvRoot + "/bin/python", toolsPip, "install", "--disable-pip-version-check", "--no-input"}
+	if report != "" {
+		w = append(w, "--report", report)
+	}
+	if in.mode == env.ModeWheelhouse {
+		return append(w, "--no-index", "--find-links", toolsWheels)
+	}
+	if in.exclude != "" {
+		w = append(w, "--uploaded-prior-to="+in.exclude)
+	}
+	return w
+}
+
+// pipFunc makes pip and pip3 in a line bash runs as written the
+// environment's: the system's pip is on PATH, and would install outside
+// /venv.
+func (in *installer) pipFunc() string {
+	if in.mode == env.ModeOffline {
+		return venvPip
+	}
+	return `pip() { if [ "$1" = install ]; then shift; set -- install ` + strings.Join(in.pipWords("")[3:], " ") + ` "$@"; fi; ` +
+		env.VenvRoot + `/bin/python ` + toolsPip + ` "$@"; }; pip3() { pip "$@"; }; `
+}
+
+// hint says what to try when a step fails, in the installer's mode.
+func (in *installer) hint() string {
+	switch in.mode {
+	case env.ModeOnline:
+		return "see build.log; a package the index lacks or a build that needs system libraries can be overridden with --install, or built with --offline on the host's packages"
+	case env.ModeWheelhouse:
+		return "see build.log; add what it lacks to the wheelhouse, or override the step with --install"
+	}
+	return installHint
+}
+
+// readReport adds what a pip run installed (its --report) to the lock.
+func (in *installer) readReport(ctx context.Context, report string) error {
+	if report == "" {
+		return nil
+	}
+	data, err := in.s.ReadFile(ctx, report, 64<<20)
+	if err != nil {
+		return fmt.Errorf("read pip's report %s: %w", report, err)
+	}
+	in.lock, err = addReport(in.lock, data)
+	return err
+}
+
+// runLocked installs a --locked build's packages: every artifact must
+// match its hash, and nothing is resolved. An artifact that does not
+// match fails the build, naming it: that is tampering or a changed
+// index, never something to install around.
+func (in *installer) runLocked(ctx context.Context, st *env.Step) error {
+	if !strings.Contains(in.lockText, "--hash=") {
+		st.Status, st.Note = "skipped", "the lock names no package but local ones"
+		return nil
+	}
+	if err := in.s.WriteFile(ctx, lockFile, []byte(in.lockText), 0o644); err != nil {
+		return fmt.Errorf("write the lock into the sandbox: %w", err)
+	}
+	in.reports++
+	report := fmt.Sprintf("/tmp/cwm-pip-report-%d.json", in.reports)
+	words := append(in.pipWords(report), "--require-hashes", "--no-deps", "-r", lockFile)
+	st.Run = strings.Join(words, " ")
+	res, err := in.exec(ctx, st.Run, "")
+	if err != nil {
+		return err
+	}
+	if res.Success() {
+		st.Status = "ok"
+		return in.readReport(ctx, report)
+	}
+	out := string(res.Stdout) + "\n" + string(res.Stderr)
+	if m := hashMismatch().FindStringSubmatch(out); m != nil {
+		return inputErrorf("the lock's %s does not match its hash: %s has sha256 %s, the lock says %s", m[1], m[2], m[4], m[3])
+	}
+	if m := pipMissing().FindStringSubmatch(out); m != nil {
+		return inputErrorf("the lock's %s is not available (%s)", m[1], firstError(out))
+	}
+	st.Status, st.Note = "failed", res.Describe()+": "+firstError(out)+"; "+in.hint()
+	return nil
+}
