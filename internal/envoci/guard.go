@@ -11,33 +11,18 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"cwm/internal/egress"
 	"cwm/internal/errkind"
 )
 
 // A registry, or whatever it redirects to (blobs usually live in a
-// bucket), is never a link-local or cloud metadata address: a redirect
-// there would have cwm fetch a machine's credentials on a registry's say.
-// The check sits in the dialer's Control hook, which runs after the name
-// is resolved and before the connection is made, so no packet reaches
-// such an address; and in the transport, for addresses written in a URL
-// that a proxy would dial. Loopback stays allowed: local registries.
-var metadataPrefixes = []netip.Prefix{
-	netip.MustParsePrefix("169.254.0.0/16"),     // IPv4 link-local, AWS/GCP/Azure metadata
-	netip.MustParsePrefix("fe80::/10"),          // IPv6 link-local
-	netip.MustParsePrefix("fd00:ec2::254/128"),  // AWS metadata over IPv6
-	netip.MustParsePrefix("100.100.100.200/32"), // Alibaba Cloud metadata
-}
-
-// forbidden tells an address cwm never connects to for a registry.
-func forbidden(a netip.Addr) bool {
-	a = a.Unmap()
-	for _, p := range metadataPrefixes {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
+// bucket), is never a link-local or cloud metadata address (the list is
+// egress.Metadata's, shared with the install steps' relay). The check sits
+// in the dialer's Control hook, which runs after the name is resolved and
+// before the connection is made, so no packet reaches such an address; and
+// in the transport, for addresses written in a URL that a proxy would
+// dial. Loopback stays allowed: local registries.
+func forbidden(a netip.Addr) bool { return egress.Metadata(a) }
 
 // refuseMetadata is a net.Dialer's Control: it refuses the connection to
 // a forbidden address before it is made.

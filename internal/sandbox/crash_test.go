@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -156,6 +157,18 @@ func unprivilegedChild() {
 		fmt.Println("error:", err)
 		os.Exit(1)
 	}
+	// A listener in the sandbox's loopback reaches cwm as this user too.
+	ln, err := listen(ctx, s, 0)
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	got := acceptOne(ln)
+	if _, err := s.Exec(ctx, Cmd{Shell: fmt.Sprintf("echo listen-ok > /dev/tcp/127.0.0.1/%d", ln.Addr().(*net.TCPAddr).Port)}); err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("listen => %s", <-got)
 	for _, c := range []string{"id -u", "echo x > /tmp/f && cat /tmp/f", "touch /usr/x 2>/dev/null || echo readonly",
 		"python3 -c 'x = bytearray(1 << 30)' 2>/dev/null || echo memory-limited", "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"} {
 		r, err := s.Exec(ctx, Cmd{Shell: c})
@@ -211,6 +224,9 @@ func TestUnprivileged(t *testing.T) {
 	}
 	if strings.Contains(string(out), "cgroups 0 ") && !strings.Contains(string(out), "64 MiB without cgroups => true invalid memory limit") {
 		t.Errorf("a 64 MiB limit without cgroups was not refused as a configuration error")
+	}
+	if !strings.Contains(string(out), "listen => listen-ok\n") {
+		t.Errorf("unprivileged output lacks %q: Listen does not work as an ordinary user", "listen => listen-ok")
 	}
 	for _, want := range []string{"id -u => 0\n", "cat /tmp/f => x\n", "=> readonly\n", "=> memory-limited\n", "tr -d ' ' => lo\n"} {
 		if strings.Count(string(out), want) != 2 {

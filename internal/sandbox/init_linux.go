@@ -137,6 +137,9 @@ func (in *initState) serve() {
 			go in.writeFile(req, files)
 		case "stat":
 			in.stat(req)
+		case "listen":
+			closeAll(files)
+			in.listen(req)
 		default:
 			closeAll(files)
 			in.replyErr(req.ID, fmt.Errorf("unknown request %q", req.Op))

@@ -65,7 +65,7 @@ type rlimit struct {
 // request is a message from the host to init.
 type request struct {
 	ID  uint64 `json:"id"`
-	Op  string `json:"op"` // setup, exec, kill, prepare, reset, recycle, readfile, writefile, stat
+	Op  string `json:"op"` // setup, exec, kill, prepare, reset, recycle, readfile, writefile, stat, listen
 	Gen int    `json:"gen,omitempty"`
 
 	Setup *setupMsg `json:"setup,omitempty"`
@@ -79,6 +79,9 @@ type request struct {
 	Path  string `json:"path,omitempty"`
 	Mode  uint32 `json:"mode,omitempty"`
 	Limit int64  `json:"limit,omitempty"`
+
+	// listen: the port on the sandbox's loopback, 0 for one the kernel picks
+	Port int `json:"port,omitempty"`
 }
 
 type execMsg struct {
@@ -102,6 +105,10 @@ type reply struct {
 	Size  int64     `json:"size,omitempty"`
 	IsDir bool      `json:"isdir,omitempty"`
 	Mode  uint32    `json:"mode,omitempty"`
+
+	// files are the descriptors that came with the reply (listen's socket);
+	// whoever receives the reply owns them.
+	files []*os.File
 }
 
 type exitInfo struct {

@@ -54,6 +54,11 @@ type Sandbox struct {
 	// outcome.
 	recycled   chan struct{}
 	recycleErr error
+
+	// lnMu guards listeners, the sockets Listen handed out (a copy of
+	// each), which Close shuts down.
+	lnMu      sync.Mutex
+	listeners []*os.File
 }
 
 // ID is the sandbox's identifier (the name of its run directory).
@@ -384,7 +389,6 @@ func (s *Sandbox) readLoop() {
 	for {
 		var r reply
 		files, err := s.c.recv(&r)
-		closeAll(files)
 		if err != nil {
 			// Init is gone or talking nonsense; either way it is of no
 			// further use.
@@ -396,9 +400,12 @@ func (s *Sandbox) readLoop() {
 		s.mu.Lock()
 		ch := s.pending[r.ID]
 		s.mu.Unlock()
-		if ch != nil {
-			ch <- r
+		r.files = files
+		if ch == nil {
+			closeAll(files)
+			continue
 		}
+		ch <- r
 	}
 }
 
@@ -588,6 +595,7 @@ func (s *Sandbox) Close() error {
 	if !s.closed.CompareAndSwap(false, true) {
 		return nil
 	}
+	s.closeListeners()
 	return s.rt.release(s, s.alive())
 }
 
