@@ -117,20 +117,11 @@ func (r *Relay) connect(w http.ResponseWriter, req *http.Request, host string, p
 	if r.dialFailed(w, host, port, err) {
 		return
 	}
-	client, buf, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		peer.Close()
-		http.Error(w, "cwm egress relay: "+err.Error(), http.StatusInternalServerError)
+	t, buf := r.take(w, host, port, peer)
+	if t == nil {
 		return
 	}
-	t := &tunnel{host: host, port: port, client: client, peer: peer}
-	if why := r.track(t); why != "" {
-		r.refuse(host, port, why)
-		writeError(client, http.StatusForbidden, refusedMsg(host, port, why))
-		peer.Close()
-		client.Close()
-		return
-	}
+	client := t.client
 	defer r.untrack(t)
 	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
@@ -146,6 +137,27 @@ func (r *Relay) connect(w http.ResponseWriter, req *http.Request, host string, p
 	io.Copy(client, peer)
 	closeWrite(client)
 	wg.Wait()
+}
+
+// take hijacks the sandbox's connection and makes it and peer a live
+// tunnel, which the caller untracks. It returns nil (and closes both) when
+// the hijack fails or the relay has stopped, which the client is told.
+func (r *Relay) take(w http.ResponseWriter, host string, port int, peer net.Conn) (*tunnel, *bufio.ReadWriter) {
+	client, buf, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		peer.Close()
+		http.Error(w, "cwm egress relay: "+err.Error(), http.StatusInternalServerError)
+		return nil, nil
+	}
+	t := &tunnel{host: host, port: port, client: client, peer: peer}
+	if why := r.track(t); why != "" {
+		r.refuse(host, port, why)
+		writeError(client, http.StatusForbidden, refusedMsg(host, port, why))
+		peer.Close()
+		client.Close()
+		return nil, nil
+	}
+	return t, buf
 }
 
 func closeWrite(c net.Conn) {
@@ -182,20 +194,11 @@ func (r *Relay) forward(w http.ResponseWriter, req *http.Request, host string, p
 	} else {
 		err = out.Write(peer)
 	}
-	client, _, herr := http.NewResponseController(w).Hijack()
-	if herr != nil {
-		peer.Close()
-		http.Error(w, "cwm egress relay: "+herr.Error(), http.StatusInternalServerError)
+	t, _ := r.take(w, host, port, peer)
+	if t == nil {
 		return
 	}
-	t := &tunnel{host: host, port: port, client: client, peer: peer}
-	if why := r.track(t); why != "" {
-		r.refuse(host, port, why)
-		writeError(client, http.StatusForbidden, refusedMsg(host, port, why))
-		peer.Close()
-		client.Close()
-		return
-	}
+	client := t.client
 	defer r.untrack(t)
 	if err != nil {
 		r.fail(host, port, err)

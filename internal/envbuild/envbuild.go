@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"cwm/internal/egress"
 	"cwm/internal/env"
 	"cwm/internal/progress"
 	"cwm/internal/sandbox"
@@ -78,12 +79,12 @@ type Options struct {
 	// PipWheel is the pip wheel online and wheelhouse builds run (default:
 	// EnsurePip's).
 	PipWheel string
-	// Egress prepares the network of an online build's install steps: the
-	// environment that points pip at the index through a relay in the
-	// sandbox, and a stop that says what the relay refused. nil: the
-	// install steps get no network (a --wheelhouse build, or an index the
-	// sandbox reaches by itself).
-	Egress func(ctx context.Context, sb *sandbox.Sandbox) (vars []string, stop func() string, err error)
+	// Egress, when set, gives each install step of an online build a
+	// relay to the network with this policy (see internal/egress:
+	// typically egress.DefaultPolicy plus --allow-host), and pip that
+	// policy's index; nil keeps install steps offline. Tests, traces,
+	// tasks and episodes never get one.
+	Egress *egress.Policy
 	// Force rebuilds even when a usable environment with the id exists.
 	Force bool
 	// NoCoverage skips the test-to-code map (computed later on demand).
@@ -373,6 +374,12 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 // compiled (compiled), for the caller to merge into the layer.
 func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo, stageDir string, opts Options, logf, say io.Writer) (installed, compiled string, err error) {
 	in := &installer{s: s, repo: repo, log: logf, mode: e.Mode, exclude: e.ExcludeNewer, timeout: opts.InstallTimeout}
+	if opts.Egress != nil {
+		in.egress = opts.Egress
+		if e.Mode == env.ModeOnline {
+			in.env = indexEnv(*opts.Egress)
+		}
+	}
 	if len(opts.Lock) > 0 {
 		in.lockText = env.LockRequirements(opts.Lock)
 	}
@@ -383,22 +390,7 @@ func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo
 	steps := append([]env.Step{first}, r.Install...)
 	for i := range steps {
 		st := &steps[i]
-		var stopNet func() string
-		if i > 0 && e.Mode == env.ModeOnline && opts.Egress != nil {
-			vars, stop, err := opts.Egress(ctx, s)
-			if err != nil {
-				return "", "", fmt.Errorf("install step %q: %w", st.Command, err)
-			}
-			in.env, stopNet = vars, stop
-		}
-		err := in.run(ctx, st)
-		if stopNet != nil {
-			if refused := stopNet(); refused != "" && st.Status != "ok" {
-				st.Note = strings.TrimPrefix(st.Note+"; "+refused, "; ")
-			}
-			in.env = nil
-		}
-		if err != nil {
+		if err := in.run(ctx, st); err != nil {
 			return "", "", fmt.Errorf("install step %q: %w", st.Command, err)
 		}
 		line := fmt.Sprintf("install: %s", st.Command)

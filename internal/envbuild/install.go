@@ -7,9 +7,11 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
+	"cwm/internal/egress"
 	"cwm/internal/env"
 	"cwm/internal/lazyre"
 	"cwm/internal/sandbox"
@@ -38,7 +40,6 @@ type installer struct {
 	s       *sandbox.Sandbox
 	repo    string // host path of the checkout, for reading requirement files
 	log     io.Writer
-	online  bool
 	timeout time.Duration
 	// mode is env.ModeOffline (the base's pip, no index), ModeOnline or
 	// ModeWheelhouse (pip from its wheel, with a report for the lock).
@@ -53,15 +54,21 @@ type installer struct {
 	reports int
 	// lockText is a --locked build's requirements file.
 	lockText string
-	missing []env.Missing
-	extras  []string // extras of the project installs, for the dependency check
-	reqs    []string // requirements named by install steps
+	missing  []env.Missing
+	extras   []string // extras of the project installs, for the dependency check
+	reqs     []string // requirements named by install steps
+
+	// egress, when set, is the policy of the relay each step gets;
+	// proxyEnv is the running relay's environment for the step's commands.
+	egress   *egress.Policy
+	proxyEnv []string
 }
 
 // run runs one step and records how it went in st.
 func (in *installer) run(ctx context.Context, st *env.Step) error {
 	start := time.Now()
 	defer func() { st.Seconds = roundSeconds(time.Since(start)) }()
+	defer in.relay(ctx, st)()
 	if in.lockText != "" && st.Command == lockSteps(nil)[0].Command {
 		return in.runLocked(ctx, st)
 	}
@@ -173,7 +180,7 @@ func (in *installer) exec(ctx context.Context, line, dir string) (sandbox.Result
 
 // execQuiet is exec without the line in the log.
 func (in *installer) execQuiet(ctx context.Context, line, dir string) (sandbox.Result, error) {
-	res, err := in.s.Exec(ctx, sandbox.Cmd{Shell: line, Dir: dir, Timeout: in.timeout, Env: in.env,
+	res, err := in.s.Exec(ctx, sandbox.Cmd{Shell: line, Dir: dir, Timeout: in.timeout, Env: slices.Concat(in.proxyEnv, in.env),
 		Stdout: in.log, Stderr: in.log, Capture: 64 << 10})
 	if err != nil {
 		return res, fmt.Errorf("run %q: %w", line, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"cwm/internal/egress"
 	"cwm/internal/env"
 )
 
@@ -99,4 +100,18 @@ func (in *installer) runLocked(ctx context.Context, st *env.Step) error {
 	}
 	st.Status, st.Note = "failed", res.Describe()+": "+firstError(out)+"; "+in.hint()
 	return nil
+}
+
+// indexEnv points pip at a relay policy's index (the host's, found by
+// egress.DefaultPolicy, without credentials); pip reaches it through the
+// relay's proxy.
+func indexEnv(p egress.Policy) []string {
+	var vars []string
+	if p.IndexURL != "" {
+		vars = append(vars, "PIP_INDEX_URL="+p.IndexURL)
+	}
+	if len(p.ExtraIndexURLs) > 0 {
+		vars = append(vars, "PIP_EXTRA_INDEX_URL="+strings.Join(p.ExtraIndexURLs, " "))
+	}
+	return vars
 }

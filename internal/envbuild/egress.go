@@ -1,0 +1,63 @@
+package envbuild
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"cwm/internal/egress"
+	"cwm/internal/env"
+)
+
+// relay starts the egress relay for one install step when the build may
+// reach the network (Options.Egress): the step's commands get the relay's
+// proxy environment, and the returned function, called when the step ends,
+// closes the relay and adds its refusals to the step's note, so that a
+// setup.py calling home fails visibly. Offline it does nothing.
+func (in *installer) relay(ctx context.Context, st *env.Step) func() {
+	if in.egress == nil {
+		return func() {}
+	}
+	r, err := egress.Start(ctx, in.s, *in.egress)
+	if err != nil {
+		return func() { addNote(st, fmt.Sprintf("no egress relay: %v", err)) }
+	}
+	in.proxyEnv = r.Env()
+	return func() {
+		in.proxyEnv = nil
+		if n := refusalNote(r.Close()); n != "" {
+			addNote(st, n)
+		}
+	}
+}
+
+// maxNoted is how many distinct refusals a note names.
+const maxNoted = 5
+
+// refusalNote is "egress refused: evil.example:443 (not on the allowlist),
+// ..." naming each distinct refusal once, or "" when there was none.
+func refusalNote(s egress.Stats) string {
+	var seen []string
+	for _, r := range s.Refusals {
+		if str := r.String(); !slices.Contains(seen, str) {
+			seen = append(seen, str)
+		}
+	}
+	if len(seen) == 0 {
+		return ""
+	}
+	more := ""
+	if len(seen) > maxNoted {
+		more = fmt.Sprintf(" and %d more", len(seen)-maxNoted)
+		seen = seen[:maxNoted]
+	}
+	return "egress refused: " + strings.Join(seen, ", ") + more
+}
+
+func addNote(st *env.Step, n string) {
+	if st.Note != "" {
+		st.Note += "; "
+	}
+	st.Note += n
+}
