@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"cwm/internal/command"
+	"cwm/internal/egress"
 	"cwm/internal/env"
 	"cwm/internal/envbuild"
 	"cwm/internal/errkind"
@@ -29,6 +30,7 @@ type envBuildCmd struct {
 	excludeNewer   string
 	locked         string
 	wheelhouse     string
+	allowHosts     command.StringList
 	force          bool
 	noCoverage     bool
 	quiet          bool
@@ -120,6 +122,7 @@ func (c *envBuildCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.excludeNewer, "exclude-newer", "", "resolve with releases uploaded before `DATE` (default: the commit's date plus 7 days; none: no bound)")
 	fs.StringVar(&c.locked, "locked", "", "reinstall exactly the lock of environment `ENV|FILE` (or a requirements file with hashes)")
 	fs.StringVar(&c.wheelhouse, "wheelhouse", "", "install from the wheels in `DIR`, with no index and no network")
+	fs.Var(&c.allowHosts, "allow-host", "let install steps reach `HOST` too (NAME, NAME:PORT, *.SUFFIX or IP:PORT; repeatable) besides the host's index")
 	fs.BoolVar(&c.force, "force", false, "rebuild even when a usable environment with the same id exists")
 	fs.BoolVar(&c.noCoverage, "no-coverage", false, "skip the test-to-code map (env coverage computes it on first use)")
 	fs.BoolVar(&c.quiet, "quiet", false, "print no progress")
@@ -160,6 +163,14 @@ func (c *envBuildCmd) Run(ctx context.Context, e *command.Env, args []string) er
 	if err != nil {
 		return err
 	}
+	var policy *egress.Policy
+	if mode == env.ModeOnline {
+		if policy, err = c.policy(ctx); err != nil {
+			return err
+		}
+	} else if len(c.allowHosts) > 0 {
+		return command.Usagef("--allow-host is for online builds: --offline and --wheelhouse builds have no network")
+	}
 	sbs, closeRT, err := openSandboxes(e, -1)
 	if err != nil {
 		return err
@@ -173,6 +184,7 @@ func (c *envBuildCmd) Run(ctx context.Context, e *command.Env, args []string) er
 		Home: e.Home, Source: args[0], Rev: c.rev, Name: c.envName, Install: c.install, Test: c.test,
 		Runs: c.runs, Base: c.base, Mode: mode, Force: c.force, NoCoverage: c.noCoverage,
 		Python: c.python, Portable: c.portable, ExcludeNewer: c.excludeNewer, Lock: lock, Wheelhouse: c.wheelhouse,
+		Egress:         policy,
 		InstallTimeout: c.installTimeout,
 		Limits:         env.RunLimits{Timeout: c.timeout, Memory: int64(c.memory), Disk: int64(c.disk)},
 		Progress:       progress, Log: e.Log,
@@ -264,4 +276,23 @@ func (c *envBuildCmd) readLock(e *command.Env) ([]env.LockedPackage, error) {
 		return nil, errkind.Errorf(errkind.Input, "--locked %s: environment %s has no lock (only online and --wheelhouse builds have one)", c.locked, en.ID)
 	}
 	return en.Lock, nil
+}
+
+// policy is the egress relay's allowlist of an online build: the index the
+// host's pip is configured with (egress.DefaultPolicy) and --allow-host.
+func (c *envBuildCmd) policy(ctx context.Context) (*egress.Policy, error) {
+	var hosts []egress.Host
+	for _, a := range c.allowHosts {
+		h, err := egress.ParseAllowHost(a)
+		if err != nil {
+			return nil, err
+		}
+		hosts = append(hosts, h)
+	}
+	p, err := egress.DefaultPolicy(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("find the package index the host's pip uses: %w", err)
+	}
+	p.Allow(hosts...)
+	return &p, nil
 }

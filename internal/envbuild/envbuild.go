@@ -406,6 +406,12 @@ func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo
 			return "", "", fmt.Errorf("create the virtual environment: %s", st.Note)
 		}
 	}
+	if st, ok, err := in.ensureRunner(ctx, e.TestCommand.Framework); err != nil {
+		return "", "", err
+	} else if ok {
+		steps = append(steps, st)
+		fmt.Fprintf(say, "install: %s  [%s] %s (%.1fs)\n", st.Command, st.Provenance, st.Status, st.Seconds)
+	}
 	e.Install = steps
 	if err := in.checkDependencies(ctx, "/venv/bin/python"); err != nil {
 		return "", "", err

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"cwm/internal/egress"
 	"cwm/internal/env"
+	"cwm/internal/sandbox"
+	"cwm/internal/testrun"
 )
 
 // pipWords is how a step's pip install starts in the installer's mode.
@@ -114,4 +117,33 @@ func indexEnv(p egress.Policy) []string {
 		vars = append(vars, "PIP_EXTRA_INDEX_URL="+strings.Join(p.ExtraIndexURLs, " "))
 	}
 	return vars
+}
+
+// unreachedNote names the allowed hosts the relay could not reach (an
+// index that is down, a name that does not resolve): a step that failed
+// for them says so, rather than only that pip found nothing.
+func unreachedNote(s egress.Stats) string {
+	return distinctNote("egress could not reach: ", s.Failures)
+}
+
+// ensureRunner installs pytest when the test command runs it and no step
+// installed it: offline the base's pytest serves, but an online venv has
+// only what the recipe installed, and many projects install their test
+// runner outside the files cwm reads (a CI action, a developer's habit).
+func (in *installer) ensureRunner(ctx context.Context, fw testrun.Framework) (env.Step, bool, error) {
+	if in.mode == env.ModeOffline || fw != testrun.Pytest {
+		return env.Step{}, false, nil
+	}
+	res, err := in.s.Exec(ctx, sandbox.Cmd{Args: []string{env.VenvRoot + "/bin/python", "-c", "import pytest"}, Timeout: time.Minute})
+	if err != nil {
+		return env.Step{}, false, fmt.Errorf("look for pytest in the venv: %w", err)
+	}
+	if res.Success() {
+		return env.Step{}, false, nil
+	}
+	st := env.Step{Command: "pip install pytest", Provenance: "cwm (the test command runs pytest, which no install step installed)"}
+	if err := in.run(ctx, &st); err != nil {
+		return st, false, fmt.Errorf("install step %q: %w", st.Command, err)
+	}
+	return st, true, nil
 }

@@ -2,6 +2,7 @@ package envbuild
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"cwm/internal/egress"
 	"cwm/internal/egress/indextest"
 	"cwm/internal/env"
 )
@@ -163,4 +165,130 @@ func readFile(t testing.TB, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// indexPolicy is a relay policy that allows the test's loopback index,
+// as --allow-host IP:PORT does, and points pip at it.
+func indexPolicy(t testing.TB, ix *indextest.Index) *egress.Policy {
+	t.Helper()
+	allow, err := egress.ParseAllowHost(ix.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := egress.Policy{IndexURL: ix.URL}
+	p.Allow(allow)
+	return &p
+}
+
+// TestOnlineIndex: a repository whose dependency only the (loopback)
+// index has builds usable online through the relay, with the lock
+// naming the index's files and digests; --exclude-newer takes the older
+// of two releases by upload time; the lock rebuilt with --locked
+// installs the same set; a requirement the index lacks is a missing
+// dependency named in the reason.
+func TestOnlineIndex(t *testing.T) {
+	old := time.Date(2021, 3, 1, 0, 0, 0, 0, time.UTC)
+	ix := indextest.Start(t,
+		indextest.Wheel{Name: "cwmdep", Version: "1.0", Requires: []string{"cwmbase"}, Uploaded: old},
+		indextest.Wheel{Name: "cwmdep", Version: "2.0", Requires: []string{"cwmbase"}, Uploaded: old.AddDate(2, 0, 0),
+			Module: "__version__ = '2.0'\n"},
+		indextest.Wheel{Name: "cwmbase", Version: "3.0", Uploaded: old})
+	repo := depRepo(t, "cwmdep")
+	opts := onlineOpts(t, repo)
+	opts.Mode, opts.Egress = env.ModeOnline, indexPolicy(t, ix)
+	opts.ExcludeNewer = "2022-01-01"
+	start := time.Now()
+	e := mustBuild(t, opts)
+	cold := time.Since(start)
+	if !e.Usable || e.Mode != env.ModeOnline || e.ExcludeNewer != "2022-01-01T00:00:00Z" {
+		t.Fatalf("Build(online) = usable %v, mode %q, exclude-newer %q (%s); want usable, online, 2022-01-01T00:00:00Z", e.Usable, e.Mode, e.ExcludeNewer, e.Reason)
+	}
+	if e.PythonFrom == nil || e.PythonFrom.Base != "host" {
+		t.Errorf("Build(online) python provenance = %+v, want the host's", e.PythonFrom)
+	}
+	want := map[string]string{"cwmdep": "1.0", "cwmbase": "3.0"}
+	for _, p := range e.Lock {
+		if want[p.Name] != p.Version || p.SHA256 == "" || !strings.HasPrefix(p.URL, "http://"+ix.Addr+"/") {
+			t.Errorf("lock entry %+v: want %s %s from %s with a sha256", p, p.Name, want[p.Name], ix.Addr)
+		}
+	}
+	if len(e.Lock) != len(want) {
+		t.Errorf("lock = %+v, want %v", e.Lock, want)
+	}
+
+	// Without the bound, the newer release (whose version the test
+	// rejects: the repository's commit was made for 1.0).
+	newer := opts
+	newer.ExcludeNewer = "none"
+	if e2 := mustBuild(t, newer); e2.Usable || e2.ID == e.ID {
+		t.Errorf("Build(--exclude-newer none) = usable %v, id %s; want cwmdep 2.0 installed (unusable), another id", e2.Usable, e2.ID)
+	}
+
+	// The lock again: the same set, hashes required, and a rebuild from
+	// it timed against the cold build.
+	locked := opts
+	locked.Lock = e.Lock
+	start = time.Now()
+	again := mustBuild(t, locked)
+	warm := time.Since(start)
+	t.Logf("cold online build %v, rebuild from the lock %v (%.2fx)", cold.Round(time.Millisecond), warm.Round(time.Millisecond), warm.Seconds()/cold.Seconds())
+	if !again.Usable || env.LockRequirements(again.Lock) != env.LockRequirements(e.Lock) {
+		t.Errorf("Build(--locked) = usable %v, lock\n%s\nwant\n%s", again.Usable, env.LockRequirements(again.Lock), env.LockRequirements(e.Lock))
+	}
+
+	// A requirement the index does not have.
+	missing := onlineOpts(t, depRepo(t, "cwmdep\nno-such-dist==1.0"))
+	missing.Mode, missing.Egress, missing.ExcludeNewer = env.ModeOnline, opts.Egress, "none"
+	e3 := mustBuild(t, missing)
+	if !strings.Contains(e3.Reason, "no_such_dist") {
+		t.Errorf("Build(a requirement the index lacks) reason = %q, want no-such-dist named", e3.Reason)
+	}
+}
+
+// TestOnlineIndexUnreachable: an index that does not answer (the relay
+// allows it, and nothing listens there) fails the install step with a
+// note that says so.
+func TestOnlineIndexUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	allow, err := egress.ParseAllowHost(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := egress.Policy{IndexURL: "http://" + addr + "/simple"}
+	p.Allow(allow)
+	opts := onlineOpts(t, depRepo(t, "cwmdep"))
+	opts.Mode, opts.Egress, opts.ExcludeNewer = env.ModeOnline, &p, "none"
+	opts.InstallTimeout = 3 * time.Minute
+	e := mustBuild(t, opts)
+	st := e.Install[len(e.Install)-1]
+	if e.Usable || st.Status == "ok" || !strings.Contains(st.Note, "egress could not reach: "+addr) {
+		t.Errorf("Build(an unreachable index) = usable %v, step %s %q, reason %q; want a step whose note names the unreachable index", e.Usable, st.Status, st.Note, e.Reason)
+	}
+	t.Logf("step: %s: %s; reason: %s", st.Status, st.Note, e.Reason)
+}
+
+// TestWheelhouseTestRunner: a repository tested with pytest that no
+// install step installs gets pytest from the wheelhouse (here a stand-in
+// wheel: the step and the lock are what is checked), since the venv has
+// none of the base's packages.
+func TestWheelhouseTestRunner(t *testing.T) {
+	house, _ := writeWheels(t, indextest.Wheel{Name: "pytest", Version: "8.0"})
+	opts := onlineOpts(t, writeTree(t, map[string]string{
+		"pytest.ini":   "[pytest]\n",
+		"test_core.py": "def test_one():\n    assert True\n",
+	}))
+	opts.Wheelhouse = house
+	e := mustBuild(t, opts)
+	last := e.Install[len(e.Install)-1]
+	if last.Command != "pip install pytest" || last.Status != "ok" || !strings.HasPrefix(last.Provenance, "cwm (the test command runs pytest") {
+		t.Errorf("last install step = %+v, want pytest installed by cwm", last)
+	}
+	if len(e.Lock) != 1 || e.Lock[0].Name != "pytest" {
+		t.Errorf("lock = %+v, want pytest", e.Lock)
+	}
 }
