@@ -51,7 +51,8 @@ type LockedPackage struct {
 // LockRequirements renders a lock as a requirements file with hashes,
 // which plain pip installs with --require-hashes: one name==version
 // --hash=sha256:... line per package, sorted by name, local ones as
-// comments.
+// comments ("# name==version local file:///repo") that pip skips and cwm
+// env build --locked reads back.
 func LockRequirements(lock []LockedPackage) string {
 	sorted := append([]LockedPackage(nil), lock...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
@@ -59,7 +60,7 @@ func LockRequirements(lock []LockedPackage) string {
 	for _, p := range sorted {
 		switch {
 		case p.Local:
-			fmt.Fprintf(&b, "# %s %s: local, installed from the checkout\n", p.Name, p.Version)
+			fmt.Fprintf(&b, "# %s==%s local %s\n", p.Name, p.Version, p.URL)
 		case p.SHA256 == "":
 			fmt.Fprintf(&b, "%s==%s\n", p.Name, p.Version)
 		default:

@@ -41,7 +41,7 @@ func TestLockRoundTrip(t *testing.T) {
 	text := env.LockRequirements(lock)
 	wantText := `cwm-dep==1.0 --hash=sha256:39de08c331fbfbe8f35ce1c9c59fc00ddf960c372f4f400a988ec56e36be736f
 pytest==9.2.0 --hash=sha256:07acdcf88ec174f907dc01af70bf52d49b014bbab03faeeade31c96b18c2e588
-# textkit 0.3.1: local, installed from the checkout
+# textkit==0.3.1 local file:///repo
 `
 	if text != wantText {
 		t.Errorf("LockRequirements =\n%s\nwant\n%s", text, wantText)
@@ -52,7 +52,7 @@ pytest==9.2.0 --hash=sha256:07acdcf88ec174f907dc01af70bf52d49b014bbab03faeeade31
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(back) != 2 || back[0].Name != "cwm-dep" || back[1].SHA256 != lock[0].SHA256 {
+	if len(back) != 3 || back[0].Name != "cwm-dep" || back[1].SHA256 != lock[0].SHA256 || !back[2].Local || back[2].URL != "file:///repo" {
 		t.Errorf("ReadLock(LockRequirements) = %+v", back)
 	}
 	if got := lockSteps(lock); len(got) != 2 || got[1].Command != "pip install --no-deps -e ." {

@@ -276,6 +276,10 @@ func ReadLock(path string) ([]env.LockedPackage, error) {
 	var lock []env.LockedPackage
 	for i, line := range strings.Split(string(data), "\n") {
 		line = strings.TrimSpace(line)
+		if m := lockLocal().FindStringSubmatch(line); m != nil {
+			lock = append(lock, env.LockedPackage{Name: env.RequirementName(m[1]), Version: m[2], URL: m[3], Local: true})
+			continue
+		}
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
@@ -290,6 +294,8 @@ func ReadLock(path string) ([]env.LockedPackage, error) {
 	}
 	return lock, nil
 }
+
+var lockLocal = lazyre.New(`^# ([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+) local (file://\S+)$`)
 
 var lockLine = lazyre.New(`^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)\s+--hash=sha256:([0-9a-f]{64})$`)
 
