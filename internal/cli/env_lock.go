@@ -18,10 +18,10 @@ func (*envLockCmd) Usage() string {
 	return `ID
 Prints the set of packages an online or --wheelhouse build installed, as
 a requirements file with hashes (name==version --hash=sha256:HEX, sorted
-by name; the project itself and other local paths as comments, "# name==version
-local file:///repo", which --locked reads back), which
-plain pip installs with --require-hashes and cwm env build --locked FILE
-reinstalls. An offline build has no lock.`
+by name), which plain pip installs with --require-hashes and cwm env
+build --locked FILE reinstalls. The project itself and other local
+paths are comments pip skips and --locked reads back
+(# name==version local file:///repo). An offline build has no lock.`
 }
 
 func (*envLockCmd) Flags(fs *flag.FlagSet) {}
