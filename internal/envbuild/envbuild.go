@@ -221,7 +221,11 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 				return nil, err
 			}
 		}
-		if err := stageTools(layer, pipWheel, opts.Wheelhouse); err != nil {
+		var cached []string
+		if mode == env.ModeOnline {
+			cached = cachedWheels(opts.Home, opts.Lock)
+		}
+		if err := stageTools(layer, pipWheel, opts.Wheelhouse, cached); err != nil {
 			return nil, err
 		}
 	}
@@ -289,6 +293,11 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 	}
 	if err := mergeUpper(compiled, layer, isBytecode); err != nil {
 		return nil, err
+	}
+	if e.Mode == env.ModeOnline {
+		if err := keepWheels(installed, opts.Home, e.Lock); err != nil {
+			fmt.Fprintf(say, "wheel cache: %v\n", err) // a cache: the build stands without it
+		}
 	}
 	sandbox.RemoveAll(installed)
 	sandbox.RemoveAll(compiled)
@@ -373,7 +382,8 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 // snapshots what they wrote (installed) and the bytecode a warm-up run
 // compiled (compiled), for the caller to merge into the layer.
 func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo, stageDir string, opts Options, logf, say io.Writer) (installed, compiled string, err error) {
-	in := &installer{s: s, repo: repo, log: logf, mode: e.Mode, exclude: e.ExcludeNewer, timeout: opts.InstallTimeout}
+	in := &installer{s: s, repo: repo, log: logf, mode: e.Mode, exclude: e.ExcludeNewer, timeout: opts.InstallTimeout,
+		localWheels: e.Mode == env.ModeOnline && len(opts.Lock) > 0 && len(cachedWheels(opts.Home, opts.Lock)) == remoteCount(opts.Lock)}
 	if opts.Egress != nil {
 		in.egress = opts.Egress
 		if e.Mode == env.ModeOnline {
@@ -418,6 +428,15 @@ func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo
 	}
 	e.Missing = in.missing
 	e.Lock = in.lock
+	for i, p := range e.Lock {
+		// A --locked build that took a file from the wheel cache keeps
+		// the lock's source: the same artifact, by its digest.
+		for _, q := range opts.Lock {
+			if q.Name == p.Name && q.SHA256 != "" && q.SHA256 == p.SHA256 {
+				e.Lock[i].URL = q.URL
+			}
+		}
+	}
 
 	installed = filepath.Join(stageDir, "upper-install")
 	if err := s.Snapshot(installed); err != nil {

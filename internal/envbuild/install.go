@@ -52,11 +52,14 @@ type installer struct {
 	// lock is what the steps installed, from pip's reports.
 	lock    []env.LockedPackage
 	reports int
-	// lockText is a --locked build's requirements file.
-	lockText string
-	missing  []env.Missing
-	extras   []string // extras of the project installs, for the dependency check
-	reqs     []string // requirements named by install steps
+	// lockText is a --locked build's requirements file; localWheels says
+	// that the wheel cache holds every one of its files, staged in the
+	// tools' wheelhouse.
+	lockText    string
+	localWheels bool
+	missing     []env.Missing
+	extras      []string // extras of the project installs, for the dependency check
+	reqs        []string // requirements named by install steps
 
 	// egress, when set, is the policy of the relay each step gets;
 	// proxyEnv is the running relay's environment for the step's commands.

@@ -89,16 +89,8 @@ func EnsurePip(ctx context.Context, home, wheelhouse string) (string, error) {
 }
 
 func digestOK(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return false
-	}
-	return hex.EncodeToString(h.Sum(nil)) == pipWheelSHA256
+	sum, err := fileSHA256(path)
+	return err == nil && sum == pipWheelSHA256
 }
 
 // copyFile links src to dst, or copies it when they are on different
@@ -126,13 +118,18 @@ func copyFile(src, dst string) error {
 // stageTools puts the pip wheel and the wheelhouse's files into the
 // layer's tools directory, which the install sandbox sees at toolsRoot;
 // the caller removes it (removeTools) before the layer is kept.
-func stageTools(layer, pipWheel, wheelhouse string) error {
+func stageTools(layer, pipWheel, wheelhouse string, cached []string) error {
 	dir := filepath.Join(layer, toolsLayerDir)
 	if err := os.MkdirAll(filepath.Join(dir, "wheelhouse"), 0o755); err != nil {
 		return err
 	}
 	if err := copyFile(pipWheel, filepath.Join(dir, pipWheelName)); err != nil {
 		return fmt.Errorf("stage pip: %w", err)
+	}
+	for _, f := range cached {
+		if err := copyFile(f, filepath.Join(dir, "wheelhouse", filepath.Base(f))); err != nil {
+			return fmt.Errorf("stage the cached %s: %w", filepath.Base(f), err)
+		}
 	}
 	if wheelhouse == "" {
 		return nil

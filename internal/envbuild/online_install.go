@@ -3,6 +3,7 @@ package envbuild
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -84,7 +85,15 @@ func (in *installer) runLocked(ctx context.Context, st *env.Step) error {
 	}
 	in.reports++
 	report := fmt.Sprintf("/tmp/cwm-pip-report-%d.json", in.reports)
-	words := append(in.pipWords(report), "--require-hashes", "--no-deps", "-r", lockFile)
+	pip := in.pipWords(report)
+	if in.localWheels {
+		// Every artifact is in the wheel cache: pip prefers an index's
+		// copy of a file, so the index is left out of this step.
+		local := *in
+		local.mode = env.ModeWheelhouse
+		pip = local.pipWords(report)
+	}
+	words := append(pip, "--require-hashes", "--no-deps", "-r", lockFile)
 	st.Run = strings.Join(words, " ")
 	res, err := in.exec(ctx, st.Run, "")
 	if err != nil {
@@ -115,6 +124,18 @@ func indexEnv(p egress.Policy) []string {
 	}
 	if len(p.ExtraIndexURLs) > 0 {
 		vars = append(vars, "PIP_EXTRA_INDEX_URL="+strings.Join(p.ExtraIndexURLs, " "))
+	}
+	// An index the host reaches over plain HTTP (a local mirror) is one
+	// the host trusts: without saying so, pip would ignore it (or, on the
+	// loopback, use it but cache nothing it downloads from it).
+	var trusted []string
+	for _, u := range append([]string{p.IndexURL}, p.ExtraIndexURLs...) {
+		if pu, err := url.Parse(u); err == nil && pu.Scheme == "http" && pu.Host != "" {
+			trusted = append(trusted, pu.Host)
+		}
+	}
+	if len(trusted) > 0 {
+		vars = append(vars, "PIP_TRUSTED_HOST="+strings.Join(trusted, " "))
 	}
 	return vars
 }

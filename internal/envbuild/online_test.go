@@ -3,7 +3,11 @@ package envbuild
 import (
 	"context"
 	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -168,14 +172,35 @@ func readFile(t testing.TB, path string) []byte {
 }
 
 // indexPolicy is a relay policy that allows the test's loopback index,
-// as --allow-host IP:PORT does, and points pip at it.
+// as --allow-host IP:PORT does, and points pip at it. The index is
+// reached through a proxy on the loopback that adds the caching headers
+// a real index sends with its files (immutable, a year), so that pip
+// caches what it downloads as it does from a real index.
 func indexPolicy(t testing.TB, ix *indextest.Index) *egress.Policy {
 	t.Helper()
-	allow, err := egress.ParseAllowHost(ix.Addr)
+	target, err := url.Parse("http://" + ix.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := egress.Policy{IndexURL: ix.URL}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.ModifyResponse = func(r *http.Response) error {
+		if strings.HasPrefix(r.Request.URL.Path, "/files/") {
+			r.Header.Set("Cache-Control", "max-age=31536000, immutable, public")
+		}
+		return nil
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: rp, ReadHeaderTimeout: time.Minute}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	allow, err := egress.ParseAllowHost(ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := egress.Policy{IndexURL: "http://" + ln.Addr().String() + "/simple"}
 	p.Allow(allow)
 	return &p
 }
@@ -208,8 +233,8 @@ func TestOnlineIndex(t *testing.T) {
 	}
 	want := map[string]string{"cwmdep": "1.0", "cwmbase": "3.0"}
 	for _, p := range e.Lock {
-		if want[p.Name] != p.Version || p.SHA256 == "" || !strings.HasPrefix(p.URL, "http://"+ix.Addr+"/") {
-			t.Errorf("lock entry %+v: want %s %s from %s with a sha256", p, p.Name, want[p.Name], ix.Addr)
+		if want[p.Name] != p.Version || p.SHA256 == "" || !strings.HasPrefix(p.URL, strings.TrimSuffix(opts.Egress.IndexURL, "simple")+"files/") {
+			t.Errorf("lock entry %+v: want %s %s from the index with a sha256", p, p.Name, want[p.Name])
 		}
 	}
 	if len(e.Lock) != len(want) {
@@ -234,6 +259,17 @@ func TestOnlineIndex(t *testing.T) {
 	t.Logf("cold online build %v, rebuild from the lock %v (%.2fx)", cold.Round(time.Millisecond), warm.Round(time.Millisecond), warm.Seconds()/cold.Seconds())
 	if !again.Usable || env.LockRequirements(again.Lock) != env.LockRequirements(e.Lock) {
 		t.Errorf("Build(--locked) = usable %v, lock\n%s\nwant\n%s", again.Usable, env.LockRequirements(again.Lock), env.LockRequirements(e.Lock))
+	}
+	// Its files came from the wheel cache the first build filled, not
+	// from the index.
+	log := string(readFile(t, again.File(env.BuildLog)))
+	for _, p := range e.Lock {
+		if !strings.Contains(log, "Processing "+toolsWheels+"/"+path.Base(p.URL)) {
+			t.Errorf("Build(--locked) did not install %s from the wheel cache:\n%s", path.Base(p.URL), log)
+		}
+		if _, err := os.Stat(filepath.Join(wheelCacheDir(opts.Home), path.Base(p.URL))); err != nil {
+			t.Errorf("wheel cache: %v", err)
+		}
 	}
 
 	// A requirement the index does not have.
