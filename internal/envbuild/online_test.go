@@ -267,7 +267,7 @@ func TestOnlineIndex(t *testing.T) {
 		if !strings.Contains(log, "Processing "+toolsWheels+"/"+path.Base(p.URL)) {
 			t.Errorf("Build(--locked) did not install %s from the wheel cache:\n%s", path.Base(p.URL), log)
 		}
-		if _, err := os.Stat(filepath.Join(wheelCacheDir(opts.Home), path.Base(p.URL))); err != nil {
+		if _, err := os.Stat(filepath.Join(wheelCacheDir(opts.Home), p.SHA256, path.Base(p.URL))); err != nil {
 			t.Errorf("wheel cache: %v", err)
 		}
 	}

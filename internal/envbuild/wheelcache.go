@@ -14,7 +14,8 @@ import (
 )
 
 // The wheel cache ($CWM_HOME/cache/wheels) keeps the artifacts online
-// builds downloaded, by file name, so that a --locked rebuild installs
+// builds downloaded, as SHA256/FILE-NAME (a lock read from a file names
+// each by its digest only), so that a --locked rebuild installs
 // them from disk: pip's own cache lives in the install sandbox's
 // /root/.cache, which is dropped with it. Only files whose sha256 a lock
 // names are kept, and pip checks them against the lock again.
@@ -57,14 +58,18 @@ func keepWheels(upper, home string, lock []env.LockedPackage) error {
 		if !ok || strings.ContainsAny(name, "/\\") || name == "." || name == ".." {
 			return nil
 		}
-		if _, err := os.Stat(filepath.Join(dst, name)); err == nil {
+		dir := filepath.Join(dst, sum)
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
 			return nil
 		}
-		tmp := filepath.Join(dst, "."+name+".tmp")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		tmp := filepath.Join(dir, "."+name+".tmp")
 		if err := copyFile(p, tmp); err != nil {
 			return err
 		}
-		return os.Rename(tmp, filepath.Join(dst, name))
+		return os.Rename(tmp, filepath.Join(dir, name))
 	})
 }
 
@@ -76,9 +81,12 @@ func cachedWheels(home string, lock []env.LockedPackage) []string {
 		if !remote(p) {
 			continue
 		}
-		f := filepath.Join(wheelCacheDir(home), path.Base(p.URL))
-		if sum, err := fileSHA256(f); err == nil && sum == p.SHA256 {
-			out = append(out, f)
+		files, _ := filepath.Glob(filepath.Join(wheelCacheDir(home), p.SHA256, "*"))
+		for _, f := range files {
+			if sum, err := fileSHA256(f); err == nil && sum == p.SHA256 && !strings.HasPrefix(filepath.Base(f), ".") {
+				out = append(out, f)
+				break
+			}
 		}
 	}
 	return out
@@ -97,9 +105,10 @@ func fileSHA256(p string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// remote tells a lock's artifact fetched from an index, by its digest.
+// remote tells a lock's artifact fetched from an index (or named by its
+// digest in a lock file), not a local path.
 func remote(p env.LockedPackage) bool {
-	return p.SHA256 != "" && !p.Local && strings.HasPrefix(p.URL, "http")
+	return p.SHA256 != "" && !p.Local && !strings.HasPrefix(p.URL, "file:")
 }
 
 func remoteCount(lock []env.LockedPackage) int {
