@@ -261,7 +261,7 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 		recipe.Install = lockSteps(opts.Lock)
 		e.Locked = true
 	}
-	if opts.Python != "" && opts.Base != "" && majorMinor(python) != opts.Python {
+	if opts.Python != "" && (opts.Base != "" || mode == env.ModeOffline) && majorMinor(python) != opts.Python {
 		return nil, inputErrorf("--python %s: the base has Python %s", opts.Python, python)
 	}
 	id := envID(idInputs{commit: info.Commit, tree: info.Tree, base: base, python: python, mode: mode,

@@ -328,3 +328,20 @@ func TestWheelhouseTestRunner(t *testing.T) {
 		t.Errorf("lock = %+v, want pytest", e.Lock)
 	}
 }
+
+// TestOnlineNoAllowedPython: a project whose requires-python no base
+// (nor the host) satisfies fails before anything is installed, with the
+// sentence that says so, not a pip error.
+func TestOnlineNoAllowedPython(t *testing.T) {
+	opts := buildOpts(writeTree(t, map[string]string{
+		"pyproject.toml": "[project]\nname = \"future\"\nversion = \"1\"\nrequires-python = \">=3.14\"\n",
+		"test_x.py":      "def test_x():\n    pass\n",
+	}))
+	opts.Mode = env.ModeOnline
+	opts.Bases = []BasePython{{Ref: "bullseye", Python: "3.9.2", Root: "/nonexistent"}, {Ref: "trixie", Python: "3.13.5", Root: "/nonexistent"}}
+	_, err := Build(context.Background(), testSandboxes, opts)
+	want := `requires-python ">=3.14": no base offers an allowed Python (bases: 3.9 bullseye, 3.13 trixie, `
+	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.HasSuffix(err.Error(), "build one with cwm base build --debian SUITE") {
+		t.Errorf("Build(requires-python >=3.14) = %v, want %s... host); build one with cwm base build --debian SUITE", err, want)
+	}
+}
