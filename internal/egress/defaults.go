@@ -115,11 +115,15 @@ func redact(s string) string {
 }
 
 // urlHost is the allowlist entry of a URL's host: its port (or its
-// scheme's), an IP address as given.
+// scheme's), an IP address or localhost as given (the host's own
+// configuration names them: a local mirror is meant to be reached).
 func urlHost(u *url.URL, from string) Host {
 	h := Host{Name: strings.ToLower(u.Hostname()), From: from}
 	if a, err := netip.ParseAddr(h.Name); err == nil {
 		h.Name, h.Literal = a.Unmap().String(), true
+	}
+	if h.Name == "localhost" {
+		h.Literal = true
 	}
 	if port := portOf(u); port != 443 || h.Literal {
 		h.Ports = []int{port}

@@ -41,8 +41,11 @@ func refusedAddr(a netip.Addr) string {
 		return "a link-local or cloud metadata address"
 	case a.IsLoopback():
 		return "a loopback address"
-	case a.IsUnspecified():
+	case a.IsUnspecified() || a.Is4() && a.As4()[0] == 0:
+		// 0.0.0.0/8 is "this network": connecting there reaches the host.
 		return "the unspecified address"
+	case a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return "a broadcast address"
 	case a.IsMulticast() || a.IsLinkLocalMulticast() || a.IsInterfaceLocalMulticast():
 		return "a multicast address"
 	}

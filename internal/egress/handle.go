@@ -29,6 +29,9 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	entry, why := r.allowed(host, port)
+	if why == "" && req.Method != http.MethodConnect {
+		why = forwardable(req)
+	}
 	if why != "" {
 		r.refuse(host, port, why)
 		deny(w, http.StatusForbidden, refusedMsg(host, port, why))
@@ -180,9 +183,17 @@ func (r *Relay) forward(w http.ResponseWriter, req *http.Request, host string, p
 	if r.dialFailed(w, host, port, err) {
 		return
 	}
+	// The connection is live (a cap cuts it) before anything is sent.
 	out := req.Clone(req.Context())
+	t, _ := r.take(w, host, port, peer)
+	if t == nil {
+		return
+	}
+	client := t.client
+	defer r.untrack(t)
 	out.RequestURI = ""
 	out.Close = true
+	out.Body, out.ContentLength = nil, 0
 	for _, h := range []string{"Proxy-Connection", "Proxy-Authorization", "Connection", "Keep-Alive", "Te", "Trailer", "Upgrade"} {
 		out.Header.Del(h)
 	}
@@ -194,12 +205,6 @@ func (r *Relay) forward(w http.ResponseWriter, req *http.Request, host string, p
 	} else {
 		err = out.Write(peer)
 	}
-	t, _ := r.take(w, host, port, peer)
-	if t == nil {
-		return
-	}
-	client := t.client
-	defer r.untrack(t)
 	if err != nil {
 		r.fail(host, port, err)
 		writeError(client, http.StatusBadGateway, "cwm egress relay: send request: "+err.Error())
@@ -214,6 +219,19 @@ func (r *Relay) forward(w http.ResponseWriter, req *http.Request, host string, p
 	defer resp.Body.Close()
 	resp.Close = true
 	resp.Write(client)
+}
+
+// forwardable says why a plain-HTTP request is not forwarded, or "": only
+// reads (GET, HEAD) without a body are, which is all an index or a Debian
+// mirror serves; sending data out is not an install step's business.
+func forwardable(req *http.Request) string {
+	if req.Method != http.MethodGet && req.Method != http.MethodHead {
+		return "only GET and HEAD are forwarded over plain HTTP, not " + req.Method
+	}
+	if req.ContentLength != 0 || len(req.TransferEncoding) > 0 {
+		return "a request body is not forwarded over plain HTTP"
+	}
+	return ""
 }
 
 // dialFailed answers a failed dial: 403 for a refusal, 502 otherwise.

@@ -39,10 +39,15 @@ func (s sb) run(t *testing.T, r *Relay, cmd string) sandbox.Result {
 	return run(t, s.Sandbox, r, cmd)
 }
 
-// run runs a shell command line in s with the relay's environment.
+// run runs a shell command line in s with the relay's environment (r
+// nil: none).
 func run(t *testing.T, s *sandbox.Sandbox, r *Relay, cmd string) sandbox.Result {
 	t.Helper()
-	res, err := s.Exec(context.Background(), sandbox.Cmd{Shell: cmd, Env: append(r.Env(), "HOME=/tmp", "PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_INPUT=1")})
+	env := []string{"HOME=/tmp", "PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_INPUT=1"}
+	if r != nil {
+		env = append(env, r.Env()...)
+	}
+	res, err := s.Exec(context.Background(), sandbox.Cmd{Shell: cmd, Env: env})
 	if err != nil {
 		t.Fatalf("Exec(%q): %v", cmd, err)
 	}
@@ -51,10 +56,6 @@ func run(t *testing.T, s *sandbox.Sandbox, r *Relay, cmd string) sandbox.Result 
 
 func output(r sandbox.Result) string {
 	return strings.TrimSpace(string(r.Stdout) + "\n" + string(r.Stderr))
-}
-
-func sandboxCmd(shell string) sandbox.Cmd {
-	return sandbox.Cmd{Shell: shell, Env: []string{"HOME=/tmp", "PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_INPUT=1"}}
 }
 
 // serve runs h on the host's loopback until the test ends and returns its

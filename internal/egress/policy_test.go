@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 
@@ -75,5 +76,24 @@ func TestMatch(t *testing.T) {
 	}
 	if len(p.Hosts) != 3 {
 		t.Errorf("Allow kept %d entries, want one per name: %v", len(p.Hosts), p.Hosts)
+	}
+}
+
+func TestURLHost(t *testing.T) {
+	for _, c := range []struct {
+		url  string
+		want Host
+	}{
+		{"https://idx.example/simple", Host{Name: "idx.example", From: "x"}},
+		{"http://idx.example/simple", Host{Name: "idx.example", Ports: []int{80}, From: "x"}},
+		{"https://IDX.example:8443/simple", Host{Name: "idx.example", Ports: []int{8443}, From: "x"}},
+		{"http://10.0.0.5/simple", Host{Name: "10.0.0.5", Ports: []int{80}, Literal: true, From: "x"}},
+		{"https://[::1]/simple", Host{Name: "::1", Ports: []int{443}, Literal: true, From: "x"}},
+		{"http://localhost:3141/root/pypi", Host{Name: "localhost", Ports: []int{3141}, Literal: true, From: "x"}},
+	} {
+		u, _ := url.Parse(c.url)
+		if diff := cmp.Diff(c.want, urlHost(u, "x")); diff != "" {
+			t.Errorf("urlHost(%s) (-want +got):\n%s", c.url, diff)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -110,7 +111,10 @@ func Serve(ctx context.Context, ln net.Listener, p Policy) *Relay {
 	}
 	r.timer = time.AfterFunc(p.MaxTime, func() { r.stop(fmt.Sprintf("the step's time cap of %v was reached", p.MaxTime)) })
 	// A cancelled ctx ends the relay as Close would, but for the stats.
-	context.AfterFunc(r.ctx, func() { r.srv.Close() })
+	context.AfterFunc(r.ctx, func() {
+		r.srv.Close()
+		r.closeLive()
+	})
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
@@ -131,19 +135,9 @@ func (r *Relay) Env() []string {
 	u := r.ProxyURL()
 	var env []string
 	for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"} {
-		env = append(env, k+"="+u, lower(k)+"="+u)
+		env = append(env, k+"="+u, strings.ToLower(k)+"="+u)
 	}
 	return append(env, "NO_PROXY=", "no_proxy=")
-}
-
-func lower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }
 
 // Close stops the relay: its listener, every tunnel, every dial. It
@@ -223,6 +217,9 @@ func (r *Relay) track(t *tunnel) string {
 	defer r.mu.Unlock()
 	if r.stopped != "" {
 		return r.stopped
+	}
+	if r.ctx.Err() != nil {
+		return "the relay was closed"
 	}
 	r.live[t] = struct{}{}
 	r.stats.Conns++

@@ -33,10 +33,7 @@ func TestPipInstallThroughRelay(t *testing.T) {
 	ctx := context.Background()
 
 	// Without the relay the index is out of reach.
-	res, err := s.Exec(ctx, sandboxCmd("python3 -m pip download --no-cache-dir --retries 0 --timeout 5 -d /tmp/d --index-url "+ix.URL+" cwm-top"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := run(t, s, nil, "python3 -m pip download --no-cache-dir --retries 0 --timeout 5 -d /tmp/d --index-url "+ix.URL+" cwm-top")
 	if res.ExitCode == 0 {
 		t.Fatalf("pip download without the relay succeeded: the sandbox reaches the host's loopback")
 	}
