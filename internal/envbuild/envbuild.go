@@ -5,14 +5,17 @@
 // and tested and the outcome of every test in several baseline runs.
 //
 // Building finds the recipe (flags, CI workflows, tox or nox, project
-// metadata, a Makefile, then defaults), installs offline in a sandbox,
-// runs the suite --runs times in fresh sandboxes, marks tests whose
+// metadata, a Makefile, then defaults), chooses the Python the project
+// needs, installs in a sandbox (from the package index through the egress
+// relay, from a wheelhouse, or offline with the base's packages), runs
+// the suite --runs times in fresh sandboxes, marks tests whose
 // outcome changes as flaky, and records which functions each passing test
 // executes (the test-to-code map the tasks stage mutates). Environments
-// are content addressed: the id hashes the repository tree, the recipe and
-// the base, so building the same thing twice gives the same id. A build
-// happens in a stage of the store (env.Stage) published at the end, so an
-// interrupted build never looks like an environment. See
+// are content addressed: the id hashes the repository tree, the recipe,
+// the base and how resolution is bounded, so building the same thing twice
+// gives the same id. A build happens in a stage of the store (env.Stage)
+// published at the end, so an interrupted build never looks like an
+// environment. See
 // docs/environments.md.
 package envbuild
 

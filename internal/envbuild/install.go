@@ -46,8 +46,8 @@ type installer struct {
 	mode string
 	// exclude is the --uploaded-prior-to bound of online resolution.
 	exclude string
-	// env is added to every step's environment (the relay's proxy, the
-	// index).
+	// env is added to every step's environment: the index pip is to use
+	// (the relay's proxy is proxyEnv).
 	env []string
 	// lock is what the steps installed, from pip's reports.
 	lock    []env.LockedPackage
