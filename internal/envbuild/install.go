@@ -121,7 +121,7 @@ func (in *installer) run(ctx context.Context, st *env.Step) error {
 	if !res.Success() {
 		st.Status, st.Note = "failed", res.Describe()+": "+firstError(string(res.Stdout)+"\n"+string(res.Stderr))+"; "+in.hint()
 	}
-	return nil
+	return in.readShellReports(ctx)
 }
 
 // simpleCommand takes apart "[cd DIR &&] [K=V...] WORDS".

@@ -43,8 +43,11 @@ func (in *installer) pipFunc() string {
 	if in.mode == env.ModeOffline {
 		return venvPip
 	}
-	return `pip() { if [ "$1" = install ]; then shift; set -- install ` + strings.Join(in.pipWords("")[3:], " ") + ` "$@"; fi; ` +
-		env.VenvRoot + `/bin/python ` + toolsPip + ` "$@"; }; pip3() { pip "$@"; }; `
+	// python -m pip too: the venv has no pip module.
+	return `pip() { if [ "$1" = install ]; then shift; set -- install --report ` + shellReports + `-$BASHPID-$RANDOM.json ` + strings.Join(in.pipWords("")[3:], " ") + ` "$@"; fi; ` +
+		env.VenvRoot + `/bin/python ` + toolsPip + ` "$@"; }; pip3() { pip "$@"; }; ` +
+		`_cwm_python() { local py=$1; shift; if [ "$1" = -m ] && { [ "$2" = pip ] || [ "$2" = pip3 ]; }; then shift 2; pip "$@"; else command "$py" "$@"; fi; }; ` +
+		`python() { _cwm_python python "$@"; }; python3() { _cwm_python python3 "$@"; }; `
 }
 
 // hint says what to try when a step fails, in the installer's mode.
@@ -167,4 +170,30 @@ func (in *installer) ensureRunner(ctx context.Context, fw testrun.Framework) (en
 		return st, false, fmt.Errorf("install step %q: %w", st.Command, err)
 	}
 	return st, true, nil
+}
+
+// shellReports is where the pip of a line bash runs as written writes its
+// reports (one per pip run, named by process and a random number: such a
+// line may run pip in subshells).
+const shellReports = "/tmp/cwm-pip-report-sh"
+
+// readShellReports adds the reports the pip of a line bash ran as written
+// left to the lock, and removes them.
+func (in *installer) readShellReports(ctx context.Context) error {
+	if in.mode == env.ModeOffline {
+		return nil
+	}
+	res, err := in.s.Exec(ctx, sandbox.Cmd{Shell: "ls -tr " + shellReports + "-*.json 2>/dev/null || true", Timeout: time.Minute})
+	if err != nil {
+		return fmt.Errorf("list pip's reports: %w", err)
+	}
+	for _, f := range strings.Fields(string(res.Stdout)) {
+		if err := in.readReport(ctx, f); err != nil {
+			return err
+		}
+		if _, err := in.s.Exec(ctx, sandbox.Cmd{Args: []string{"rm", "-f", f}, Timeout: time.Minute}); err != nil {
+			return fmt.Errorf("remove pip's report %s: %w", f, err)
+		}
+	}
+	return nil
 }

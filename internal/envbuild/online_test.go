@@ -99,6 +99,8 @@ func TestWheelhouse(t *testing.T) {
 	repo := depRepo(t, "cwmdep==1.0")
 	opts := onlineOpts(t, repo)
 	opts.Wheelhouse = house
+	// A line bash runs as written: its python -m pip is the build's pip.
+	opts.Install = []string{"cat requirements.txt | python -m pip install -r /dev/stdin"}
 	start := time.Now()
 	e := mustBuild(t, opts)
 	cold := time.Since(start)
