@@ -18,7 +18,9 @@ type BasePython struct {
 	Ref string
 	// Python is its Python version ("3.11.2", or "3.11").
 	Python string
-	// Root is the base's root filesystem: what the sandboxes stand on.
+	// Root is what the environment's Base holds when it runs on this base
+	// (what env.Sandboxes resolves to the sandboxes' root filesystem: a
+	// directory, as --base gives, or the store's name for the base).
 	Root string
 }
 
