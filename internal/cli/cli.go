@@ -38,6 +38,7 @@ var Program = &command.Program{
 		func() command.Command { return &baseLsCmd{} },
 		func() command.Command { return &baseRmCmd{} },
 		func() command.Command { return &baseGCCmd{} },
+		func() command.Command { return &envLockCmd{} },
 		func() command.Command { return &tasksMutateCmd{} },
 		func() command.Command { return &tasksCommitsCmd{} },
 		func() command.Command { return &tasksValidateCmd{} },

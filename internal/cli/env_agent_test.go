@@ -55,11 +55,11 @@ func TestEnvBuildSetupAgent(t *testing.T) {
 	defer srv.Close()
 
 	// Detection alone: unusable.
-	code, _, errOut := runCLI(t, "", "env", "build", "--runs", "1", "--no-coverage", "--name", "odd", repo)
+	code, _, errOut := runCLI(t, "", "env", "build", "--offline", "--runs", "1", "--no-coverage", "--name", "odd", repo)
 	if code != 1 || !strings.Contains(errOut, "is not usable") {
 		t.Fatalf("env build without the agent = %d, want 1 (not usable)\n%s", code, errOut)
 	}
-	code, out, errOut := runCLI(t, "", "env", "build", "--runs", "1", "--no-coverage", "--name", "odd", "--json",
+	code, out, errOut := runCLI(t, "", "env", "build", "--offline", "--runs", "1", "--no-coverage", "--name", "odd", "--json",
 		"--model", "fake-model", "--base-url", srv.URL, repo)
 	if code != 0 {
 		t.Fatalf("env build with the setup agent = %d\n%s", code, errOut)

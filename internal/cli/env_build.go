@@ -4,12 +4,15 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
 	"cwm/internal/command"
+	"cwm/internal/egress"
 	"cwm/internal/env"
 	"cwm/internal/envbuild"
+	"cwm/internal/errkind"
 )
 
 type envBuildCmd struct {
@@ -21,6 +24,13 @@ type envBuildCmd struct {
 	base           string
 	json           bool
 	online         bool
+	offline        bool
+	python         string
+	portable       bool
+	excludeNewer   string
+	locked         string
+	wheelhouse     string
+	allowHosts     command.StringList
 	force          bool
 	noCoverage     bool
 	quiet          bool
@@ -42,9 +52,22 @@ Copies the repository at --rev (a git repository as a shallow one: the
 revision back to its nearest version tag, the history staying with the
 source; a plain directory becomes a one-commit repository whose
 revision is the hash of its tree) into a new layer at /repo, finds how to
-install and test it, installs it offline into /venv inside a sandbox, runs
-the test suite --runs times, records every test's outcome (flaky when runs
-disagree) and which functions each passing test executes.
+install and test it, installs it into /venv inside a sandbox, runs the test
+suite --runs times, records every test's outcome (flaky when runs disagree)
+and which functions each passing test executes.
+
+Installing is online by default (--online says so): the repository's own
+dependencies come from the package index the host's pip is configured
+with, through cwm's egress relay during install steps only, into a venv
+of its own, with PEP 517 builds in isolation and resolution bounded by
+the commit's date plus 7 days (--exclude-newer DATE, or none); the
+resolved set (names, versions, sources, sha256) is the manifest's lock.
+The Python is --python X.Y, or the one the project asks for
+(requires-python, classifiers, the CI matrix, tox's envlist): the host's
+when it fits and --portable is not given, else a stored base's. --locked
+ENV|FILE reinstalls exactly a lock (an environment's, or a requirements
+file with hashes as cwm env lock prints it), hashes required; --wheelhouse
+DIR installs from staged wheels with no index and no network.
 
 Recipe detection, first hit per step: --install/--test; the Python job of
 .github/workflows/*.yml (expressions evaluated, the matrix collapsed to the
@@ -53,11 +76,11 @@ unwrapped); tox (tox.ini, tox.toml, pyproject's [tool.tox]; the environment
 -e names) or noxfile.py; pyproject.toml, setup.cfg, setup.py and
 requirements*.txt; a Makefile test target; then python -m pytest, then
 python -m unittest discover. A source whose program the sandbox lacks is
-passed over for the next. pip installs run with --no-index and
---no-build-isolation; an editable install whose build step fails puts the
-import root (src/ or the project) on the venv's path instead; a dependency
-that is not installed on the host is reported with the Debian package that
-provides it.
+passed over for the next. With --offline, pip installs run with
+--no-index and --no-build-isolation on the base's packages; an editable
+install whose build step fails puts the import root (src/ or the project)
+on the venv's path instead; a dependency that is not installed on the host
+is reported with the Debian package that provides it.
 
 With --model and --base-url, a setup agent (CWM's RepoAgent, on the
 forage machinery) sets the repository up when the detected recipe gives no
@@ -92,7 +115,14 @@ func (c *envBuildCmd) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.runs, "runs", 3, "how many times the baseline runs the suite")
 	fs.StringVar(&c.base, "base", "", "root filesystem `DIR` to build on instead of the host's /usr and /etc")
 	fs.BoolVar(&c.json, "json", false, "print the manifest (env.json) instead of the id")
-	fs.BoolVar(&c.online, "online", false, "let pip use its package index (needs a base whose pip reaches one from inside the sandbox)")
+	fs.BoolVar(&c.online, "online", false, "install from the package index through the egress relay (the default)")
+	fs.BoolVar(&c.offline, "offline", false, "install with the base's packages only: no index, no build isolation, the import-root fallback")
+	fs.StringVar(&c.python, "python", "", "build on Python `X.Y` (default: what the project asks for)")
+	fs.BoolVar(&c.portable, "portable", false, "build on a stored base even when the host's Python fits")
+	fs.StringVar(&c.excludeNewer, "exclude-newer", "", "resolve with releases uploaded before `DATE` (default: the commit's date plus 7 days; none: no bound)")
+	fs.StringVar(&c.locked, "locked", "", "reinstall exactly the lock of environment `ENV|FILE` (or a requirements file with hashes)")
+	fs.StringVar(&c.wheelhouse, "wheelhouse", "", "install from the wheels in `DIR`, with no index and no network")
+	fs.Var(&c.allowHosts, "allow-host", "let install steps reach `HOST` too (NAME, NAME:PORT, *.SUFFIX or IP:PORT; repeatable) besides the host's index")
 	fs.BoolVar(&c.force, "force", false, "rebuild even when a usable environment with the same id exists")
 	fs.BoolVar(&c.noCoverage, "no-coverage", false, "skip the test-to-code map (env coverage computes it on first use)")
 	fs.BoolVar(&c.quiet, "quiet", false, "print no progress")
@@ -120,6 +150,27 @@ func (c *envBuildCmd) Run(ctx context.Context, e *command.Env, args []string) er
 	if c.timeout <= 0 || c.installTimeout <= 0 {
 		return command.Usagef("--timeout and --install-timeout must be positive")
 	}
+	mode := env.ModeOnline
+	switch {
+	case c.offline && (c.online || c.wheelhouse != "" || c.locked != "" || c.excludeNewer != ""):
+		return command.Usagef("--offline installs the base's packages: it takes no --online, --wheelhouse, --locked or --exclude-newer")
+	case c.offline:
+		mode = env.ModeOffline
+	case c.wheelhouse != "":
+		mode = env.ModeWheelhouse
+	}
+	lock, err := c.readLock(e)
+	if err != nil {
+		return err
+	}
+	var policy *egress.Policy
+	if mode == env.ModeOnline {
+		if policy, err = c.policy(ctx); err != nil {
+			return err
+		}
+	} else if len(c.allowHosts) > 0 {
+		return command.Usagef("--allow-host is for online builds: --offline and --wheelhouse builds have no network")
+	}
 	sbs, closeRT, err := openSandboxes(e, -1)
 	if err != nil {
 		return err
@@ -131,7 +182,9 @@ func (c *envBuildCmd) Run(ctx context.Context, e *command.Env, args []string) er
 	}
 	opts := envbuild.Options{
 		Home: e.Home, Source: args[0], Rev: c.rev, Name: c.envName, Install: c.install, Test: c.test,
-		Runs: c.runs, Base: c.base, Online: c.online, Force: c.force, NoCoverage: c.noCoverage,
+		Runs: c.runs, Base: c.base, Mode: mode, Force: c.force, NoCoverage: c.noCoverage,
+		Python: c.python, Portable: c.portable, ExcludeNewer: c.excludeNewer, Lock: lock, Wheelhouse: c.wheelhouse,
+		Egress:         policy,
 		InstallTimeout: c.installTimeout,
 		Limits:         env.RunLimits{Timeout: c.timeout, Memory: int64(c.memory), Disk: int64(c.disk)},
 		Progress:       progress, Log: e.Log,
@@ -203,4 +256,43 @@ func (c *envBuildCmd) Run(ctx context.Context, e *command.Env, args []string) er
 		return fmt.Errorf("environment %s is not usable: %s (log: %s)", built.ID, built.Reason, built.BuildLog)
 	}
 	return nil
+}
+
+// readLock reads --locked: a file (a requirements file with hashes, as
+// cwm env lock prints it) when one is there, otherwise an environment of
+// the store, whose manifest holds its lock.
+func (c *envBuildCmd) readLock(e *command.Env) ([]env.LockedPackage, error) {
+	if c.locked == "" {
+		return nil, nil
+	}
+	if st, err := os.Stat(c.locked); err == nil && st.Mode().IsRegular() {
+		return envbuild.ReadLock(c.locked)
+	}
+	en, err := env.NewStore(e.Home).Resolve(c.locked)
+	if err != nil {
+		return nil, fmt.Errorf("--locked %s: %w", c.locked, err)
+	}
+	if len(en.Lock) == 0 {
+		return nil, errkind.Errorf(errkind.Input, "--locked %s: environment %s has no lock (only online and --wheelhouse builds have one)", c.locked, en.ID)
+	}
+	return en.Lock, nil
+}
+
+// policy is the egress relay's allowlist of an online build: the index the
+// host's pip is configured with (egress.DefaultPolicy) and --allow-host.
+func (c *envBuildCmd) policy(ctx context.Context) (*egress.Policy, error) {
+	var hosts []egress.Host
+	for _, a := range c.allowHosts {
+		h, err := egress.ParseAllowHost(a)
+		if err != nil {
+			return nil, err
+		}
+		hosts = append(hosts, h)
+	}
+	p, err := egress.DefaultPolicy(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("find the package index the host's pip uses: %w", err)
+	}
+	p.Allow(hosts...)
+	return &p, nil
 }

@@ -10,7 +10,7 @@ import (
 // repositories: build, list, show, test, coverage, shell, gc, rm.
 func TestEnvCommands(t *testing.T) {
 	t.Setenv("CWM_HOME", t.TempDir())
-	code, out, errOut := runCLI(t, "", "env", "build", "--runs", "2", "--name", "greet", "../envbuild/testdata/wfonly")
+	code, out, errOut := runCLI(t, "", "env", "build", "--offline", "--runs", "2", "--name", "greet", "../envbuild/testdata/wfonly")
 	if code != 0 {
 		t.Fatalf("env build = %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
@@ -18,7 +18,7 @@ func TestEnvCommands(t *testing.T) {
 	if len(id) != 16 || !strings.Contains(errOut, "baseline: 3 tests: 3 pass") {
 		t.Fatalf("env build printed id %q, progress:\n%s", id, errOut)
 	}
-	code, _, errOut = runCLI(t, "", "env", "build", "--quiet", "../envbuild/testdata/allfail")
+	code, _, errOut = runCLI(t, "", "env", "build", "--offline", "--quiet", "../envbuild/testdata/allfail")
 	if code != 1 || !strings.Contains(errOut, "is not usable: no test passes in every run") {
 		t.Errorf("env build allfail = %d, stderr %q; want 1 and the reason", code, errOut)
 	}
@@ -70,7 +70,7 @@ func TestEnvCommands(t *testing.T) {
 
 func TestEnvJSON(t *testing.T) {
 	t.Setenv("CWM_HOME", t.TempDir())
-	code, out, errOut := runCLI(t, "", "env", "build", "--json", "--runs", "1", "--no-coverage", "../envbuild/testdata/bareunit")
+	code, out, errOut := runCLI(t, "", "env", "build", "--offline", "--json", "--runs", "1", "--no-coverage", "../envbuild/testdata/bareunit")
 	if code != 0 {
 		t.Fatalf("env build --json = %d: %s", code, errOut)
 	}

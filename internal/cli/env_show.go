@@ -58,6 +58,16 @@ func (c *envShowCmd) Run(ctx context.Context, e *command.Env, args []string) err
 	fmt.Fprintf(w, "built:       %s in %.1fs, layer %s\n", en.BuiltAt.Local().Format("2006-01-02 15:04:05"), en.BuildSecs, humanBytes(en.LayerBytes))
 	fmt.Fprintf(w, "layer:       %s\n", en.LayerDir())
 	fmt.Fprintf(w, "build log:   %s\n", en.BuildLog)
+	if en.Mode != "" {
+		fmt.Fprintf(w, "mode:        %s\n", installMode(en))
+	}
+	if p := en.PythonFrom; p != nil {
+		fmt.Fprintf(w, "python from: %s (%s)", p.Base, orNone(p.From))
+		if p.Note != "" {
+			fmt.Fprintf(w, "; %s", p.Note)
+		}
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintln(w, "install:")
 	for _, s := range en.Install {
 		fmt.Fprintf(w, "  %s  [%s] %s", s.Command, s.Provenance, s.Status)
@@ -137,4 +147,27 @@ func baseLine(home, b string) string {
 		return fmt.Sprintf("%s (%s)", sb.Short(), sb.Describe())
 	}
 	return base.ShortDigest(b) + " (not in this machine's base store: cwm base import or build it)"
+}
+
+// installMode is how an environment was installed, for env show: the
+// mode, the date bound and the lock's size (cwm env lock prints it).
+func installMode(en *env.Env) string {
+	s := en.Mode
+	if en.ExcludeNewer != "" {
+		s += ", releases before " + en.ExcludeNewer
+	}
+	if en.Locked {
+		s += ", --locked"
+	}
+	if len(en.Lock) > 0 {
+		s += fmt.Sprintf(", lock of %d packages (cwm env lock %s)", len(en.Lock), en.Name)
+	}
+	return s
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "the project names no Python"
+	}
+	return s
 }

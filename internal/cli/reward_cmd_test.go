@@ -112,7 +112,7 @@ func readJSONL(t *testing.T, path string) []map[string]any {
 func TestRewardCommand(t *testing.T) {
 	t.Setenv("CWM_HOME", t.TempDir())
 	src, diff := calcRepo(t)
-	code, out, errOut := runCLI(t, "", "env", "build", "--runs", "1", "--no-coverage", "--quiet", src)
+	code, out, errOut := runCLI(t, "", "env", "build", "--offline", "--runs", "1", "--no-coverage", "--quiet", src)
 	if code != 0 {
 		t.Fatalf("env build = %d\n%s%s", code, out, errOut)
 	}

@@ -183,7 +183,7 @@ func sharedFixture() (fixture, error) {
 			}
 			return nil
 		}
-		if shared.err = run("env", "build", "--runs", "1", "--name", "textkit", "--quiet", "../../examples/textkit"); shared.err != nil {
+		if shared.err = run("env", "build", "--offline", "--runs", "1", "--name", "textkit", "--quiet", "../../examples/textkit"); shared.err != nil {
 			return
 		}
 		shared.err = run("tasks", "mutate", "--env", "textkit", "--out", shared.fx.tasks, "--max", "2",

@@ -15,7 +15,7 @@ import (
 // edited so that it no longer holds is reported; usage errors exit 2.
 func TestTasksCommands(t *testing.T) {
 	t.Setenv("CWM_HOME", t.TempDir())
-	code, _, errOut := runCLI(t, "", "env", "build", "--runs", "2", "--quiet", "../tasks/testdata/hazards")
+	code, _, errOut := runCLI(t, "", "env", "build", "--offline", "--runs", "2", "--quiet", "../tasks/testdata/hazards")
 	if code != 0 {
 		t.Fatalf("env build = %d: %s", code, errOut)
 	}

@@ -16,7 +16,7 @@ import (
 // the same lines, the cap per function, and usage errors.
 func TestTraceRepoCommand(t *testing.T) {
 	t.Setenv("CWM_HOME", t.TempDir())
-	if code, out, errOut := runCLI(t, "", "env", "build", "--runs", "1", "--name", "textkit", "../../examples/textkit"); code != 0 {
+	if code, out, errOut := runCLI(t, "", "env", "build", "--offline", "--runs", "1", "--name", "textkit", "../../examples/textkit"); code != 0 {
 		t.Fatalf("env build = %d\n%s%s", code, out, errOut)
 	}
 	dir := t.TempDir()

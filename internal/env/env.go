@@ -58,6 +58,20 @@ type Env struct {
 	LayerBytes int64         `json:"layer_bytes"`
 	BuildLog   string        `json:"build_log"`
 
+	// Mode is how dependencies were installed: ModeOnline, ModeOffline
+	// or ModeWheelhouse; empty in environments built before it (offline
+	// unless Online, the flag of version 1 ids).
+	Mode string `json:"mode,omitempty"`
+	// PythonFrom says why the build has its Python.
+	PythonFrom *PythonProvenance `json:"python_provenance,omitempty"`
+	// ExcludeNewer bounds resolution to releases uploaded before it (RFC
+	// 3339), when it was bounded.
+	ExcludeNewer string `json:"exclude_newer,omitempty"`
+	// Locked is set when the build reinstalled a given lock.
+	Locked bool `json:"locked,omitempty"`
+	// Lock is the set an online or wheelhouse build installed.
+	Lock []LockedPackage `json:"lock,omitempty"`
+
 	// dir is the environment's directory: in the store, or the stage of
 	// the build making it.
 	dir string

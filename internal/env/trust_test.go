@@ -33,7 +33,12 @@ func TestManifestSchema(t *testing.T) {
 		Missing:     []Missing{{Import: "yaml", Requirement: "PyYAML>=5", Source: "pip"}},
 		Usable:      true, Reason: "", Coverage: &CoverageInfo{File: "coverage.json", Functions: 3, Tests: 1, Seconds: 0.5},
 		BuiltAt: time.Date(2026, 12, 6, 21, 0, 0, 0, time.UTC), BuildSecs: 12.5, LayerBytes: 1 << 20,
-		BuildLog: "/home/u/.cwm/envs/0123abcd/build.log"}
+		BuildLog: "/home/u/.cwm/envs/0123abcd/build.log",
+		Mode:     ModeOnline, ExcludeNewer: "2024-05-08T00:00:00Z", Locked: true,
+		PythonFrom: &PythonProvenance{Requires: ">=3.9", From: "pyproject.toml requires-python >=3.9; tox.ini envlist 3.9 3.10",
+			Wanted: "3.10", Base: "bookworm", Note: "no base offers Python 3.10; the nearest newer one the project allows"},
+		Lock: []LockedPackage{{Name: "textkit", Version: "0.3.1", URL: "file:///repo", Local: true},
+			{Name: "pytest", Version: "8.2.0", URL: "https://files.example/pytest-8.2.0-py3-none-any.whl", SHA256: "07acdcf88ec174f907dc01af70bf52d49b014bbab03faeeade31c96b18c2e588"}}}
 	data, err := json.MarshalIndent(e, "", "  ")
 	if err != nil {
 		t.Fatal(err)

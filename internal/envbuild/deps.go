@@ -89,8 +89,13 @@ func (in *installer) checkDependencies(ctx context.Context, python string) error
 	}
 	reqs, _ := json.Marshal(todo)
 	extras, _ := json.Marshal(nonNil(in.extras))
+	var vars []string
+	if in.mode != env.ModeOffline {
+		// The venv has neither packaging nor pip: pip's wheel has both.
+		vars = []string{"PYTHONPATH=" + strings.TrimSuffix(toolsPip, "/pip")}
+	}
 	res, err := in.s.Exec(ctx, sandbox.Cmd{Args: []string{python, "-c", depCheck, string(reqs), string(extras)},
-		Timeout: 2 * time.Minute, Capture: 1 << 20})
+		Env: vars, Timeout: 2 * time.Minute, Capture: 1 << 20})
 	if err != nil {
 		return fmt.Errorf("check dependencies: %w", err)
 	}

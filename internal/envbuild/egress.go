@@ -26,7 +26,11 @@ func (in *installer) relay(ctx context.Context, st *env.Step) func() {
 	in.proxyEnv = r.Env()
 	return func() {
 		in.proxyEnv = nil
-		if n := refusalNote(r.Close()); n != "" {
+		stats := r.Close()
+		if n := refusalNote(stats); n != "" {
+			addNote(st, n)
+		}
+		if n := unreachedNote(stats); n != "" && st.Status != "ok" {
 			addNote(st, n)
 		}
 	}
@@ -37,9 +41,13 @@ const maxNoted = 5
 
 // refusalNote is "egress refused: evil.example:443 (not on the allowlist),
 // ..." naming each distinct refusal once, or "" when there was none.
-func refusalNote(s egress.Stats) string {
+func refusalNote(s egress.Stats) string { return distinctNote("egress refused: ", s.Refusals) }
+
+// distinctNote is prefix and each distinct entry of rs once (the first
+// maxNoted), or "" when there is none.
+func distinctNote(prefix string, rs []egress.Refusal) string {
 	var seen []string
-	for _, r := range s.Refusals {
+	for _, r := range rs {
 		if str := r.String(); !slices.Contains(seen, str) {
 			seen = append(seen, str)
 		}
@@ -52,7 +60,7 @@ func refusalNote(s egress.Stats) string {
 		more = fmt.Sprintf(" and %d more", len(seen)-maxNoted)
 		seen = seen[:maxNoted]
 	}
-	return "egress refused: " + strings.Join(seen, ", ") + more
+	return prefix + strings.Join(seen, ", ") + more
 }
 
 func addNote(st *env.Step, n string) {

@@ -5,14 +5,17 @@
 // and tested and the outcome of every test in several baseline runs.
 //
 // Building finds the recipe (flags, CI workflows, tox or nox, project
-// metadata, a Makefile, then defaults), installs offline in a sandbox,
-// runs the suite --runs times in fresh sandboxes, marks tests whose
+// metadata, a Makefile, then defaults), chooses the Python the project
+// needs, installs in a sandbox (from the package index through the egress
+// relay, from a wheelhouse, or offline with the base's packages), runs
+// the suite --runs times in fresh sandboxes, marks tests whose
 // outcome changes as flaky, and records which functions each passing test
 // executes (the test-to-code map the tasks stage mutates). Environments
-// are content addressed: the id hashes the repository tree, the recipe and
-// the base, so building the same thing twice gives the same id. A build
-// happens in a stage of the store (env.Stage) published at the end, so an
-// interrupted build never looks like an environment. See
+// are content addressed: the id hashes the repository tree, the recipe,
+// the base and how resolution is bounded, so building the same thing twice
+// gives the same id. A build happens in a stage of the store (env.Stage)
+// published at the end, so an interrupted build never looks like an
+// environment. See
 // docs/environments.md.
 package envbuild
 
@@ -56,13 +59,33 @@ type Options struct {
 	Runs int
 	// Base is a root filesystem to build on instead of the host's.
 	Base string
-	// Online lets pip use its index (and build isolation). The sandbox has
-	// no network, so this only helps with a base whose pip is configured
-	// for a local index or wheel directory inside the sandbox.
-	Online bool
-	// Egress, when set, gives each install step a relay to the network
-	// with this policy (see internal/egress: typically egress.DefaultPolicy
-	// plus --allow-host); nil keeps install steps offline. Tests, traces,
+	// Mode is how dependencies are installed: env.ModeOnline (from the
+	// index, through the egress relay), env.ModeWheelhouse (from
+	// Wheelhouse, no network) or env.ModeOffline; "" is offline, what
+	// library callers had before modes (the command line's default is
+	// online).
+	Mode string
+	// Wheelhouse is a directory of staged wheels (ModeWheelhouse).
+	Wheelhouse string
+	// Python is --python X.Y; Portable refuses the host's Python; Bases
+	// are the stored bases a build may run on (online and wheelhouse
+	// builds without Base).
+	Python   string
+	Portable bool
+	Bases    []BasePython
+	// ExcludeNewer bounds online resolution: a date or RFC 3339 time,
+	// "none", or "" for the commit's date plus GraceAfterCommit.
+	ExcludeNewer string
+	// Lock, when set, is reinstalled exactly (--locked): its packages with
+	// hashes required, then the local project without dependencies.
+	Lock []env.LockedPackage
+	// PipWheel is the pip wheel online and wheelhouse builds run (default:
+	// EnsurePip's).
+	PipWheel string
+	// Egress, when set, gives each install step of an online build a
+	// relay to the network with this policy (see internal/egress:
+	// typically egress.DefaultPolicy plus --allow-host), and pip that
+	// policy's index; nil keeps install steps offline. Tests, traces,
 	// tasks and episodes never get one.
 	Egress *egress.Policy
 	// Force rebuilds even when a usable environment with the id exists.
@@ -101,6 +124,24 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 	src, err := ResolveSource(ctx, opts.Source)
 	if err != nil {
 		return nil, err
+	}
+	mode := opts.Mode
+	if mode == "" {
+		mode = env.ModeOffline
+	}
+	if opts.Wheelhouse != "" {
+		mode = env.ModeWheelhouse
+		abs, err := filepath.Abs(opts.Wheelhouse)
+		if st, serr := os.Stat(abs); err != nil || serr != nil || !st.IsDir() {
+			return nil, inputErrorf("--wheelhouse %s: no such directory", opts.Wheelhouse)
+		}
+		opts.Wheelhouse = abs
+	}
+	if mode == env.ModeOffline && len(opts.Lock) > 0 {
+		return nil, inputErrorf("--locked needs an online or --wheelhouse build: offline builds install the base's packages")
+	}
+	if opts.Python != "" && !isMajorMinor(opts.Python) {
+		return nil, inputErrorf("--python %s: want a version X.Y (3.11)", opts.Python)
 	}
 	base := "host"
 	if opts.Base != "" {
@@ -158,6 +199,39 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 
 	// The environment as built so far: its layer over the base.
 	e := stg.Env()
+	e.Mode = mode
+	if mode != env.ModeOffline {
+		if e.ExcludeNewer, err = excludeNewer(opts.ExcludeNewer, info.Date); err != nil {
+			return nil, err
+		}
+		if mode == env.ModeWheelhouse {
+			e.ExcludeNewer = "" // local files carry no upload time
+		}
+		if opts.Base == "" {
+			choice, err := choosePython(detectPythonNeed(repo), opts.Python, hostPython(ctx), opts.Portable, opts.Bases)
+			if err != nil {
+				return nil, err
+			}
+			if choice.Base != nil {
+				base = choice.Base.Root
+			}
+			e.PythonFrom = &choice.Prov
+			fmt.Fprintf(say, "python: %s (%s)\n", choice.Prov.Base, describeChoice(choice.Prov))
+		}
+		pipWheel := opts.PipWheel
+		if pipWheel == "" {
+			if pipWheel, err = EnsurePip(ctx, opts.Home, opts.Wheelhouse); err != nil {
+				return nil, err
+			}
+		}
+		var cached []string
+		if mode == env.ModeOnline {
+			cached = cachedWheels(opts.Home, opts.Lock)
+		}
+		if err := stageTools(layer, pipWheel, opts.Wheelhouse, cached); err != nil {
+			return nil, err
+		}
+	}
 	e.Base = base
 	isb, err := sbs.OpenWith(ctx, e, env.RunLimits{Timeout: opts.InstallTimeout, Memory: opts.Limits.Memory, Pids: opts.Limits.Pids, Disk: opts.Limits.Disk})
 	if err != nil {
@@ -186,7 +260,15 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 	if err != nil {
 		return nil, fmt.Errorf("test command %q from %s: %w", recipe.Test.Command, recipe.Test.Provenance, err)
 	}
-	id := envID(info.Commit, info.Tree, base, python, opts.Online, recipe)
+	if len(opts.Lock) > 0 {
+		recipe.Install = lockSteps(opts.Lock)
+		e.Locked = true
+	}
+	if opts.Python != "" && (opts.Base != "" || mode == env.ModeOffline) && majorMinor(python) != opts.Python {
+		return nil, inputErrorf("--python %s: the base has Python %s", opts.Python, python)
+	}
+	id := envID(idInputs{commit: info.Commit, tree: info.Tree, base: base, python: python, mode: mode,
+		excludeNewer: e.ExcludeNewer, lock: opts.Lock}, recipe)
 	if old := store.Get(id); old != nil && old.Usable && !opts.Force {
 		fmt.Fprintf(say, "already built: %s\n", id)
 		if len(old.Missing) > 0 {
@@ -197,7 +279,7 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 	}
 
 	e.ID, e.Name, e.Repository, e.Revision = id, name, src, info.Revision
-	e.Tree, e.Commit, e.Python, e.Online = info.Tree, info.Commit, python, opts.Online
+	e.Tree, e.Commit, e.Python = info.Tree, info.Commit, python
 	e.TestCommand, e.Test, e.Limits, e.BuiltAt = tc, recipe.Test, opts.Limits, time.Now().UTC()
 	installed, compiled, err := install(ctx, isb, e, recipe, repo, stg.Dir(), opts, logf, say)
 	if err != nil {
@@ -206,11 +288,19 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 	// The layer is the install sandbox's lower layer: change it only once
 	// that sandbox is gone.
 	isb.Close()
+	if err := removeTools(layer); err != nil {
+		return nil, fmt.Errorf("remove the build's tools from the layer: %w", err)
+	}
 	if err := mergeUpper(installed, layer, nil); err != nil {
 		return nil, err
 	}
 	if err := mergeUpper(compiled, layer, isBytecode); err != nil {
 		return nil, err
+	}
+	if e.Mode == env.ModeOnline {
+		if err := keepWheels(installed, opts.Home, e.Lock); err != nil {
+			fmt.Fprintf(say, "wheel cache: %v\n", err) // a cache: the build stands without it
+		}
 	}
 	sandbox.RemoveAll(installed)
 	sandbox.RemoveAll(compiled)
@@ -295,8 +385,22 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 // snapshots what they wrote (installed) and the bytecode a warm-up run
 // compiled (compiled), for the caller to merge into the layer.
 func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo, stageDir string, opts Options, logf, say io.Writer) (installed, compiled string, err error) {
-	in := &installer{s: s, repo: repo, log: logf, online: opts.Online, egress: opts.Egress, timeout: opts.InstallTimeout}
-	steps := append([]env.Step{venvStep}, r.Install...)
+	in := &installer{s: s, repo: repo, log: logf, mode: e.Mode, exclude: e.ExcludeNewer, timeout: opts.InstallTimeout,
+		localWheels: e.Mode == env.ModeOnline && len(opts.Lock) > 0 && len(cachedWheels(opts.Home, opts.Lock)) == remoteCount(opts.Lock)}
+	if opts.Egress != nil {
+		in.egress = opts.Egress
+		if e.Mode == env.ModeOnline {
+			in.env = indexEnv(*opts.Egress)
+		}
+	}
+	if len(opts.Lock) > 0 {
+		in.lockText = env.LockRequirements(opts.Lock)
+	}
+	first := venvStep
+	if e.Mode != env.ModeOffline {
+		first = venvStepOnline
+	}
+	steps := append([]env.Step{first}, r.Install...)
 	for i := range steps {
 		st := &steps[i]
 		if err := in.run(ctx, st); err != nil {
@@ -315,11 +419,27 @@ func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo
 			return "", "", fmt.Errorf("create the virtual environment: %s", st.Note)
 		}
 	}
+	if st, ok, err := in.ensureRunner(ctx, e.TestCommand.Framework); err != nil {
+		return "", "", err
+	} else if ok {
+		steps = append(steps, st)
+		fmt.Fprintf(say, "install: %s  [%s] %s (%.1fs)\n", st.Command, st.Provenance, st.Status, st.Seconds)
+	}
 	e.Install = steps
 	if err := in.checkDependencies(ctx, "/venv/bin/python"); err != nil {
 		return "", "", err
 	}
 	e.Missing = in.missing
+	e.Lock = in.lock
+	for i, p := range e.Lock {
+		// A --locked build that took a file from the wheel cache keeps
+		// the lock's source: the same artifact, by its digest.
+		for _, q := range opts.Lock {
+			if q.Name == p.Name && q.SHA256 != "" && q.SHA256 == p.SHA256 {
+				e.Lock[i].URL = q.URL
+			}
+		}
+	}
 
 	installed = filepath.Join(stageDir, "upper-install")
 	if err := s.Snapshot(installed); err != nil {
@@ -356,15 +476,32 @@ func addMissingTo(list *[]env.Missing, m env.Missing) {
 }
 
 // idVersion is the version of what an environment's id hashes; a layer
-// migration does not change ids.
-const idVersion = 1
+// migration does not change ids. Version 2 added the install mode, the
+// exclude-newer date, the lock of --locked builds and the pip of online
+// builds (version 1 hashed an online flag).
+const idVersion = 2
+
+// idInputs are what an environment's id hashes besides its recipe, all
+// known before anything is installed, so that a build finds a stored
+// environment before installing.
+type idInputs struct {
+	commit, tree, base, python, mode, excludeNewer string
+	lock                                           []env.LockedPackage
+}
 
 // envID hashes what determines an environment's content: the commit in
 // the layer (its tree and, for a git source, its history; a plain
-// directory's commit is a function of its tree), the recipe and the base.
-func envID(commit, tree, base, python string, online bool, r Recipe) string {
+// directory's commit is a function of its tree), the base and its Python,
+// the mode and what bounds resolution, and the recipe.
+func envID(in idInputs, r Recipe) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "cwm environment v%d\ncommit %s\ntree %s\nbase %s\npython %s\nonline %v\n", idVersion, commit, tree, base, python, online)
+	fmt.Fprintf(h, "cwm environment v%d\ncommit %s\ntree %s\nbase %s\npython %s\nmode %s\n", idVersion, in.commit, in.tree, in.base, in.python, in.mode)
+	if in.mode != env.ModeOffline {
+		fmt.Fprintf(h, "pip %s\nexclude-newer %s\n", pipWheelSHA256, in.excludeNewer)
+	}
+	if len(in.lock) > 0 {
+		fmt.Fprintf(h, "lock %s\n", lockDigest(in.lock))
+	}
 	for _, s := range r.Install {
 		fmt.Fprintf(h, "install %s\n", s.Command)
 	}
@@ -429,5 +566,8 @@ func short(rev string) string {
 func AtRevision(ctx context.Context, sbs *env.Sandboxes, e *env.Env, rev string, opts Options) (*env.Env, error) {
 	opts.Source, opts.Rev, opts.Name, opts.Test = e.Repository.Location, rev, RevisionName(e.Name, rev), e.Test.Command
 	opts.Install, opts.NoCoverage, opts.Limits = nil, true, e.Limits
+	if e.Mode != "" {
+		opts.Mode = e.Mode // a task's parent installs as its child did
+	}
 	return Build(ctx, sbs, opts)
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,17 +27,39 @@ var venvStep = env.Step{
 	Provenance: "cwm (virtual environment)",
 }
 
+// venvStepOnline makes the virtual environment of an online or wheelhouse
+// build: its own packages only, and no pip (pip runs from its wheel).
+var venvStepOnline = env.Step{
+	Command:    "python3 -m venv --without-pip /venv",
+	Provenance: "cwm (virtual environment)",
+}
+
 // installer runs install steps in one sandbox and collects what could not
 // be installed.
 type installer struct {
 	s       *sandbox.Sandbox
 	repo    string // host path of the checkout, for reading requirement files
 	log     io.Writer
-	online  bool
 	timeout time.Duration
-	missing []env.Missing
-	extras  []string // extras of the project installs, for the dependency check
-	reqs    []string // requirements named by install steps
+	// mode is env.ModeOffline (the base's pip, no index), ModeOnline or
+	// ModeWheelhouse (pip from its wheel, with a report for the lock).
+	mode string
+	// exclude is the --uploaded-prior-to bound of online resolution.
+	exclude string
+	// env is added to every step's environment: the index pip is to use
+	// (the relay's proxy is proxyEnv).
+	env []string
+	// lock is what the steps installed, from pip's reports.
+	lock    []env.LockedPackage
+	reports int
+	// lockText is a --locked build's requirements file; localWheels says
+	// that the wheel cache holds every one of its files, staged in the
+	// tools' wheelhouse.
+	lockText    string
+	localWheels bool
+	missing     []env.Missing
+	extras      []string // extras of the project installs, for the dependency check
+	reqs        []string // requirements named by install steps
 
 	// egress, when set, is the policy of the relay each step gets;
 	// proxyEnv is the running relay's environment for the step's commands.
@@ -49,6 +72,9 @@ func (in *installer) run(ctx context.Context, st *env.Step) error {
 	start := time.Now()
 	defer func() { st.Seconds = roundSeconds(time.Since(start)) }()
 	defer in.relay(ctx, st)()
+	if in.lockText != "" && st.Command == lockSteps(nil)[0].Command {
+		return in.runLocked(ctx, st)
+	}
 	cmds, complex, err := testrun.Words(st.Command)
 	if err != nil {
 		st.Status, st.Note = "failed", err.Error()
@@ -87,15 +113,15 @@ func (in *installer) run(ctx context.Context, st *env.Step) error {
 		}
 	}
 	fmt.Fprintf(in.log, "\n$ %s\n", st.Command)
-	res, err := in.execQuiet(ctx, venvPip+st.Command, "")
+	res, err := in.execQuiet(ctx, in.pipFunc()+st.Command, "")
 	if err != nil {
 		return err
 	}
 	st.Status = "ok"
 	if !res.Success() {
-		st.Status, st.Note = "failed", res.Describe()+": "+firstError(string(res.Stdout)+"\n"+string(res.Stderr))+"; "+installHint
+		st.Status, st.Note = "failed", res.Describe()+": "+firstError(string(res.Stdout)+"\n"+string(res.Stderr))+"; "+in.hint()
 	}
-	return nil
+	return in.readShellReports(ctx)
 }
 
 // simpleCommand takes apart "[cd DIR &&] [K=V...] WORDS".
@@ -157,7 +183,7 @@ func (in *installer) exec(ctx context.Context, line, dir string) (sandbox.Result
 
 // execQuiet is exec without the line in the log.
 func (in *installer) execQuiet(ctx context.Context, line, dir string) (sandbox.Result, error) {
-	res, err := in.s.Exec(ctx, sandbox.Cmd{Shell: line, Dir: dir, Timeout: in.timeout, Env: in.proxyEnv,
+	res, err := in.s.Exec(ctx, sandbox.Cmd{Shell: line, Dir: dir, Timeout: in.timeout, Env: slices.Concat(in.proxyEnv, in.env),
 		Stdout: in.log, Stderr: in.log, Capture: 64 << 10})
 	if err != nil {
 		return res, fmt.Errorf("run %q: %w", line, err)
@@ -307,12 +333,10 @@ var pipMissing = lazyre.New(`(?:No matching distribution found for|Could not fin
 // without isolation, so the backend must be there).
 var backendMissing = lazyre.New(`Cannot import '([A-Za-z0-9_.]+)'|No module named '([A-Za-z0-9_.]+)'`)
 
-// command renders the plan as the pip command cwm runs.
-func (p pipPlan) command(online bool) string {
-	words := []string{"python", "-m", "pip", "install", "--disable-pip-version-check", "--no-input"}
-	if !online {
-		words = append(words, "--no-index", "--no-build-isolation")
-	}
+// command renders the plan as the pip command cwm runs, after pip's own
+// words (pipWords).
+func (p pipPlan) command(pip []string) string {
+	words := append([]string(nil), pip...)
 	if p.noDeps {
 		words = append(words, "--no-deps")
 	}
@@ -338,7 +362,12 @@ func (in *installer) runPip(ctx context.Context, st *env.Step, p pipPlan, dir st
 	}
 	partial := false
 	for attempt := 0; attempt < 50; attempt++ {
-		line := p.command(in.online)
+		report := ""
+		if in.mode != env.ModeOffline {
+			in.reports++
+			report = fmt.Sprintf("/tmp/cwm-pip-report-%d.json", in.reports)
+		}
+		line := p.command(in.pipWords(report))
 		if len(vars) > 0 {
 			line = strings.Join(vars, " ") + " " + line
 		}
@@ -355,7 +384,7 @@ func (in *installer) runPip(ctx context.Context, st *env.Step, p pipPlan, dir st
 			if partial {
 				st.Status, st.Note = "partial", "installed without the missing requirements"
 			}
-			return nil
+			return in.readReport(ctx, report)
 		}
 		out := string(res.Stdout) + "\n" + string(res.Stderr)
 		m := pipMissing().FindStringSubmatch(out)
@@ -366,13 +395,13 @@ func (in *installer) runPip(ctx context.Context, st *env.Step, p pipPlan, dir st
 				in.addMissing(env.Missing{Import: topModule(mod), Source: "build backend"})
 				cause = "the build backend " + mod + " is not installed"
 			}
-			if len(p.editable) > 0 {
+			if len(p.editable) > 0 && in.mode == env.ModeOffline {
 				// The build step itself failed (an old or absent backend,
 				// metadata it cannot read): the sources can still be
 				// imported from where they are.
 				return in.importRootFallback(ctx, st, p, dir, vars, cause)
 			}
-			st.Status, st.Note = "failed", res.Describe()+": "+cause+"; "+installHint
+			st.Status, st.Note = "failed", res.Describe()+": "+cause+"; "+in.hint()
 			return nil
 		}
 		name := env.RequirementName(m[1])

@@ -151,13 +151,21 @@ func TestParsePip(t *testing.T) {
 
 func TestPipCommand(t *testing.T) {
 	p := pipPlan{editable: []string{".[test]"}, reqs: []string{"requests>=2"}, noDeps: true}
-	want := "python -m pip install --disable-pip-version-check --no-input --no-index --no-build-isolation --no-deps -e '.[test]' 'requests>=2'"
-	if got := p.command(false); got != want {
-		t.Errorf("command(offline) = %q, want %q", got, want)
+	tests := []struct {
+		in   installer
+		want string
+	}{
+		{installer{mode: env.ModeOffline},
+			"python -m pip install --disable-pip-version-check --no-input --no-index --no-build-isolation --no-deps -e '.[test]' 'requests>=2'"},
+		{installer{mode: env.ModeOnline, exclude: "2024-05-08T00:00:00Z"},
+			"/venv/bin/python /cwm-tools/" + pipWheelName + "/pip install --disable-pip-version-check --no-input --report /tmp/r.json --uploaded-prior-to=2024-05-08T00:00:00Z --no-deps -e '.[test]' 'requests>=2'"},
+		{installer{mode: env.ModeWheelhouse},
+			"/venv/bin/python /cwm-tools/" + pipWheelName + "/pip install --disable-pip-version-check --no-input --report /tmp/r.json --no-index --find-links /cwm-tools/wheelhouse --no-deps -e '.[test]' 'requests>=2'"},
 	}
-	want = "python -m pip install --disable-pip-version-check --no-input --no-deps -e '.[test]' 'requests>=2'"
-	if got := p.command(true); got != want {
-		t.Errorf("command(online) = %q, want %q", got, want)
+	for _, tt := range tests {
+		if got := p.command(tt.in.pipWords("/tmp/r.json")); got != tt.want {
+			t.Errorf("command(%s) = %q, want %q", tt.in.mode, got, tt.want)
+		}
 	}
 }
 

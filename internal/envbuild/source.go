@@ -23,6 +23,9 @@ type sourceInfo struct {
 	Revision string // commit for git, tree hash for a plain directory
 	Tree     string // git tree hash of the checked-out content
 	Commit   string // the commit in the layer's repository
+	// Date is the commit's committer date (git sources; zero for a plain
+	// directory, whose commit date is fixed).
+	Date time.Time
 }
 
 // inputErrorf is a problem with what the user asked for (a path that does
@@ -177,7 +180,15 @@ func fetchSource(ctx context.Context, src env.Source, rev, dst, scratch string) 
 	if err != nil {
 		return sourceInfo{}, err
 	}
-	return sourceInfo{Revision: commit, Tree: strings.TrimSpace(tree), Commit: commit}, nil
+	date, err := git(ctx, dst, nil, "show", "-s", "--format=%cI", "HEAD")
+	if err != nil {
+		return sourceInfo{}, err
+	}
+	when, err := time.Parse(time.RFC3339, strings.TrimSpace(date))
+	if err != nil {
+		return sourceInfo{}, fmt.Errorf("date of %s at %s: %w", src.Location, rev, err)
+	}
+	return sourceInfo{Revision: commit, Tree: strings.TrimSpace(tree), Commit: commit, Date: when}, nil
 }
 
 // skipDirs are never copied from a plain directory: version control,

@@ -209,6 +209,15 @@ func toxConfig(repo string) (ini, string) {
 
 func toxFromTOML(t map[string]any) ini {
 	out := ini{"tox": {}}
+	if list, ok := t["env_list"].([]any); ok {
+		var names []string
+		for _, n := range list {
+			if s, ok := n.(string); ok {
+				names = append(names, s)
+			}
+		}
+		out["tox"]["env_list"] = strings.Join(names, ",")
+	}
 	if base, ok := t["env_run_base"].(map[string]any); ok {
 		out["testenv"] = toxEnvFromTOML(base)
 	}

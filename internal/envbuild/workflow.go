@@ -44,18 +44,41 @@ type workflowJob struct {
 // (runs a test command; setup-python and naming break ties), in order. uses-steps are
 // skipped; ${{ matrix.python... }} becomes the Python cwm has.
 func workflowCommands(repo, python string) (install, test []env.Step, err error) {
+	best, err := chooseWorkflowJob(repo, python)
+	if best == nil {
+		return nil, nil, err
+	}
+	return best.install, best.tests, nil
+}
+
+// workflowPythons lists the Python versions of the matrix of the job
+// workflowCommands chooses, and says where they come from.
+func workflowPythons(repo string) ([]string, string) {
+	best, _ := chooseWorkflowJob(repo, "3")
+	if best == nil || len(best.pythons) == 0 {
+		return nil, ""
+	}
+	return sortedVersions(best.pythons), fmt.Sprintf("%s: job %s matrix", best.file, best.job)
+}
+
+// workflowJobChoice is a job of a workflow that may be the one testing
+// the project.
+type workflowJobChoice struct {
+	file, job      string
+	score          int
+	install, tests []env.Step
+	pythons        []string // the matrix's values for keys naming a Python
+}
+
+func chooseWorkflowJob(repo, python string) (*workflowJobChoice, error) {
 	files, _ := filepath.Glob(filepath.Join(repo, ".github", "workflows", "*.y*ml"))
 	sort.Strings(files)
-	type candidate struct {
-		file, job      string
-		score          int
-		install, tests []env.Step
-	}
+	type candidate = workflowJobChoice
 	var best *candidate
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		var doc struct {
 			Jobs yaml.Node         `yaml:"jobs"`
@@ -84,7 +107,7 @@ func workflowCommands(repo, python string) (install, test []env.Step, err error)
 			if !condition(&job.If, ctx, python) {
 				continue
 			}
-			c := candidate{file: rel, job: name}
+			c := candidate{file: rel, job: name, pythons: matrixPythons(&job.Strategy.Matrix)}
 			for si, st := range job.Steps {
 				if strings.Contains(st.Uses, "setup-python") {
 					c.score += 2
@@ -165,10 +188,46 @@ func workflowCommands(repo, python string) (install, test []env.Step, err error)
 			}
 		}
 	}
-	if best == nil {
-		return nil, nil, nil
+	return best, nil
+}
+
+// matrixPythons lists the values a matrix gives its keys that name a
+// Python (python, python-version, py), in its lists and its include
+// entries, as written (an unquoted 3.10 is "3.10", not YAML's 3.1).
+func matrixPythons(n *yaml.Node) []string {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
 	}
-	return best.install, best.tests, nil
+	var out []string
+	add := func(k, v *yaml.Node) {
+		lk := strings.ToLower(k.Value)
+		if !strings.Contains(lk, "python") && lk != "py" {
+			return
+		}
+		switch v.Kind {
+		case yaml.ScalarNode:
+			out = append(out, v.Value)
+		case yaml.SequenceNode:
+			for _, e := range v.Content {
+				if e.Kind == yaml.ScalarNode {
+					out = append(out, e.Value)
+				}
+			}
+		}
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Value == "include" && v.Kind == yaml.SequenceNode {
+			for _, e := range v.Content {
+				for j := 0; e.Kind == yaml.MappingNode && j+1 < len(e.Content); j += 2 {
+					add(e.Content[j], e.Content[j+1])
+				}
+			}
+			continue
+		}
+		add(k, v)
+	}
+	return out
 }
 
 // offTopic names workflows and jobs that test something other than the

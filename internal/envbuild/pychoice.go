@@ -1,0 +1,155 @@
+package envbuild
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	"cwm/internal/env"
+)
+
+// BasePython is a stored base a build may run on, with its Python. The
+// command line fills Options.Bases from the store of bases.
+type BasePython struct {
+	// Ref names the base (its name or digest), as recorded in provenance.
+	Ref string
+	// Python is its Python version ("3.11.2", or "3.11").
+	Python string
+	// Root is what the environment's Base holds when it runs on this base
+	// (what env.Sandboxes resolves to the sandboxes' root filesystem: a
+	// directory, as --base gives, or the store's name for the base).
+	Root string
+}
+
+// pythonChoice is where a build runs: the host (Base == "") or a stored
+// base, and the provenance recorded in env.json.
+type pythonChoice struct {
+	Base *BasePython
+	Prov env.PythonProvenance
+}
+
+// choosePython picks the Python a build runs on. --python (flag) names
+// it; otherwise the project's need: the versions it lists that its
+// specifier allows (all its specifier allows when it lists none). The
+// host wins when its Python is one of them and portable is not asked for;
+// then a base with one of them (the newest); then the nearest newer base
+// the specifier allows. Where none is allowed, the error says so, naming
+// the bases there are.
+func choosePython(need pythonNeed, flag, host string, portable bool, bases []BasePython) (pythonChoice, error) {
+	prov := env.PythonProvenance{Requires: need.Spec, From: describeNeed(need)}
+	ok := func(v string) bool {
+		mm := majorMinor(v)
+		if flag != "" {
+			return mm == flag
+		}
+		if !specAllows(need.Spec, v) {
+			return false
+		}
+		return len(need.Listed) == 0 || slices.Contains(need.Listed, mm)
+	}
+	if flag != "" {
+		prov.Wanted, prov.From = flag, "--python"
+	} else if len(need.Listed) > 0 {
+		for _, v := range need.Listed {
+			if specAllows(need.Spec, v) {
+				prov.Wanted = v // the newest listed version allowed
+			}
+		}
+	}
+	if host != "" && !portable && ok(host) {
+		prov.Base = "host"
+		return pythonChoice{Prov: prov}, nil
+	}
+	pick := func(accept func(string) bool, nearest bool) *BasePython {
+		var best *BasePython
+		for i := range bases {
+			b := &bases[i]
+			if !accept(b.Python) {
+				continue
+			}
+			c := 0
+			if best != nil {
+				c = compareVersions(parseVersion(b.Python), parseVersion(best.Python))
+			}
+			if best == nil || (nearest && c < 0) || (!nearest && c > 0) {
+				best = b
+			}
+		}
+		return best
+	}
+	if b := pick(ok, false); b != nil {
+		prov.Base = b.Ref
+		return pythonChoice{Base: b, Prov: prov}, nil
+	}
+	// No base has a wanted version: the nearest newer one the project
+	// allows (for --python, newer than what was asked).
+	floor := prov.Wanted
+	newer := func(v string) bool {
+		if floor != "" && compareVersions(parseVersion(majorMinor(v)), parseVersion(floor)) <= 0 {
+			return false
+		}
+		return flag != "" || specAllows(need.Spec, v)
+	}
+	if floor != "" || flag != "" {
+		if b := pick(newer, true); b != nil && (flag == "" || specAllows(need.Spec, b.Python)) {
+			prov.Base = b.Ref
+			prov.Note = fmt.Sprintf("no base offers Python %s; the nearest newer one the project allows", floor)
+			return pythonChoice{Base: b, Prov: prov}, nil
+		}
+	}
+	var have []string
+	for _, b := range bases {
+		have = append(have, majorMinor(b.Python)+" "+b.Ref)
+	}
+	if host != "" {
+		have = append(have, majorMinor(host)+" host"+map[bool]string{true: " (not with --portable)"}[portable])
+	}
+	what := fmt.Sprintf("requires-python %q", need.Spec)
+	switch {
+	case flag != "":
+		what = "--python " + flag
+	case need.Spec == "" && len(need.Listed) > 0:
+		what = "Python " + strings.Join(need.Listed, ", ") + " (" + need.ListedFrom + ")"
+	}
+	return pythonChoice{}, inputErrorf("%s: no base offers an allowed Python (bases: %s); build one with cwm base build --debian SUITE", what, strings.Join(have, ", "))
+}
+
+func describeNeed(n pythonNeed) string {
+	var parts []string
+	if n.Spec != "" {
+		parts = append(parts, n.SpecFrom+" "+n.Spec)
+	}
+	if len(n.Listed) > 0 {
+		parts = append(parts, n.ListedFrom+" "+strings.Join(n.Listed, " "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// hostPython is the version of the host's Python, the one sandboxes on
+// the host base run (/usr/bin/python3); "" when there is none.
+func hostPython(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "/usr/bin/python3", "-c", "import platform; print(platform.python_version())").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// describeChoice says why a Python was chosen, for the build's progress.
+func describeChoice(p env.PythonProvenance) string {
+	parts := []string{}
+	if p.From != "" {
+		parts = append(parts, p.From)
+	} else {
+		parts = append(parts, "the project names no Python")
+	}
+	if p.Note != "" {
+		parts = append(parts, p.Note)
+	}
+	return strings.Join(parts, "; ")
+}
