@@ -98,6 +98,14 @@ func (h host) policy(ctx context.Context) (Policy, error) {
 		p.Allow(hh)
 		p.Found = append(p.Found, fmt.Sprintf("apt mirror %s from %s", m.u.Host, m.from))
 	}
+	if ca, from := h.caBundle(ctx); ca != "" {
+		if fi, err := os.Stat(ca); err == nil && fi.Mode().IsRegular() {
+			p.CABundle = ca
+			p.Found = append(p.Found, fmt.Sprintf("certificate bundle %s from %s", ca, from))
+		} else {
+			p.Found = append(p.Found, fmt.Sprintf("ignored the certificate bundle %s from %s: not a file", ca, from))
+		}
+	}
 	if prox != nil {
 		p.Proxy = prox
 		p.Found = append(p.Found, "the host's proxy from HTTPS_PROXY/HTTP_PROXY/NO_PROXY")

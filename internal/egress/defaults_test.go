@@ -108,3 +108,33 @@ func TestPipConfigList(t *testing.T) {
 		t.Errorf("pipDefault() = %q, %v; want pip's own https index", u, err)
 	}
 }
+
+// TestCABundle finds the bundle the host's pip verifies with: PIP_CERT
+// first, then pip's cert setting (through pip config list), then
+// SSL_CERT_FILE; none when the host names none.
+func TestCABundle(t *testing.T) {
+	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	h := host{getenv: env(map[string]string{"PIP_CERT": "/a.pem", "SSL_CERT_FILE": "/b.pem"}), etc: t.TempDir()}
+	if p, from := h.caBundle(context.Background()); p != "/a.pem" || from != "PIP_CERT" {
+		t.Errorf("caBundle() = %q, %q; want PIP_CERT's", p, from)
+	}
+	h = host{getenv: env(map[string]string{"SSL_CERT_FILE": "/b.pem"}), etc: t.TempDir()}
+	if p, _ := h.caBundle(context.Background()); p != "/b.pem" {
+		t.Errorf("caBundle() = %q, want SSL_CERT_FILE's", p)
+	}
+	h = host{getenv: env(nil), etc: t.TempDir()}
+	if p, _ := h.caBundle(context.Background()); p != "" {
+		t.Errorf("caBundle() = %q with nothing configured, want none", p)
+	}
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		return
+	}
+	conf := filepath.Join(t.TempDir(), "pip.conf")
+	os.WriteFile(conf, []byte("[global]\ncert = /conf/ca.pem\n"), 0o644)
+	t.Setenv("PIP_CONFIG_FILE", conf)
+	t.Setenv("PIP_CERT", "")
+	h = host{getenv: env(map[string]string{"SSL_CERT_FILE": "/b.pem"}), etc: t.TempDir(), python: "/usr/bin/python3"}
+	if p, _ := h.caBundle(context.Background()); p != "/conf/ca.pem" {
+		t.Errorf("caBundle() = %q, want pip's configured cert /conf/ca.pem", p)
+	}
+}

@@ -39,6 +39,11 @@ type Policy struct {
 	// Resolve, when set, replaces the host's resolver (tests use it to
 	// make an allowed name resolve somewhere it must not).
 	Resolve func(ctx context.Context, host string) ([]netip.Addr, error) `json:"-"`
+	// CABundle is the host path of the certificate bundle the host's pip
+	// verifies its index with (DefaultPolicy: PIP_CERT, pip's cert
+	// setting, SSL_CERT_FILE, REQUESTS_CA_BUNDLE), which install steps
+	// verify with too; "" for the base's own trust store.
+	CABundle string `json:"ca_bundle,omitempty"`
 	// Found says where DefaultPolicy found the index and the mirror, for
 	// reports.
 	Found []string `json:"found,omitempty"`

@@ -24,6 +24,11 @@ func (in *installer) relay(ctx context.Context, st *env.Step) func() {
 		return func() { addNote(st, fmt.Sprintf("no egress relay: %v", err)) }
 	}
 	in.proxyEnv = r.Env()
+	if in.egress.CABundle != "" {
+		// What the host's pip trusts (a TLS-inspecting proxy's authority
+		// among it), staged by stageTools.
+		in.proxyEnv = append(in.proxyEnv, "PIP_CERT="+toolsCA, "SSL_CERT_FILE="+toolsCA, "REQUESTS_CA_BUNDLE="+toolsCA)
+	}
 	return func() {
 		in.proxyEnv = nil
 		stats := r.Close()

@@ -144,7 +144,9 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 		return nil, inputErrorf("--python %s: want a version X.Y (3.11)", opts.Python)
 	}
 	base := "host"
-	if opts.Base != "" {
+	if env.IsBaseDigest(opts.Base) {
+		base = opts.Base // a stored base, resolved by the caller
+	} else if opts.Base != "" {
 		abs, err := filepath.Abs(opts.Base)
 		if err != nil {
 			return nil, inputErrorf("--base %s: %v", opts.Base, err)
@@ -228,7 +230,11 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 		if mode == env.ModeOnline {
 			cached = cachedWheels(opts.Home, opts.Lock)
 		}
-		if err := stageTools(layer, pipWheel, opts.Wheelhouse, cached); err != nil {
+		caBundle := ""
+		if opts.Egress != nil && mode == env.ModeOnline {
+			caBundle = opts.Egress.CABundle
+		}
+		if err := stageTools(layer, pipWheel, opts.Wheelhouse, caBundle, cached); err != nil {
 			return nil, err
 		}
 	}

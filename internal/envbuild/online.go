@@ -36,6 +36,7 @@ const (
 	toolsRoot     = "/cwm-tools"
 	toolsPip      = toolsRoot + "/" + pipWheelName + "/pip"
 	toolsWheels   = toolsRoot + "/wheelhouse"
+	toolsCA       = toolsRoot + "/ca-bundle.pem"
 	toolsLayerDir = "cwm-tools"
 )
 
@@ -118,10 +119,15 @@ func copyFile(src, dst string) error {
 // stageTools puts the pip wheel and the wheelhouse's files into the
 // layer's tools directory, which the install sandbox sees at toolsRoot;
 // the caller removes it (removeTools) before the layer is kept.
-func stageTools(layer, pipWheel, wheelhouse string, cached []string) error {
+func stageTools(layer, pipWheel, wheelhouse, caBundle string, cached []string) error {
 	dir := filepath.Join(layer, toolsLayerDir)
 	if err := os.MkdirAll(filepath.Join(dir, "wheelhouse"), 0o755); err != nil {
 		return err
+	}
+	if caBundle != "" {
+		if err := copyFile(caBundle, filepath.Join(dir, filepath.Base(toolsCA))); err != nil {
+			return fmt.Errorf("stage the host's certificate bundle: %w", err)
+		}
 	}
 	if err := copyFile(pipWheel, filepath.Join(dir, pipWheelName)); err != nil {
 		return fmt.Errorf("stage pip: %w", err)
