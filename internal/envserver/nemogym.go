@@ -132,8 +132,10 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
 	}
 	var meta map[string]any
 	if err == nil {
-		meta, err = s.endEntry(r.Context(), e)
-		s.closeEntry(e, "verified")
+		// A verify refused (the episode busy with a step) leaves it open.
+		if meta, err = s.endEntry(r.Context(), e); err == nil {
+			s.closeEntry(e, "verified")
+		}
 	}
 	if err != nil {
 		s.writeError(w, err)

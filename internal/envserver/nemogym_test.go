@@ -218,3 +218,41 @@ func pick(m map[string]any, keys ...string) map[string]any {
 	}
 	return out
 }
+
+// A verify while a tool call runs in the episode is refused (409), and
+// the episode stays open: the verify after the call grades it.
+func TestNeMoGymVerifyBusy(t *testing.T) {
+	// The call sleeps until the step timeout kills it: it is running
+	// when the verify arrives (sent as soon as the server says the
+	// episode is busy, well within the timeout), and ends by itself.
+	const stepTimeout = 10 * time.Second
+	f := newFixture(t, func(o *Options) { o.Limits.CommandTimeout = stepTimeout })
+	c := newNemoClient(t, f.url)
+	code, seed := c.post("/seed_session", nemoRow(map[string]any{"task_id": f.task.InstanceID}, 0, 0))
+	if code != 200 {
+		t.Fatalf("seed_session: %d %v", code, seed)
+	}
+	id := seed["episode_id"].(string)
+	done := make(chan int, 1)
+	go func() {
+		code, _ := c.post("/bash", map[string]any{"command": "sleep 600"})
+		done <- code
+	}()
+	waitFor(t, time.Minute, "the call running", func() bool {
+		f.srv.mu.Lock()
+		e := f.srv.entries[id]
+		f.srv.mu.Unlock()
+		return e != nil && e.busy.Load()
+	})
+	row := nemoRow(map[string]any{"task_id": f.task.InstanceID}, 0, 0)
+	row["response"] = nemoResponse
+	if code, r := c.post("/verify", row); code != 409 || r["code"] != "SESSION_ERROR" {
+		t.Errorf("verify during a call: %d %v, want 409 SESSION_ERROR", code, r)
+	}
+	if code := <-done; code != 200 {
+		t.Fatalf("the call killed at the step timeout answered %d, want 200", code)
+	}
+	if code, r := c.post("/verify", row); code != 200 || r["reward"] != -1.0 || r["exit_reason"] != "stopped" {
+		t.Errorf("verify after the call: %d %v, want 200, reward -1 (nothing changed), stopped", code, r)
+	}
+}
