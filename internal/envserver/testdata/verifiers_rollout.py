@@ -195,7 +195,9 @@ async def _():
     n = cfg["concurrent"]
     resets = [{"task_id": cfg["task_id"]} if i % 2 else {"split": cfg["split"], "index": 0} for i in range(n)]
     env = environment([dict(r, sample=1000 + i) for i, r in enumerate(resets)])
+    t0 = time.monotonic()
     rs = await asyncio.gather(*(rollout(env, task) for task in env.taskset))
+    secs = time.monotonic() - t0
     assert len(rs) == n
     await all_closed("concurrent rollouts")
-    return "%d rollouts, rewards %s" % (n, sorted(set(r for _, r in rs)))
+    return "%d rollouts in %.1f s, rewards %s" % (n, secs, sorted(set(r for _, r in rs)))
