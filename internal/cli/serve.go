@@ -51,7 +51,9 @@ reset, step, state and close; GET /health, /schema, /metadata; the Task
 API), so that OpenEnv's client (openenv 0.10, openenv-core 0.3, tested)
 works unchanged, plus cwm's extensions: a clone message that branches an episode, a REST
 API (POST /v1/episodes, /v1/episodes/ID/step, /v1/episodes/ID/clone,
-GET and DELETE /v1/episodes/ID) and /metrics in Prometheus' format.
+GET and DELETE /v1/episodes/ID), /metrics in Prometheus' format, and
+NeMo Gym's resources-server API (POST /seed_session, /verify,
+/aggregate_metrics, and POST /TOOL for each tool of a swe episode).
 
 Episodes are of three kinds: swe (a task of --tasks, the SWE tools through
 the cwm or openai protocol, a submitted patch graded as cwm reward grades

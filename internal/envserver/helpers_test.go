@@ -33,6 +33,7 @@ type fixture struct {
 	srv    *Server
 	url    string
 	rt     *sandbox.Runtime
+	rtHome string // the runtime's home: its run directories
 	home   string
 	env    *env.Env
 	task   *task.Task
@@ -87,10 +88,14 @@ func calcEnv(t testing.TB, home string) (*env.Env, *task.Task) {
 	return env.NewStore(home).Get(e.ID), tk
 }
 
+// fixtureWarm is how many closed sandboxes a fixture's runtime keeps.
+const fixtureWarm = 16
+
 // newFixture starts a server; edit adjusts its options.
 func newFixture(t testing.TB, edit func(*Options)) *fixture {
 	t.Helper()
-	rt, err := sandbox.NewRuntime(sandbox.Options{Home: t.TempDir(), Warm: 16})
+	rtHome := t.TempDir()
+	rt, err := sandbox.NewRuntime(sandbox.Options{Home: rtHome, Warm: fixtureWarm})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +117,7 @@ func newFixture(t testing.TB, edit func(*Options)) *fixture {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &fixture{t: t, srv: srv, url: Addr(ln), rt: rt, home: home, env: e, task: tk, cancel: cancel,
+	f := &fixture{t: t, srv: srv, url: Addr(ln), rt: rt, rtHome: rtHome, home: home, env: e, task: tk, cancel: cancel,
 		served: make(chan error, 1), logs: logs}
 	go func() { f.served <- srv.Serve(ctx, ln) }()
 	t.Cleanup(func() {

@@ -58,7 +58,7 @@ func TestOpenEnvClients(t *testing.T) {
 				"trace_code": "def f(a, b):\n    y = a\n    for i in range(b):\n        y += i\n    return y\n", "trace_call": "f(1, 3)"})
 			checks := runChecks(t, f, py, "testdata/openenv_conformance.py", string(cfg))
 			checkSubtests(t, checks, "auth", "auth_refused", "reset_swe_async", "submit_reward_async", "reset_trace_sync",
-				"reset_shell_sync", "close", "error_VALIDATION_ERROR", "error_SESSION_ERROR", "error_FACTORY_ERROR",
+				"reset_shell_sync", "close", "error_VALIDATION_ERROR", "error_bad_reset", "error_SESSION_ERROR", "error_FACTORY_ERROR",
 				"error_INVALID_JSON", "error_UNKNOWN_TYPE", "error_EXECUTION_ERROR", "error_CAPACITY_REACHED", "clone_subclass", "concurrent_sessions")
 		})
 	}
@@ -144,7 +144,7 @@ type checkResult struct {
 
 // runChecks runs a conformance script with the venv's python and
 // returns its checks by name, serving its requests on the way.
-func runChecks(t *testing.T, f *fixture, py, script, arg string) map[string]checkResult {
+func runChecks(t testing.TB, f *fixture, py, script, arg string) map[string]checkResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -144,9 +144,15 @@ func (s *Server) stepEpisode(w http.ResponseWriter, r *http.Request) {
 	if err == nil && (len(req.Action) == 0 || string(req.Action) == "null") {
 		err = invalid("missing", "Field required", "action")
 	}
+	s.answerStep(w, e, req.Action, err)
+}
+
+// answerStep runs action on e, unless reading the request failed (err),
+// and answers the step's result or the error.
+func (s *Server) answerStep(w http.ResponseWriter, e *entry, action json.RawMessage, err error) {
 	if err == nil {
 		var res Result
-		if res, err = s.stepEntry(e.ctx, e, req.Action); err == nil {
+		if res, err = s.stepEntry(e.ctx, e, action); err == nil {
 			writeJSON(w, http.StatusOK, res)
 			return
 		}

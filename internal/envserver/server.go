@@ -234,6 +234,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /metrics", s.auth(s.serveMetrics))
 	mux.HandleFunc("GET /ws", s.authWS(s.serveWS))
 	s.taskAPI(mux)
+	s.nemoGym(mux)
 	mux.HandleFunc("GET /v1/episodes", s.auth(s.listEpisodes))
 	mux.HandleFunc("POST /v1/episodes", s.auth(s.createEpisode))
 	mux.HandleFunc("GET /v1/episodes/{id}", s.auth(s.getEpisode))

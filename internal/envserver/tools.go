@@ -91,7 +91,8 @@ type toolEpisode struct {
 	done         bool
 	broken       error // the sandbox failed mid-step: the episode cannot go on
 	reward       *float64
-	calls        int // tool call ids made up for one-call actions
+	final        map[string]any // the metadata of the episode's end
+	calls        int            // tool call ids made up for one-call actions
 }
 
 // startShell opens a sandbox on the environment and a session in its
@@ -355,6 +356,7 @@ func (t *toolEpisode) finish(ctx context.Context, why trajectory.ExitReason, obs
 	for k, v := range meta {
 		maps[k] = v
 	}
+	t.final = maps
 	t.s.metrics.finished(t.kind, string(why))
 	return Result{Observation: obs, Reward: t.reward, Done: true}, nil
 }

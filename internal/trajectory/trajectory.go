@@ -39,6 +39,9 @@ const (
 	// an episode measures the server, not the model: forage keeps it out
 	// of its output, so that a re-run tries it again.
 	ExitModelError ExitReason = "model_error"
+	// ExitStopped: the client ended the episode before a submit (cwm
+	// serve's NeMo Gym /verify); its final diff is graded.
+	ExitStopped ExitReason = "stopped"
 )
 
 // Trajectory is the record of one episode, one JSONL line of cwm forage.

@@ -196,6 +196,36 @@ def _():
         return msg
 
 
+@check("error_bad_reset")
+def _():
+    # Resets a trainer's dataset can get wrong: an unknown split, an index
+    # past the end, a task that does not exist, fields of the wrong type.
+    # Each is a VALIDATION_ERROR that says which field, and the session
+    # goes on (OpenEnv keeps a session open after a VALIDATION_ERROR).
+    bad = [
+        ({"split": "nope", "index": 0}, "split"),
+        ({"split": "all", "index": 99}, "index"),
+        ({"split": "all", "index": -1}, "index"),
+        ({"task_id": "no-such-task"}, "no-such-task"),
+        ({"task_id": 5}, "task_id"),
+        ({"split": "all", "index": "0"}, "index"),
+        ({"split": ["all"], "index": 0}, "split"),
+        ({"kind": "chess"}, "kind"),
+    ]
+    seen = []
+    with client().sync() as env:
+        for data, where in bad:
+            msg = expect_code("VALIDATION_ERROR", lambda: env.reset(**data))
+            assert where in msg, "%s: %r does not say %s" % (data, msg, where)
+            seen.append(msg.split("(code:")[0].strip()[-80:])
+        r = env.reset(split="all", index=0)
+        assert [m["role"] for m in r.observation["messages"]] == ["system", "user"], r.observation
+        r = env.step(BASH("echo usable"))
+        assert r.observation["output"] == "usable", r.observation
+    wait_for("the episode closed with the client", lambda: open_episodes() == 0)
+    return "; ".join(seen)
+
+
 @check("error_SESSION_ERROR")
 def _():
     with client().sync() as env:
