@@ -1,12 +1,6 @@
 package egress
 
-import (
-	"context"
-	"os"
-	"os/exec"
-	"strings"
-	"time"
-)
+import "context"
 
 // caBundle is the certificate bundle the host's pip verifies the index
 // with, when the host names one: PIP_CERT, pip's `cert` setting, then
@@ -19,18 +13,10 @@ func (h host) caBundle(ctx context.Context) (path, from string) {
 	if v := h.getenv("PIP_CERT"); v != "" {
 		return v, "PIP_CERT"
 	}
-	if h.python != "" {
-		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, h.python, "-m", "pip", "config", "list")
-		cmd.Env = os.Environ()
-		if out, err := cmd.Output(); err == nil {
-			for _, line := range strings.Split(string(out), "\n") {
-				k, v, ok := strings.Cut(line, "=")
-				if ok && !strings.HasPrefix(k, ":env:") && (k == "global.cert" || k == "install.cert") {
-					return strings.Trim(strings.TrimSpace(v), `'"`), "pip's configuration (" + k + ")"
-				}
-			}
+	settings, _ := h.pipSettings(ctx)
+	for _, kv := range settings {
+		if kv[0] == "global.cert" || kv[0] == "install.cert" {
+			return kv[1], "pip's configuration (" + kv[0] + ")"
 		}
 	}
 	for _, k := range []string{"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"} {

@@ -173,33 +173,49 @@ func (h host) indexes(ctx context.Context) []found {
 	return append(main, extra...)
 }
 
+// pipSettings is `pip config list` of the host's pip: its settings as
+// key and value, those of the environment (":env:") left out; false when
+// the host has no pip to ask.
+func (h host) pipSettings(ctx context.Context) ([][2]string, bool) {
+	if h.python == "" {
+		return nil, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, h.python, "-m", "pip", "config", "list")
+	cmd.Env = os.Environ()
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, false
+	}
+	var kvs [][2]string
+	for _, line := range strings.Split(string(out), "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || strings.HasPrefix(k, ":env:") {
+			continue // the environment is read on its own
+		}
+		kvs = append(kvs, [2]string{k, strings.Trim(strings.TrimSpace(v), `'"`)})
+	}
+	return kvs, true
+}
+
 // pipConfig reads pip's configuration as the host's pip sees it (pip
 // config list), or, without a pip, its files.
 func (h host) pipConfig(ctx context.Context) (main, extra []found) {
-	if h.python != "" {
-		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, h.python, "-m", "pip", "config", "list")
-		cmd.Env = os.Environ()
-		if out, err := cmd.Output(); err == nil {
-			for _, line := range strings.Split(string(out), "\n") {
-				k, v, ok := strings.Cut(line, "=")
-				if !ok || strings.HasPrefix(k, ":env:") {
-					continue // the environment was read above
-				}
-				v = strings.Trim(strings.TrimSpace(v), `'"`)
-				from := "pip's configuration (" + k + ")"
-				switch {
-				case strings.HasSuffix(k, ".index-url"):
-					main = append(main, found{v, from})
-				case strings.HasSuffix(k, ".extra-index-url"):
-					for _, x := range strings.Fields(v) {
-						extra = append(extra, found{x, from})
-					}
+	if settings, ok := h.pipSettings(ctx); ok {
+		for _, kv := range settings {
+			k, v := kv[0], kv[1]
+			from := "pip's configuration (" + k + ")"
+			switch {
+			case strings.HasSuffix(k, ".index-url"):
+				main = append(main, found{v, from})
+			case strings.HasSuffix(k, ".extra-index-url"):
+				for _, x := range strings.Fields(v) {
+					extra = append(extra, found{x, from})
 				}
 			}
-			return main, extra
 		}
+		return main, extra
 	}
 	files := []string{filepath.Join(h.etc, "pip.conf"), filepath.Join(h.etc, "xdg/pip/pip.conf")}
 	if h.home != "" {
