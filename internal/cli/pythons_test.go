@@ -45,9 +45,9 @@ func everyStage(t *testing.T, suite, python string) {
 	if e == nil {
 		t.Fatalf("env build printed %q, not an environment of the store", out)
 	}
-	if !strings.HasPrefix(e.Python, python+".") || !e.Usable || len(e.Passing()) != 167 {
-		t.Fatalf("env on %s: Python %q, usable %v (%s), %d passing; want Python %s, usable, 167 passing",
-			suite, e.Python, e.Usable, e.Reason, len(e.Passing()), python)
+	if !strings.HasPrefix(e.Python, python+".") || !e.Online || !e.Usable || len(e.Passing()) != 167 {
+		t.Fatalf("env on %s: Python %q, online %v, usable %v (%s), %d passing; want Python %s, online, usable, 167 passing",
+			suite, e.Python, e.Online, e.Usable, e.Reason, len(e.Passing()), python)
 	}
 
 	tasksFile := filepath.Join(work, "tasks.jsonl")
