@@ -54,8 +54,42 @@ def _wanted(filename, cache={}):
     return ok
 
 
-def _qualname(code):
-    return getattr(code, "co_qualname", code.co_name)
+def _qualname(code, tables={}):
+    q = getattr(code, "co_qualname", None)
+    if q is not None:
+        return q
+    # Before 3.11 a code object has no qualified name: it is read from the
+    # file's syntax tree, by the line the code starts on (a decorated
+    # definition's first decorator) and its name, so that a method is
+    # Class.method on every Python, as mutation matches it.
+    table = tables.get(code.co_filename)
+    if table is None:
+        table = tables[code.co_filename] = _qualnames(code.co_filename)
+    return table.get((code.co_firstlineno, code.co_name), code.co_name)
+
+
+def _qualnames(filename):
+    import ast
+
+    try:
+        with open(filename, "rb") as f:
+            tree = ast.parse(f.read(), filename)
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    out = {}
+
+    def walk(node, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                q = prefix + child.name
+                first = min([child.lineno] + [d.lineno for d in child.decorator_list])
+                out[(first, child.name)] = q
+                walk(child, q + ("." if isinstance(child, ast.ClassDef) else ".<locals>."))
+            else:
+                walk(child, prefix)
+
+    walk(tree, "")
+    return out
 
 
 class Recorder:

@@ -37,6 +37,9 @@ type Options struct {
 	Recycle int
 	// Python is the interpreter inside the sandbox (/usr/bin/python3).
 	Python string
+	// Base is the root filesystem of the workers' sandboxes (a stored
+	// base's rootfs); "" is the host's.
+	Base string
 	// Log receives worker restarts; nil discards them.
 	Log *slog.Logger
 }

@@ -98,6 +98,9 @@ type RawTest struct {
 // cannot be run, ctx ends or emit fails.
 func TraceTests(ctx context.Context, sbs *env.Sandboxes, e *env.Env, ids []string, opts RepoOptions, emit func(*RawTest) error) error {
 	opts = opts.withDefaults()
+	if err := CheckPython(e); err != nil {
+		return err
+	}
 	if opts.PythonVersion == "" {
 		opts.PythonVersion = e.Python
 	}

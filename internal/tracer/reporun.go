@@ -104,6 +104,9 @@ func TraceRepo(ctx context.Context, sbs *env.Sandboxes, opts RepoRunOptions) (*R
 	if !e.Usable {
 		return nil, errkind.Errorf(errkind.Input, "environment %s is not usable: %s", e.ID, e.Reason)
 	}
+	if err := CheckPython(e); err != nil {
+		return nil, err
+	}
 	tests, err := MatchTests(e.Passing(), opts.Tests)
 	if err != nil {
 		return nil, err

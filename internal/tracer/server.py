@@ -25,6 +25,11 @@ import threading
 import time
 import warnings
 
+if sys.version_info[:2] != (3, 11):
+    # The tracer reads CPython 3.11's object layouts (cpython.py) and names
+    # code by co_qualname: on another Python it refuses before importing them.
+    sys.exit("needs Python 3.11 (this environment has %d.%d)" % sys.version_info[:2])
+
 import _cwm_mutate as mutate
 import _cwm_prog as prog
 import _cwm_tracer as tracer

@@ -175,8 +175,16 @@ func testsWritten(out string) (ids, done map[string]bool, err error) {
 // once both its phases are traced (a task an earlier run left half
 // written gets its missing lines). A task whose environment is missing, or
 // whose patches do not apply, is a line per test saying so (status error),
-// not a failure of the run.
+// not a failure of the run. A task whose environment has a Python other
+// than the tracer's refuses the whole run before anything is traced.
 func TraceTaskTests(ctx context.Context, sbs *env.Sandboxes, opts TestsOptions) (*TestsSummary, error) {
+	if opts.Store != nil {
+		for _, t := range opts.Tasks {
+			if err := CheckPython(opts.Store.Get(t.EnvID)); err != nil {
+				return nil, fmt.Errorf("trace tests of %s: %w", t.InstanceID, err)
+			}
+		}
+	}
 	sum := &TestsSummary{Statuses: map[string]int{}, Outcomes: map[string]int{}}
 	ids, done, err := testsWritten(opts.Out)
 	if err != nil {
