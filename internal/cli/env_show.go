@@ -54,6 +54,7 @@ func (c *envShowCmd) Run(ctx context.Context, e *command.Env, args []string) err
 	fmt.Fprintf(w, "revision:    %s\n", en.Revision)
 	fmt.Fprintf(w, "origin:      %s\n", en.Origin())
 	fmt.Fprintf(w, "base:        %s, Python %s\n", baseLine(e.Home, en.Base), en.Python)
+	fmt.Fprintf(w, "portable:    %s\n", portableLine(en.Base))
 	fmt.Fprintf(w, "limits:      %s (env.json: %s)\n", en.SandboxLimits(), en.Limits)
 	fmt.Fprintf(w, "built:       %s in %.1fs, layer %s\n", en.BuiltAt.Local().Format("2006-01-02 15:04:05"), en.BuildSecs, humanBytes(en.LayerBytes))
 	fmt.Fprintf(w, "layer:       %s\n", en.LayerDir())
@@ -147,6 +148,24 @@ func baseLine(home, b string) string {
 		return fmt.Sprintf("%s (%s)", sb.Short(), sb.Describe())
 	}
 	return base.ShortDigest(b) + " (not in this machine's base store: cwm base import or build it)"
+}
+
+// portableLine says whether an environment travels to other machines:
+// one on a stored base does (cwm env push brings the base), one on the
+// host's system or a directory runs only where those are the same.
+func portableLine(b string) string {
+	if env.IsBaseDigest(b) {
+		return "yes (base " + base.ShortDigest(b) + " travels with it)"
+	}
+	return "no (" + notPortableBase(b) + ")"
+}
+
+// notPortableBase names a base that does not travel.
+func notPortableBase(b string) string {
+	if b == "" || b == "host" {
+		return "host base"
+	}
+	return "directory base " + b
 }
 
 // installMode is how an environment was installed, for env show: the
