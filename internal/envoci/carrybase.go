@@ -1,8 +1,8 @@
 package envoci
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"fmt"
 
 	"github.com/google/go-containerregistry/pkg/name"
