@@ -63,16 +63,22 @@ func (c *envPushCmd) Run(ctx context.Context, e *command.Env, args []string) err
 	if err != nil {
 		return err
 	}
+	sayPortable(e, en, res.Base, "pushed by digest into the same repository")
 	if c.json {
 		return writeJSON(e.Stdout, res)
 	}
 	fmt.Fprintln(e.Stdout, res.Ref)
-	if res.Base == "" {
-		fmt.Fprintf(e.Stderr, "warning: %s is not portable: it is built on %s, so it runs only on hosts with the same system packages (cwm env build --portable builds one that brings its base)\n", res.EnvID, notPortableBase(en.Base))
-	} else {
-		fmt.Fprintf(e.Stderr, "with its base %s (pushed by digest into the same repository)\n", base.ShortDigest(res.Base))
-	}
 	fmt.Fprintf(e.Stderr, "pushed %s: %d blobs, %d uploaded (%s), %d already there, in %.1fs\n",
 		res.EnvID, res.Blobs, res.Uploaded, humanBytes(res.Bytes), res.Blobs-res.Uploaded, res.Seconds)
 	return nil
+}
+
+// sayPortable tells, on stderr, what an environment shipped took of its
+// base: the stored base it brings, or a warning that it does not travel.
+func sayPortable(e *command.Env, en *env.Env, shipped, how string) {
+	if shipped == "" {
+		fmt.Fprintf(e.Stderr, "warning: %s is not portable (%s): it runs only on hosts with the same system packages (cwm env build --portable builds one that brings its base)\n", en.ID, notPortableBase(en.Base))
+		return
+	}
+	fmt.Fprintf(e.Stderr, "with its base %s (%s)\n", base.ShortDigest(shipped), how)
 }

@@ -24,9 +24,10 @@ func (*envShowCmd) Usage() string {
 Shows how an environment was built (source, revision, install and test
 commands with where each came from), where it came from (built here, or
 the registry reference or file it was pulled or imported from, with the
-digests), the base and limit ceilings this machine grants it, its baseline
-and whether it is usable. ID is an id, a unique id prefix or a name.
---json prints env.json with "origin" (origin.json) and "baseline"
+digests), the base and limit ceilings this machine grants it, whether it
+is portable (a stored base travels with it; the host's system does not),
+its baseline and whether it is usable. ID is an id, a unique id prefix
+or a name. --json prints env.json with "origin" (origin.json) and "baseline"
 (baseline.json) added; --tests lists every test with its outcome in each
 baseline run.`
 }
