@@ -15,6 +15,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"cwm/internal/base"
 	"cwm/internal/blobcache"
 	"cwm/internal/env"
 	"cwm/internal/errkind"
@@ -259,7 +260,7 @@ func Import(st *env.Store, file string, o Options) (res *ImportResult, err error
 		}
 		org := origin
 		if a.base != "" && o.Grant.Base == "" {
-			if _, err := ensureBase(context.Background(), o, a.base, file, cachedBase(b, a.base, file)); err != nil {
+			if _, err := ensureBase(context.Background(), o, a.base, base.Source{Kind: base.KindArchive, Ref: abs}, cachedBase(b, a.base, file)); err != nil {
 				return nil, err
 			}
 			org.Grant = grantBase(o.Grant, a.base)

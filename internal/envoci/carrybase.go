@@ -103,9 +103,12 @@ type BaseResult struct {
 // is there: img is the image (from the registry or the blob cache), read
 // only when needed, and imported as cwm base import does (each layer
 // checked against its digest, unpacked with whiteouts honoured, the
-// Python found in a sandbox). An image that is not the base asked for is
-// refused; a refused import stores no base.
-func ensureBase(ctx context.Context, o Options, digest, where string, img func() (v1.Image, error)) (*BaseResult, error) {
+// Python found in a sandbox); src is where it comes from, as base.json
+// records it. An image that is not the base asked for is
+// refused; a refused import stores no base (ImportImage publishes only a
+// base whose every layer was checked).
+func ensureBase(ctx context.Context, o Options, digest string, src base.Source, img func() (v1.Image, error)) (*BaseResult, error) {
+	where := src.Ref
 	st := base.NewStore(o.Home)
 	res := &BaseResult{Digest: digest}
 	if st.Get(digest) != nil {
@@ -134,12 +137,11 @@ func ensureBase(ctx context.Context, o Options, digest, where string, img func()
 		}
 		defer rt.Close()
 	}
-	b, err := basebuild.ImportImage(ctx, st, im, base.Source{Kind: base.KindRegistry, Ref: where}, basebuild.Options{Runtime: rt, MaxUnpacked: o.MaxUnpacked, MaxEntries: o.MaxEntries})
+	b, err := basebuild.ImportImage(ctx, st, im, src, basebuild.Options{Runtime: rt, MaxUnpacked: o.MaxUnpacked, MaxEntries: o.MaxEntries})
 	if err != nil {
 		return nil, fmt.Errorf("import the base %s the environment is built on: %w", base.ShortDigest(digest), err)
 	}
-	if b.Digest != digest {
-		st.Remove(b)
+	if b.Digest != digest { // not removed: it may be a base the store had
 		return nil, corrupt("%s: the base it names is %s, the image read is %s: refused", where, base.ShortDigest(digest), b.Short())
 	}
 	return res, nil

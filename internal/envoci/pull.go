@@ -10,6 +10,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"cwm/internal/base"
 	"cwm/internal/blobcache"
 	"cwm/internal/env"
 )
@@ -92,7 +93,7 @@ func Pull(ctx context.Context, st *env.Store, ref string, o Options) (*PullResul
 	}
 	g := o.Grant
 	if a.base != "" && g.Base == "" {
-		if res.Base, err = ensureBase(ctx, o, a.base, r.Context().Digest(a.base).String(), remoteBase(ctx, o, r.Context(), a.base)); err != nil {
+		if res.Base, err = ensureBase(ctx, o, a.base, base.Source{Kind: base.KindRegistry, Ref: r.Context().Digest(a.base).String()}, remoteBase(ctx, o, r.Context(), a.base)); err != nil {
 			return nil, err
 		}
 		g = grantBase(g, a.base)
