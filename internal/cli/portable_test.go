@@ -107,6 +107,12 @@ func TestPortable(t *testing.T) {
 		t.Fatalf("env push = %d\n%s%s", code, out, errOut)
 	}
 	ref := strings.TrimSpace(out)
+	// Pushed again under another tag: the registry has every blob, the
+	// base's included.
+	code, out, errOut = runCLI(t, "", "env", "push", id, reg.Host+"/cwm/portable:again")
+	if code != 0 || !strings.Contains(errOut, ", 0 uploaded (0B), ") {
+		t.Errorf("env push again = %d; want nothing uploaded\n%s%s", code, out, errOut)
+	}
 
 	// A machine with no bases at all.
 	fresh := t.TempDir()
