@@ -10,7 +10,9 @@
 // the paths the sandboxes see), plus its baseline, coverage map and (when
 // asked) build log as blobs of their own. What env.json says of the
 // sandbox's base and limits is the sender's word: the receiving machine
-// grants its own (env.Grant, env.Origin). Blobs are content-addressed: a registry stores a layer two
+// grants its own (env.Grant, env.Origin), except that an environment on a
+// stored base brings that base as an image of its own and runs on it
+// (carrybase.go). Blobs are content-addressed: a registry stores a layer two
 // environments share once, and cwm's blob cache ($CWM_HOME/blobcache.Cache) fetches
 // it once. Every blob is checked against its digest before it is used,
 // and an environment appears in the store only once all of it is there
