@@ -75,7 +75,7 @@ func Import(ctx context.Context, s *base.Store, ref string, o Options) (*base.Ba
 		if err != nil {
 			return nil, errkind.Errorf(errkind.Input, "%s is not a docker-save archive: %v", ref, err)
 		}
-		return importImage(ctx, s, img, base.Source{Kind: base.KindArchive, Ref: abs(ref)}, o)
+		return ImportImage(ctx, s, img, base.Source{Kind: base.KindArchive, Ref: abs(ref)}, o)
 	case strings.HasPrefix(ref, "/") || strings.HasPrefix(ref, "."):
 		return nil, errkind.Errorf(errkind.NotFound, "%s: no such file or directory", ref)
 	}
@@ -104,7 +104,7 @@ func importRemote(ctx context.Context, s *base.Store, ref string, o Options) (*b
 	if err != nil {
 		return nil, errkind.Errorf(errkind.Unavailable, "read %s from its registry: %v", ref, err)
 	}
-	return importImage(ctx, s, img, base.Source{Kind: base.KindRegistry, Ref: r.String(), Platform: plat.String()}, o)
+	return ImportImage(ctx, s, img, base.Source{Kind: base.KindRegistry, Ref: r.String(), Platform: plat.String()}, o)
 }
 
 func importLayout(ctx context.Context, s *base.Store, dir string, o Options) (*base.Base, error) {
@@ -120,7 +120,7 @@ func importLayout(ctx context.Context, s *base.Store, dir string, o Options) (*b
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
-	return importImage(ctx, s, img, base.Source{Kind: base.KindLayout, Ref: abs(dir), Platform: plat.String()}, o)
+	return ImportImage(ctx, s, img, base.Source{Kind: base.KindLayout, Ref: abs(dir), Platform: plat.String()}, o)
 }
 
 // pickImage is the image of idx for plat: the one whose platform it
@@ -157,14 +157,14 @@ func pickImage(idx v1.ImageIndex, plat *v1.Platform) (v1.Image, error) {
 	return nil, errkind.Errorf(errkind.Input, "no image for %s (it has %d without a platform and %s): give --platform", plat, len(unplatformed), strings.Join(seen, ", "))
 }
 
-// importImage stores img: its manifest and configuration read and
+// ImportImage stores img: its manifest and configuration read and
 // checked, each layer's blob put in the cache (checked against its
 // digest) unless there, then unpacked from the cache, lowest first, with
 // whiteouts and opaque directories honoured, its tar checked against the
 // configuration's diff_id; the Python found; the stage published. A layer
 // that does not match is refused by its number and digest, and nothing is
 // stored but the blobs already checked.
-func importImage(ctx context.Context, s *base.Store, img v1.Image, src base.Source, o Options) (*base.Base, error) {
+func ImportImage(ctx context.Context, s *base.Store, img v1.Image, src base.Source, o Options) (*base.Base, error) {
 	raw, err := img.RawManifest()
 	if err != nil {
 		return nil, errkind.Errorf(errkind.Input, "read the manifest of %s: %v", src.Ref, err)

@@ -44,6 +44,7 @@ func (c *envExportCmd) Run(ctx context.Context, e *command.Env, args []string) e
 	if err != nil {
 		return err
 	}
+	sayPortable(e, en, res.Base, "written into the file")
 	if c.json {
 		return writeJSON(e.Stdout, res)
 	}

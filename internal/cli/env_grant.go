@@ -23,8 +23,9 @@ type grantFlags struct {
 
 const grantHelp = `
 
-The environment's sandboxes start on the host's /usr and /etc, or on
---base DIR; never on a base its env.json names (an environment built on
+The environment's sandboxes start on the stored base it came with (by
+digest, imported with it), or on the host's /usr and /etc, or on --base
+DIR; never on a directory its env.json names (an environment built on
 one is refused without --base). Its limits are clamped at every sandbox
 start to the host's defaults (10m, 4 GiB of memory, 2 GiB written, 1024
 processes), or to what --timeout, --memory, --disk and --pids grant: an

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 
+	"cwm/internal/base"
 	"cwm/internal/command"
 	"cwm/internal/env"
 	"cwm/internal/envoci"
@@ -29,6 +30,11 @@ digest: pulling an environment again reads its manifest only (nothing for
 a reference by digest), and one that shares layers with an environment
 pulled before fetches only what is new. A blob that does not match its
 digest is refused, and an interrupted pull leaves nothing in the store.
+
+An environment pushed with its base (one built on a stored base) has the
+base imported into the base store first, unless it is there, as cwm base
+import does (from the same repository, by its digest; layers the blob
+cache has are not fetched again), and runs on it: no --base needed.
 
 A layer is unpacked under the rules of docs/scale.md ("What a layer may
 hold"): nothing outside its directory or through a symbolic link, no
@@ -71,6 +77,11 @@ func (c *envPullCmd) Run(ctx context.Context, e *command.Env, args []string) err
 	} else {
 		fmt.Fprintf(e.Stderr, "pulled %s: %d blobs, %d fetched (%s), %d from the cache, in %.1fs\n",
 			res.EnvID, res.Blobs, res.Fetched, humanBytes(res.Bytes), res.Blobs-res.Fetched, res.Seconds)
+		if b := res.Base; b != nil && b.Present {
+			fmt.Fprintf(e.Stderr, "its base %s is in the base store\n", base.ShortDigest(b.Digest))
+		} else if b != nil {
+			fmt.Fprintf(e.Stderr, "imported its base %s: %d layers fetched (%s)\n", base.ShortDigest(b.Digest), b.Fetched, humanBytes(b.Bytes))
+		}
 	}
 	return nil
 }

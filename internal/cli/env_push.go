@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 
+	"cwm/internal/base"
 	"cwm/internal/command"
 	"cwm/internal/env"
 	"cwm/internal/envoci"
@@ -28,6 +29,14 @@ baseline and coverage map, and its build log with --with-build-log (a log
 may hold what an install printed of this machine). Blobs the registry
 already has, such as a layer another environment shares, are not sent
 again.
+
+An environment built on a stored base (cwm env build --portable or
+--base DIGEST) brings it: the base's image (its manifest, configuration
+and layers) is pushed into the same repository by its digest, and the
+environment's manifest names it; a registry keeps it once for all the
+environments on it, and cwm env pull imports it. An environment built on
+the host's system (or a directory) is pushed with a warning: it runs
+only on hosts with the same system packages.
 
 Prints the reference with the manifest's digest, which pulls exactly
 this artifact: cwm env pull REF@sha256:..., or --env REF@sha256:... on
@@ -54,6 +63,7 @@ func (c *envPushCmd) Run(ctx context.Context, e *command.Env, args []string) err
 	if err != nil {
 		return err
 	}
+	sayPortable(e, en, res.Base, "pushed by digest into the same repository")
 	if c.json {
 		return writeJSON(e.Stdout, res)
 	}
@@ -61,4 +71,14 @@ func (c *envPushCmd) Run(ctx context.Context, e *command.Env, args []string) err
 	fmt.Fprintf(e.Stderr, "pushed %s: %d blobs, %d uploaded (%s), %d already there, in %.1fs\n",
 		res.EnvID, res.Blobs, res.Uploaded, humanBytes(res.Bytes), res.Blobs-res.Uploaded, res.Seconds)
 	return nil
+}
+
+// sayPortable tells, on stderr, what an environment shipped took of its
+// base: the stored base it brings, or a warning that it does not travel.
+func sayPortable(e *command.Env, en *env.Env, shipped, how string) {
+	if shipped == "" {
+		fmt.Fprintf(e.Stderr, "warning: %s is not portable (%s): it runs only on hosts with the same system packages (cwm env build --portable builds one that brings its base)\n", en.ID, notPortableBase(en.Base))
+		return
+	}
+	fmt.Fprintf(e.Stderr, "with its base %s (%s)\n", base.ShortDigest(shipped), how)
 }

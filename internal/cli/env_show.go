@@ -24,9 +24,10 @@ func (*envShowCmd) Usage() string {
 Shows how an environment was built (source, revision, install and test
 commands with where each came from), where it came from (built here, or
 the registry reference or file it was pulled or imported from, with the
-digests), the base and limit ceilings this machine grants it, its baseline
-and whether it is usable. ID is an id, a unique id prefix or a name.
---json prints env.json with "origin" (origin.json) and "baseline"
+digests), the base and limit ceilings this machine grants it, whether it
+is portable (a stored base travels with it; the host's system does not),
+its baseline and whether it is usable. ID is an id, a unique id prefix
+or a name. --json prints env.json with "origin" (origin.json) and "baseline"
 (baseline.json) added; --tests lists every test with its outcome in each
 baseline run.`
 }
@@ -54,6 +55,7 @@ func (c *envShowCmd) Run(ctx context.Context, e *command.Env, args []string) err
 	fmt.Fprintf(w, "revision:    %s\n", en.Revision)
 	fmt.Fprintf(w, "origin:      %s\n", en.Origin())
 	fmt.Fprintf(w, "base:        %s, Python %s\n", baseLine(e.Home, en.Base), en.Python)
+	fmt.Fprintf(w, "portable:    %s\n", portableLine(en.Base))
 	fmt.Fprintf(w, "limits:      %s (env.json: %s)\n", en.SandboxLimits(), en.Limits)
 	fmt.Fprintf(w, "built:       %s in %.1fs, layer %s\n", en.BuiltAt.Local().Format("2006-01-02 15:04:05"), en.BuildSecs, humanBytes(en.LayerBytes))
 	fmt.Fprintf(w, "layer:       %s\n", en.LayerDir())
@@ -147,6 +149,24 @@ func baseLine(home, b string) string {
 		return fmt.Sprintf("%s (%s)", sb.Short(), sb.Describe())
 	}
 	return base.ShortDigest(b) + " (not in this machine's base store: cwm base import or build it)"
+}
+
+// portableLine says whether an environment travels to other machines:
+// one on a stored base does (cwm env push brings the base), one on the
+// host's system or a directory runs only where those are the same.
+func portableLine(b string) string {
+	if env.IsBaseDigest(b) {
+		return "yes (base " + base.ShortDigest(b) + " travels with it)"
+	}
+	return "no (" + notPortableBase(b) + ")"
+}
+
+// notPortableBase names a base that does not travel.
+func notPortableBase(b string) string {
+	if b == "" || b == "host" {
+		return "host base"
+	}
+	return "directory base " + b
 }
 
 // installMode is how an environment was installed, for env show: the

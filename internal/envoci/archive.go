@@ -2,6 +2,7 @@ package envoci
 
 import (
 	"archive/tar"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"cwm/internal/base"
 	"cwm/internal/blobcache"
 	"cwm/internal/env"
 	"cwm/internal/errkind"
@@ -38,6 +40,8 @@ type ExportResult struct {
 	Digest string `json:"digest"` // the manifest's
 	Blobs  int    `json:"blobs"`
 	Bytes  int64  `json:"bytes"`
+	// Base is the stored base written with the environment ("" for none).
+	Base string `json:"base,omitempty"`
 }
 
 // Export writes e to file: its artifact (packed into the blob cache of
@@ -51,7 +55,7 @@ func Export(e *env.Env, file, home string) (*ExportResult, error) {
 // when o.WithBuildLog is set.
 func ExportWith(e *env.Env, file string, o Options) (*ExportResult, error) {
 	b := blobcache.New(o.Home)
-	a, err := prepare(e, b, o.WithBuildLog)
+	a, err := prepare(e, o.Home, b, o.WithBuildLog)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +89,15 @@ func ExportWith(e *env.Env, file string, o Options) (*ExportResult, error) {
 	if err == nil {
 		err = put(blobName(a.digest), strings.NewReader(string(a.raw)), int64(len(a.raw)))
 	}
-	for _, d := range a.blobsOf() {
+	blobs := a.blobsOf()
+	if c := a.carried; c != nil {
+		// The base it is built on: its manifest (not in index.json, which
+		// lists environments), configuration and layers, after the
+		// environment's own blobs.
+		h, _ := v1.NewHash(c.digest)
+		blobs = append(append(blobs, v1.Descriptor{Digest: h, Size: int64(len(c.raw))}), c.blobs...)
+	}
+	for _, d := range blobs {
 		if err != nil {
 			break
 		}
@@ -108,7 +120,7 @@ func ExportWith(e *env.Env, file string, o Options) (*ExportResult, error) {
 	if err := os.Rename(f.Name(), file); err != nil {
 		return nil, fmt.Errorf("export %s: %w", e.ID, err)
 	}
-	return &ExportResult{EnvID: e.ID, Digest: a.digest, Blobs: len(a.blobsOf()), Bytes: a.size()}, nil
+	return &ExportResult{EnvID: e.ID, Digest: a.digest, Blobs: len(blobs), Bytes: a.size() + a.carried.size(), Base: a.base}, nil
 }
 
 func blobName(d string) string { return "blobs/sha256/" + strings.TrimPrefix(d, "sha256:") }
@@ -246,7 +258,14 @@ func Import(st *env.Store, file string, o Options) (res *ImportResult, err error
 				return nil, corrupt("%s lacks blob %s (%s) of environment %s: the file is incomplete", file, blobcache.Short(bd.Digest.String()), blobWhat(bd), a.id)
 			}
 		}
-		e, err := install(st, b, a, origin, o)
+		org := origin
+		if a.base != "" && o.Grant.Base == "" {
+			if _, err := ensureBase(context.Background(), o, a.base, base.Source{Kind: base.KindArchive, Ref: abs}, cachedBase(b, a.base, file)); err != nil {
+				return nil, err
+			}
+			org.Grant = grantBase(o.Grant, a.base)
+		}
+		e, err := install(st, b, a, org, o)
 		if err != nil {
 			return nil, err
 		}

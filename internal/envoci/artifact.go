@@ -10,7 +10,9 @@
 // the paths the sandboxes see), plus its baseline, coverage map and (when
 // asked) build log as blobs of their own. What env.json says of the
 // sandbox's base and limits is the sender's word: the receiving machine
-// grants its own (env.Grant, env.Origin). Blobs are content-addressed: a registry stores a layer two
+// grants its own (env.Grant, env.Origin), except that an environment on a
+// stored base brings that base as an image of its own and runs on it
+// (carrybase.go). Blobs are content-addressed: a registry stores a layer two
 // environments share once, and cwm's blob cache ($CWM_HOME/blobcache.Cache) fetches
 // it once. Every blob is checked against its digest before it is used,
 // and an environment appears in the store only once all of it is there
@@ -75,6 +77,10 @@ type artifact struct {
 	id     string
 	layers []layerDesc
 	files  []fileDesc // baseline.json, coverage.json, build.log
+	// base is the digest of the stored base the environment came with
+	// (annBase), "" for one on the host's or a directory.
+	base    string
+	carried *carriedBase // the base's blobs, on the machine that ships it
 }
 
 type layerDesc struct {
@@ -108,7 +114,10 @@ func parseArtifact(raw []byte, where string) (*artifact, error) {
 	if string(m.Config.MediaType) != ConfigMediaType {
 		return nil, corrupt("%s is not a cwm environment (its config is %s, not %s)", where, m.Config.MediaType, ConfigMediaType)
 	}
-	a := &artifact{raw: raw, digest: blobcache.Digest(raw), m: m, id: m.Annotations[annEnvID]}
+	a := &artifact{raw: raw, digest: blobcache.Digest(raw), m: m, id: m.Annotations[annEnvID], base: m.Annotations[annBase]}
+	if a.base != "" && blobcache.CheckDigest(a.base) != nil {
+		return nil, corrupt("%s: %s %q is not a digest", where, annBase, a.base)
+	}
 	if err := blobcache.CheckDigest(m.Config.Digest.String()); err != nil {
 		return nil, corrupt("%s: config: %v", where, err)
 	}
@@ -175,11 +184,15 @@ func (a *artifact) size() int64 {
 	return n
 }
 
-// newManifest writes an environment's manifest.
-func newManifest(id, name, created string, config v1.Descriptor, layers []v1.Descriptor) ([]byte, error) {
+// newManifest writes an environment's manifest; baseDigest names the
+// stored base it comes with ("" for none).
+func newManifest(id, name, created, baseDigest string, config v1.Descriptor, layers []v1.Descriptor) ([]byte, error) {
 	m := v1.Manifest{SchemaVersion: 2, MediaType: types.OCIManifestSchema1, ArtifactType: ArtifactType,
 		Config: config, Layers: layers,
 		Annotations: map[string]string{annEnvID: id, annEnvName: name, annCreated: created}}
+	if baseDigest != "" {
+		m.Annotations[annBase] = baseDigest
+	}
 	raw, err := json.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("write manifest: %w", err)

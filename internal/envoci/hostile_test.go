@@ -149,7 +149,7 @@ func craft(t *testing.T, id string, config []byte, layers ...craftLayer) crafted
 		descs = append(descs, v1.Descriptor{MediaType: types.MediaType(LayerMediaType), Size: int64(len(blob)), Digest: d,
 			Annotations: map[string]string{annPath: l.top, annDiffID: diffID, annTarSize: fmt.Sprint(size)}})
 	}
-	raw, err := newManifest(id, "hostile", "2026-01-01T00:00:00Z", v1.Descriptor{MediaType: ConfigMediaType, Size: int64(len(config)), Digest: cd}, descs)
+	raw, err := newManifest(id, "hostile", "2026-01-01T00:00:00Z", "", v1.Descriptor{MediaType: ConfigMediaType, Size: int64(len(config)), Digest: cd}, descs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,10 +29,19 @@ import (
 // artifact: its layers (one per top-level directory of the layer), its
 // env.json as config, its baseline and coverage map, and its build log
 // when withLog is set (a log is for the machine that built it: it may hold
-// what an install printed of that machine).
-func prepare(e *env.Env, b blobcache.Cache, withLog bool) (*artifact, error) {
+// what an install printed of that machine). An environment on a stored
+// base of home's store names it (annBase), and the artifact carries it.
+func prepare(e *env.Env, home string, b blobcache.Cache, withLog bool) (*artifact, error) {
 	if !e.Usable {
 		return nil, errkind.Errorf(errkind.Input, "environment %s is not usable (%s): it is not shipped", e.ID, e.Reason)
+	}
+	carried, err := baseOf(e, home, b)
+	if err != nil {
+		return nil, err
+	}
+	baseDigest := ""
+	if carried != nil {
+		baseDigest = carried.digest
 	}
 	if err := os.MkdirAll(b.Dir(), 0o755); err != nil {
 		return nil, err
@@ -67,7 +76,7 @@ func prepare(e *env.Env, b blobcache.Cache, withLog bool) (*artifact, error) {
 		}
 		layers = append(layers, d)
 	}
-	raw, err := newManifest(e.ID, e.Name, e.BuiltAt.UTC().Format(time.RFC3339), config, layers)
+	raw, err := newManifest(e.ID, e.Name, e.BuiltAt.UTC().Format(time.RFC3339), baseDigest, config, layers)
 	if err != nil {
 		return nil, err
 	}
@@ -75,6 +84,7 @@ func prepare(e *env.Env, b blobcache.Cache, withLog bool) (*artifact, error) {
 	if err != nil {
 		return nil, fmt.Errorf("internal: %w", err)
 	}
+	a.carried = carried
 	if err := b.PutBytes(a.digest, raw); err != nil {
 		return nil, err
 	}
@@ -220,6 +230,9 @@ func adoptConfig(config []byte, a *artifact, g env.Grant, from string) (*env.Env
 	}
 	if m.Version > env.ManifestVersion {
 		return nil, errkind.Errorf(errkind.Input, "%s: environment %s has manifest version %d; this cwm reads up to %d: upgrade cwm", from, m.ID, m.Version, env.ManifestVersion)
+	}
+	if a.base != "" && m.Base != a.base {
+		return nil, corrupt("%s: its manifest brings base %s, its env.json names %q", from, base.ShortDigest(a.base), m.Base)
 	}
 	if m.Base != "" && m.Base != "host" && g.Base == "" {
 		return nil, errkind.Errorf(errkind.Input, "%s: environment %s was built on base %s: an artifact does not choose the sandbox's root; name the base on this machine with --base DIR (or --base host for the host's system directories)", from, m.ID, m.Base)

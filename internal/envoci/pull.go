@@ -10,6 +10,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"cwm/internal/base"
 	"cwm/internal/blobcache"
 	"cwm/internal/env"
 )
@@ -30,6 +31,9 @@ type PullResult struct {
 	Fetched int     `json:"fetched"`
 	Bytes   int64   `json:"bytes"`
 	Seconds float64 `json:"seconds"`
+	// Base is what the pull did with the stored base the environment
+	// came with (nil for none, or when --base named one).
+	Base *BaseResult `json:"base,omitempty"`
 }
 
 // Pull puts the environment ref names into st, unless it is there (then
@@ -39,7 +43,10 @@ type PullResult struct {
 // the layers unpacked into a stage of the store and the stage published.
 // A blob that does not match is refused; an interrupted pull leaves
 // nothing in the store (a hidden stage, removed by the next env gc, at
-// most) and no partial blob in the cache.
+// most) and no partial blob in the cache. An environment that comes with
+// a stored base (annBase) has it imported into the base store first,
+// unless there (as cwm base import does, from the same repository, by
+// its digest), and is granted it unless o.Grant names a base.
 func Pull(ctx context.Context, st *env.Store, ref string, o Options) (*PullResult, error) {
 	start := time.Now()
 	r, err := o.parseRef(ref, false)
@@ -84,7 +91,14 @@ func Pull(ctx context.Context, st *env.Store, ref string, o Options) (*PullResul
 		res.Fetched++
 		res.Bytes += d.Size
 	}
-	e, err := install(st, b, a, env.Origin{Kind: env.OriginPulled, From: r.String(), Grant: o.Grant}, o)
+	g := o.Grant
+	if a.base != "" && g.Base == "" {
+		if res.Base, err = ensureBase(ctx, o, a.base, base.Source{Kind: base.KindRegistry, Ref: r.Context().Digest(a.base).String()}, remoteBase(ctx, o, r.Context(), a.base)); err != nil {
+			return nil, err
+		}
+		g = grantBase(g, a.base)
+	}
+	e, err := install(st, b, a, env.Origin{Kind: env.OriginPulled, From: r.String(), Grant: g}, o)
 	if err != nil {
 		return nil, err
 	}

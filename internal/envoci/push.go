@@ -11,6 +11,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"cwm/internal/base"
 	"cwm/internal/blobcache"
 	"cwm/internal/env"
 	"cwm/internal/errkind"
@@ -29,12 +30,17 @@ type PushResult struct {
 	Uploaded int     `json:"uploaded"`
 	Bytes    int64   `json:"bytes"`
 	Seconds  float64 `json:"seconds"`
+	// Base is the stored base pushed with the environment (its blobs are
+	// counted in Blobs), "" for an environment on the host's system or a
+	// directory, which is not portable.
+	Base string `json:"base,omitempty"`
 }
 
 // Push stores the environment e under ref in its registry. A ref without
 // a tag is tagged with the environment's id. Blobs the registry already
 // has (a layer another environment shares, an earlier push) are not sent
-// again.
+// again. An environment on a stored base brings it: the base's image is
+// pushed into the same repository by its digest, before the environment.
 func Push(ctx context.Context, e *env.Env, ref string, o Options) (*PushResult, error) {
 	start := time.Now()
 	r, err := o.parseRef(ref, true)
@@ -49,7 +55,7 @@ func Push(ctx context.Context, e *env.Env, ref string, o Options) (*PushResult, 
 		tag = r.Context().Tag(e.ID)
 	}
 	b := blobcache.New(o.Home)
-	a, err := prepare(e, b, o.WithBuildLog)
+	a, err := prepare(e, o.Home, b, o.WithBuildLog)
 	if err != nil {
 		return nil, err
 	}
@@ -61,12 +67,16 @@ func Push(ctx context.Context, e *env.Env, ref string, o Options) (*PushResult, 
 	if err != nil {
 		return nil, err
 	}
-	res := &PushResult{EnvID: e.ID, Digest: a.digest, Blobs: len(a.blobsOf())}
+	blobs := a.blobsOf()
+	if a.carried != nil {
+		blobs = append(blobs, a.carried.blobs...)
+	}
+	res := &PushResult{EnvID: e.ID, Digest: a.digest, Blobs: len(blobs), Base: a.base}
 	var mu sync.Mutex // guards res's counts and first
 	var first error
 	sem := make(chan struct{}, o.jobs())
 	var wg sync.WaitGroup
-	for _, d := range a.blobsOf() {
+	for _, d := range blobs {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
@@ -85,6 +95,11 @@ func Push(ctx context.Context, e *env.Env, ref string, o Options) (*PushResult, 
 	wg.Wait()
 	if first != nil {
 		return nil, first
+	}
+	if c := a.carried; c != nil {
+		if err := pusher.Put(ctx, tag.Context().Digest(c.digest), c); err != nil {
+			return nil, registryError("push base "+base.ShortDigest(c.digest)+" of "+e.ID+" to "+tag.Context().String(), err)
+		}
 	}
 	if err := pusher.Put(ctx, tag, rawManifest(a.raw)); err != nil {
 		return nil, registryError("push the manifest of "+e.ID+" to "+tag.String(), err)

@@ -21,6 +21,7 @@ import (
 	"cwm/internal/env"
 	"cwm/internal/errkind"
 	"cwm/internal/registryguard"
+	"cwm/internal/sandbox"
 )
 
 // Options configure cwm's side of a registry, what is shipped, and what
@@ -51,6 +52,9 @@ type Options struct {
 	// imported: the base their sandboxes start on (the host's by default;
 	// an artifact never chooses it) and the ceilings of their limits.
 	Grant env.Grant
+	// Runtime starts the sandbox that finds the Python of a base an
+	// environment brings (default: one started for that, and closed).
+	Runtime *sandbox.Runtime
 	// WithBuildLog ships an environment's build log when pushed or
 	// exported; it stays on the machine that built it otherwise.
 	WithBuildLog bool
