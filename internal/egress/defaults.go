@@ -25,6 +25,16 @@ type host struct {
 	home   string // the user's home, for ~/.config/pip/pip.conf and uv.toml
 	etc    string // "/etc", for pip.conf, uv.toml and apt's sources
 	python string // the host's python3, "" when it has none
+	// pip is `pip config list` once read (policy reads it first, so that
+	// the index and the certificate bundle come from one run of pip).
+	pip *pipList
+}
+
+// pipList is what pipSettings read: the settings, and whether a pip
+// answered at all.
+type pipList struct {
+	settings [][2]string
+	ok       bool
 }
 
 func thisHost() host {
@@ -47,6 +57,10 @@ func DefaultPolicy(ctx context.Context) (Policy, error) {
 }
 
 func (h host) policy(ctx context.Context) (Policy, error) {
+	if h.pip == nil {
+		settings, ok := h.pipSettings(ctx)
+		h.pip = &pipList{settings, ok}
+	}
 	var p Policy
 	idx := h.indexes(ctx)
 	if len(idx) == 0 {
@@ -177,6 +191,9 @@ func (h host) indexes(ctx context.Context) []found {
 // key and value, those of the environment (":env:") left out; false when
 // the host has no pip to ask.
 func (h host) pipSettings(ctx context.Context) ([][2]string, bool) {
+	if h.pip != nil {
+		return h.pip.settings, h.pip.ok
+	}
 	if h.python == "" {
 		return nil, false
 	}

@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
+
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +15,7 @@ import (
 
 	"cwm/internal/env"
 	"cwm/internal/lazyre"
+	"cwm/internal/sandbox"
 	"cwm/internal/testrun"
 )
 
@@ -94,26 +95,13 @@ func digestOK(path string) bool {
 	return err == nil && sum == pipWheelSHA256
 }
 
-// copyFile links src to dst, or copies it when they are on different
-// file systems.
+// copyFile links src to dst, or copies it (sandbox.CopyFile) when they
+// are on different file systems. dst must not exist.
 func copyFile(src, dst string) error {
 	if os.Link(src, dst) == nil {
 		return nil
 	}
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+	return sandbox.CopyFile(src, dst, 0o644)
 }
 
 // stageTools puts the pip wheel and the wheelhouse's files into the

@@ -66,6 +66,7 @@ func keepWheels(upper, home string, lock []env.LockedPackage) error {
 			return err
 		}
 		tmp := filepath.Join(dir, "."+name+".tmp")
+		os.Remove(tmp) // an interrupted copy's
 		if err := copyFile(p, tmp); err != nil {
 			return err
 		}
