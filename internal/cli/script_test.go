@@ -113,11 +113,27 @@ func exits(ts *testscript.TestScript, neg bool, args []string) {
 // privateHome gives the script a copy of the shared home.
 func privateHome(ts *testscript.TestScript, _ bool, _ []string) {
 	dst := ts.MkAbs(".private-cwm")
-	if out, err := exec.Command("cp", "-a", ts.Getenv("SHARED_HOME"), dst).CombinedOutput(); err != nil {
-		ts.Fatalf("copy the shared home: %v\n%s", err, out)
+	src := ts.Getenv("SHARED_HOME")
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		ts.Fatalf("copy the shared home: %v", err)
 	}
-	// The runtime's state is the shared home's own.
-	os.RemoveAll(filepath.Join(dst, "run"))
+	if err := os.Mkdir(dst, 0o755); err != nil {
+		ts.Fatalf("copy the shared home: %v", err)
+	}
+	args := []string{"-a"}
+	for _, e := range ents {
+		// The runtime's state is the shared home's own, and other
+		// scripts' sandboxes come and go in it while this one copies.
+		if e.Name() != "run" {
+			args = append(args, filepath.Join(src, e.Name()))
+		}
+	}
+	if len(args) > 1 {
+		if out, err := exec.Command("cp", append(args, dst)...).CombinedOutput(); err != nil {
+			ts.Fatalf("copy the shared home: %v\n%s", err, out)
+		}
+	}
 	ts.Setenv("CWM_HOME", dst)
 }
 
