@@ -179,12 +179,20 @@ func TestTimeCapArmed(t *testing.T) {
 		if got == want {
 			break
 		}
-		if got != "HTTP/1.1 200 OK" || time.Now().After(deadline) {
-			t.Fatalf("a request to an allowed server got %q, want 200 until the cap passes, then %q", got, want)
+		// "": the cap passed while this request was in flight, and the
+		// relay cut its connection (TestTimeCap shows that case alone).
+		if (got != "HTTP/1.1 200 OK" && got != "") || time.Now().After(deadline) {
+			t.Fatalf("a request to an allowed server got %q, want 200 until the cap passes (or a cut connection as it passes), then %q", got, want)
 		}
 	}
-	if st := r.Close(); len(st.Refusals) != 1 {
-		t.Errorf("Stats.Refusals = %v, want the one request after the cap", st.Refusals)
+	st := r.Close()
+	if len(st.Refusals) == 0 {
+		t.Errorf("Stats.Refusals is empty, want the request after the cap")
+	}
+	for _, ref := range st.Refusals {
+		if ref.Why != "the step's time cap of 500ms was reached" {
+			t.Errorf("Stats.Refusals = %v, want every refusal for the time cap", st.Refusals)
+		}
 	}
 }
 
