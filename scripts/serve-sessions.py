@@ -44,6 +44,18 @@ def smaps(pid):
     return out
 
 
+def threads(pid):
+    """A process's threads (0 if it is gone): every one takes a pid."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("Threads:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def descendants(pid):
     """The pids under pid (the sandboxes' processes)."""
     children = collections.defaultdict(list)
@@ -72,6 +84,7 @@ def server():
     kids = descendants(PID)
     out["processes_under"] = len(kids)
     out["tree_pss_kib"] = out["pss_kib"] + sum(smaps(k)["pss_kib"] for k in kids)
+    out["tasks_under"] = threads(PID) + sum(threads(k) for k in kids)
     return out
 
 
@@ -171,6 +184,7 @@ async def main():
         "tree_pss_kib_per_session": round((peak["tree_pss_kib"] - base["tree_pss_kib"]) / max(held, 1), 1),
         "server_rss_kib_per_session": round((peak["rss_kib"] - base["rss_kib"]) / max(held, 1), 1),
         "fds_per_session": round((peak["fds"] - base["fds"]) / max(held, 1), 2),
+        "tasks_per_session": round((peak["tasks_under"] - base["tasks_under"]) / max(held, 1), 2),
     }, indent=1))
 
 

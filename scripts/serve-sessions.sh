@@ -59,6 +59,10 @@ for _ in $(seq 600); do [ -s "$WORK/addr" ] && break; sleep 0.1; done
 [ -s "$WORK/addr" ] || { cat "$WORK/serve.log" >&2; echo "cwm serve did not start" >&2; exit 1; }
 URL=$(cat "$WORK/addr")
 echo "cwm serve $URL (pid $SERVER), $N sessions" >&2
-"$VENV/bin/python" scripts/serve-sessions.py "$(printf '{"url": "%s", "pid": %d, "env": "textkit", "sessions": %d}' "$URL" "$SERVER" "$N")"
+# Opening thousands takes minutes on two cores: half a second a session
+# is allowed to hold them all (at least 600 s).
+TIMEOUT=$(( N / 2 > 600 ? N / 2 : 600 ))
+echo "kernel.pid_max $(cat /proc/sys/kernel/pid_max), tasks in use $(cut -d' ' -f4 /proc/loadavg | cut -d/ -f2)" >&2
+"$VENV/bin/python" scripts/serve-sessions.py "$(printf '{"url": "%s", "pid": %d, "env": "textkit", "sessions": %d, "timeout": %d}' "$URL" "$SERVER" "$N" "$TIMEOUT")"
 echo "server log's last lines:" >&2
 tail -5 "$WORK/serve.log" >&2

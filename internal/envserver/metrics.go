@@ -28,7 +28,10 @@ type metrics struct {
 	errors      map[string]int64 // by code
 	ended       map[[2]string]int64
 	reapedTotal int64
-	hist        map[string]*histogram // step latency by kind
+	// machineRefusals counts new episodes refused for the machine's
+	// task limits (taskRoom), not for --max-sessions.
+	machineRefusals int64
+	hist            map[string]*histogram // step latency by kind
 }
 
 type histogram struct {
@@ -56,6 +59,7 @@ func (m *metrics) reset(kind string)         { m.with(func() { m.resets[kind]++ 
 func (m *metrics) cloned(kind string)        { m.with(func() { m.clones[kind]++ }) }
 func (m *metrics) failed(code string)        { m.with(func() { m.errors[code]++ }) }
 func (m *metrics) reaped()                   { m.with(func() { m.reapedTotal++ }) }
+func (m *metrics) machineRefused()           { m.with(func() { m.machineRefusals++ }) }
 func (m *metrics) finished(kind, why string) { m.with(func() { m.ended[[2]string{kind, why}]++ }) }
 func (m *metrics) stepped(kind string, d time.Duration) {
 	m.with(func() {
@@ -98,6 +102,8 @@ func (m *metrics) write(w io.Writer, maxSessions int) {
 	fmt.Fprintf(&b, "cwm_serve_slots %d\n", m.slots)
 	head("cwm_serve_max_sessions", "gauge", "The --max-sessions limit.")
 	fmt.Fprintf(&b, "cwm_serve_max_sessions %d\n", maxSessions)
+	head("cwm_serve_machine_refusals_total", "counter", "New episodes refused because the machine was within reach of a task limit (pid_max, threads-max, pids.max, Go's thread cap).")
+	fmt.Fprintf(&b, "cwm_serve_machine_refusals_total %d\n", m.machineRefusals)
 	head("cwm_serve_connections", "gauge", "Open /ws connections.")
 	fmt.Fprintf(&b, "cwm_serve_connections %d\n", m.conns)
 	head("cwm_serve_resets_total", "counter", "Episodes started, by kind.")

@@ -107,6 +107,10 @@ type Server struct {
 	warm    *warmer
 	traj    *trajectoryLog
 
+	// readSys reads the /proc and /sys files taskRoom checks (readProc;
+	// tests give a machine at its limits).
+	readSys func(string) ([]byte, error)
+
 	tracerMu sync.Mutex // guards pool
 	pool     *tracer.Pool
 
@@ -179,7 +183,7 @@ func New(opts Options) (*Server, error) {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{opts: opts, log: opts.Log, tasks: map[string]*task.Task{}, traces: map[string]*TraceRecord{},
-		entries: map[string]*entry{}, conns: map[*wsConn]bool{}, metrics: newMetrics()}
+		entries: map[string]*entry{}, conns: map[*wsConn]bool{}, metrics: newMetrics(), readSys: readProc}
 	for i := range opts.Tasks {
 		t := &opts.Tasks[i]
 		if _, dup := s.tasks[t.InstanceID]; dup {

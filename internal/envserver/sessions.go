@@ -78,6 +78,10 @@ func (s *Server) acquire() error {
 	if s.slots >= s.opts.MaxSessions {
 		return &capacityError{active: s.slots, max: s.opts.MaxSessions}
 	}
+	if why := taskRoom(s.readSys); why != "" {
+		s.metrics.machineRefused()
+		return &capacityError{active: s.slots, max: s.opts.MaxSessions, machine: why}
+	}
 	s.slots++
 	s.metrics.setSlots(s.slots)
 	return nil

@@ -8,11 +8,19 @@ import (
 	"cwm/internal/errkind"
 )
 
-// capacityError is a new episode refused because MaxSessions are open:
-// OpenEnv's CAPACITY_REACHED, HTTP 503 with Retry-After.
-type capacityError struct{ active, max int }
+// capacityError is a new episode refused because MaxSessions are open,
+// or because the machine is out of room for its tasks (machine says
+// which limit, taskRoom): OpenEnv's CAPACITY_REACHED, HTTP 503 with
+// Retry-After.
+type capacityError struct {
+	active, max int
+	machine     string
+}
 
 func (e *capacityError) Error() string {
+	if e.machine != "" {
+		return fmt.Sprintf("Server at capacity: %d/%d sessions active, and %s. Cannot accept new connections.", e.active, e.max, e.machine)
+	}
 	return fmt.Sprintf("Server at capacity: %d/%d sessions active. Cannot accept new connections.", e.active, e.max)
 }
 

@@ -116,6 +116,9 @@ func errorDetails(err error) map[string]any {
 		data["errors"] = ve.errs
 	case errors.As(err, &ce):
 		data["active_sessions"], data["max_sessions"] = ce.active, ce.max
+		if ce.machine != "" {
+			data["machine_limit"] = ce.machine
+		}
 	}
 	return data
 }

@@ -160,9 +160,13 @@ func (rt *Runtime) start(ctx context.Context, cfg Config, seed *os.File) (_ *San
 		sys.AmbientCaps = initCaps
 	}
 	cmd := &exec.Cmd{
-		Path:        "/proc/self/exe",
-		Args:        []string{initArg0},
-		Env:         []string{"GOGC=400"}, // init allocates little; collect it rarely
+		Path: "/proc/self/exe",
+		Args: []string{initArg0},
+		// Init allocates little (collect it rarely) and needs one
+		// processor: with more, Go keeps idle threads around (9 an init
+		// with two), and every thread counts against the machine's
+		// pid_max, which a server holding thousands of sandboxes reaches.
+		Env:         []string{"GOGC=400", "GOMAXPROCS=1"},
 		ExtraFiles:  []*os.File{child},
 		Stderr:      logf,
 		SysProcAttr: sys,
