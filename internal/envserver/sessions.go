@@ -78,7 +78,9 @@ func (s *Server) acquire() error {
 	if s.slots >= s.opts.MaxSessions {
 		return &capacityError{active: s.slots, max: s.opts.MaxSessions}
 	}
-	if why := taskRoom(s.readSys); why != "" {
+	// A slot without an entry is an episode starting or a /ws
+	// connection that may reset at any moment: its tasks are on their way.
+	if why := taskRoom(s.readSys, max(0, s.slots-len(s.entries))); why != "" {
 		s.metrics.machineRefused()
 		return &capacityError{active: s.slots, max: s.opts.MaxSessions, machine: why}
 	}

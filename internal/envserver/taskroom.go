@@ -20,6 +20,12 @@ import (
 // working, and the client is told which limit it met.
 const taskReserve = 512
 
+// tasksPerEpisode is about how many tasks an episode adds once its sandbox
+// has started (9.2 measured with shell episodes): an episode whose slot is
+// taken but whose sandbox is still starting is not in the count yet, and
+// many start at once when a trainer's workers connect together.
+const tasksPerEpisode = 10
+
 // goMaxThreads is the Go runtime's default cap on a process's threads
 // (runtime/debug.SetMaxThreads), past which it aborts the process: the
 // server holds a thread for every open sandbox.
@@ -32,11 +38,15 @@ type taskCount struct {
 }
 
 // taskRoom says why a new episode would not fit in the machine's tasks,
-// or "" when it would. read returns a /proc or /sys file's contents.
-func taskRoom(read func(string) ([]byte, error)) string {
+// or "" when it would, with starting episodes (slots taken whose sandboxes
+// are not counted yet) on their way. read returns a /proc or /sys file's
+// contents.
+func taskRoom(read func(string) ([]byte, error), starting int) string {
+	need := taskReserve + tasksPerEpisode*starting
 	for _, c := range taskCounts(read) {
-		if c.limit > 0 && c.used+taskReserve > c.limit {
-			return fmt.Sprintf("%d of %s %d in use (a new episode is refused within %d of it)", c.used, c.what, c.limit, taskReserve)
+		if c.limit > 0 && c.used+need > c.limit {
+			return fmt.Sprintf("%d of %s %d in use (a new episode is refused within %d of it: %d spare, %d for each of %d episodes starting)",
+				c.used, c.what, c.limit, need, taskReserve, tasksPerEpisode, starting)
 		}
 	}
 	return ""

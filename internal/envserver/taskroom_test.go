@@ -31,29 +31,32 @@ func TestTaskRoom(t *testing.T) {
 	}
 	with := func(m machine, k, v string) machine { m[k] = v; return m }
 	tests := []struct {
-		name string
-		m    machine
-		want string // a part of the refusal; "" for room
+		name     string
+		m        machine
+		starting int
+		want     string // a part of the refusal; "" for room
 	}{
-		{"room", base(10000), ""},
-		{"at the reserve's edge", base(32768 - taskReserve), ""},
-		{"within the reserve of pid_max", base(32768 - taskReserve + 1), "32257 of the machine's tasks: kernel.pid_max 32768 in use"},
-		{"threads-max lower", with(base(20000), "/proc/sys/kernel/threads-max", "20100\n"), "kernel.threads-max 20100"},
+		{"room", base(10000), 0, ""},
+		{"at the reserve's edge", base(32768 - taskReserve), 0, ""},
+		{"within the reserve of pid_max", base(32768 - taskReserve + 1), 0, "32257 of the machine's tasks: kernel.pid_max 32768 in use"},
+		{"starting episodes on their way", base(32768 - taskReserve - 5*tasksPerEpisode), 5, ""},
+		{"one more starting", base(32768 - taskReserve - 5*tasksPerEpisode), 6, "within 572 of it: 512 spare, 10 for each of 6 episodes starting"},
+		{"threads-max lower", with(base(20000), "/proc/sys/kernel/threads-max", "20100\n"), 0, "kernel.threads-max 20100"},
 		{"v1 pids cgroup", with(with(with(base(100), "/proc/self/cgroup", "8:pids:/serve\n0::/\n"),
-			"/sys/fs/cgroup/pids/serve/pids.max", "1000\n"), "/sys/fs/cgroup/pids/serve/pids.current", "600\n"),
+			"/sys/fs/cgroup/pids/serve/pids.max", "1000\n"), "/sys/fs/cgroup/pids/serve/pids.current", "600\n"), 0,
 			"600 of the server's pids cgroup: pids.max 1000"},
 		{"v2 pids cgroup", with(with(with(base(100), "/proc/self/cgroup", "0::/user.slice/a.scope\n"),
-			"/sys/fs/cgroup/user.slice/a.scope/pids.max", "700\n"), "/sys/fs/cgroup/user.slice/a.scope/pids.current", "300\n"),
+			"/sys/fs/cgroup/user.slice/a.scope/pids.max", "700\n"), "/sys/fs/cgroup/user.slice/a.scope/pids.current", "300\n"), 0,
 			"pids.max 700"},
 		{"cgroup without a limit", with(with(base(100), "/proc/self/cgroup", "8:pids:/serve\n"),
-			"/sys/fs/cgroup/pids/serve/pids.max", "max\n"), ""},
-		{"Go's thread cap", with(base(12000), "/proc/self/status", "Threads:\t9700\n"), "9700 of the server's own threads: Go's limit 10000"},
-		{"nothing readable", machine{}, ""},
-		{"torn loadavg", with(base(0), "/proc/loadavg", "3.10 2.90\n"), ""},
+			"/sys/fs/cgroup/pids/serve/pids.max", "max\n"), 0, ""},
+		{"Go's thread cap", with(base(12000), "/proc/self/status", "Threads:\t9700\n"), 0, "9700 of the server's own threads: Go's limit 10000"},
+		{"nothing readable", machine{}, 0, ""},
+		{"torn loadavg", with(base(0), "/proc/loadavg", "3.10 2.90\n"), 0, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := taskRoom(tc.m.read)
+			got := taskRoom(tc.m.read, tc.starting)
 			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 				t.Errorf("taskRoom = %q, want %q", got, tc.want)
 			}
