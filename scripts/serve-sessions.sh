@@ -51,6 +51,9 @@ if [ ! -e "$VENV/.cwm-complete" ]; then
     ) 9>"$VENV.lock"
 fi
 
+# Root may raise the hard limit too (to fs.nr_open): an episode holds
+# five of the server's descriptors and the client's.
+ulimit -Hn "$(cat /proc/sys/fs/nr_open)" 2>/dev/null || true
 ulimit -n "$(ulimit -Hn)"
 "$CWM" serve --kind shell --env textkit --listen 127.0.0.1:0 --addr-file "$WORK/addr" \
     --max-sessions "$N" --idle-timeout 1h --log-level warn 2> "$WORK/serve.log" &

@@ -110,6 +110,10 @@ type Server struct {
 	// readSys reads the /proc and /sys files taskRoom checks (readProc;
 	// tests give a machine at its limits).
 	readSys func(string) ([]byte, error)
+	// fdLimit and countFDs are the server's descriptor limit and its
+	// count of open ones, for fdRoom (openFileLimit, openFiles).
+	fdLimit  int
+	countFDs func() int
 
 	tracerMu sync.Mutex // guards pool
 	pool     *tracer.Pool
@@ -183,7 +187,8 @@ func New(opts Options) (*Server, error) {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{opts: opts, log: opts.Log, tasks: map[string]*task.Task{}, traces: map[string]*TraceRecord{},
-		entries: map[string]*entry{}, conns: map[*wsConn]bool{}, metrics: newMetrics(), readSys: readProc}
+		entries: map[string]*entry{}, conns: map[*wsConn]bool{}, metrics: newMetrics(),
+		readSys: readProc, fdLimit: openFileLimit(), countFDs: openFiles}
 	for i := range opts.Tasks {
 		t := &opts.Tasks[i]
 		if _, dup := s.tasks[t.InstanceID]; dup {

@@ -79,8 +79,14 @@ func (s *Server) acquire() error {
 		return &capacityError{active: s.slots, max: s.opts.MaxSessions}
 	}
 	// A slot without an entry is an episode starting or a /ws
-	// connection that may reset at any moment: its tasks are on their way.
-	if why := taskRoom(s.readSys, max(0, s.slots-len(s.entries))); why != "" {
+	// connection that may reset at any moment: its tasks and descriptors
+	// are on their way.
+	starting := max(0, s.slots-len(s.entries))
+	why := taskRoom(s.readSys, starting)
+	if why == "" {
+		why = fdRoom(s.fdLimit, s.slots, starting, s.countFDs)
+	}
+	if why != "" {
 		s.metrics.machineRefused()
 		return &capacityError{active: s.slots, max: s.opts.MaxSessions, machine: why}
 	}

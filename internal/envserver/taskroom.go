@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // An episode holds about ten tasks (threads and processes) of the machine
@@ -141,3 +143,48 @@ func atoiOr(s string, def int) int {
 
 // readProc reads a file of the live system.
 func readProc(path string) ([]byte, error) { return os.ReadFile(path) }
+
+// An open episode holds about five of the server's descriptors (4.9
+// measured: the sandbox's socket and pipes, the client's connection), and
+// past RLIMIT_NOFILE the server can neither start a sandbox nor accept a
+// connection. A new episode is refused within fdReserve (and
+// fdsPerEpisode for each starting) of it, as for tasks.
+const (
+	fdsPerEpisode = 6
+	fdReserve     = 256
+)
+
+// fdRoom says why a new episode would not fit in the server's
+// descriptors, or "" when it would. Counting them reads a directory of
+// every open one, so it is done only once slots at fdsPerEpisode each
+// could come near the limit.
+func fdRoom(limit, slots, starting int, countOpen func() int) string {
+	if limit <= 0 || fdsPerEpisode*(slots+1)+fdReserve < limit/2 {
+		return ""
+	}
+	open, need := countOpen(), fdReserve+fdsPerEpisode*starting
+	if open+need > limit {
+		return fmt.Sprintf("%d of the server's open files: RLIMIT_NOFILE %d in use (a new episode is refused within %d of it: %d spare, %d for each of %d episodes starting)",
+			open, limit, need, fdReserve, fdsPerEpisode, starting)
+	}
+	return ""
+}
+
+// openFileLimit is the server's RLIMIT_NOFILE (Go raises the soft limit
+// to the hard one at start); 0 if it cannot be read.
+func openFileLimit() int {
+	var r unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &r); err != nil || r.Cur > 1<<30 {
+		return 0
+	}
+	return int(r.Cur)
+}
+
+// openFiles counts the server's open descriptors.
+func openFiles() int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return 0
+	}
+	return len(ents)
+}

@@ -116,3 +116,31 @@ func TestCapacityMachine(t *testing.T) {
 		t.Errorf("create with room again = %d %v", code, b)
 	}
 }
+
+func TestFDRoom(t *testing.T) {
+	tests := []struct {
+		name                   string
+		limit, slots, starting int
+		open                   int // -1: must not be counted
+		want                   string
+	}{
+		{"far from the limit: not counted", 20000, 100, 0, -1, ""},
+		{"no limit read", 0, 5000, 0, -1, ""},
+		{"near by the estimate, room by the count", 20000, 1600, 0, 9000, ""},
+		{"within the reserve", 20000, 3900, 0, 19800, "19800 of the server's open files: RLIMIT_NOFILE 20000 in use"},
+		{"starting episodes on their way", 20000, 3900, 10, 19700, "within 316 of it: 256 spare, 6 for each of 10 episodes starting"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := fdRoom(tc.limit, tc.slots, tc.starting, func() int {
+				if tc.open < 0 {
+					t.Errorf("the descriptors were counted with %d slots of %d", tc.slots, tc.limit)
+				}
+				return tc.open
+			})
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("fdRoom = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
