@@ -176,6 +176,7 @@ func (rt *Runtime) start(ctx context.Context, cfg Config, seed *os.File) (_ *San
 	}
 	s.init = cmd
 	go func() {
+		awaitExit(cmd.Process.Pid)
 		err := cmd.Wait()
 		s.mu.Lock()
 		s.deadErr = err
