@@ -117,9 +117,9 @@ func TestRepoSpoolBounded(t *testing.T) {
 	out := filepath.Join(dir, "sampled.jsonl")
 	limit := fileSize(t, full) / 2
 	sum := traceRepoTo(t, e, out, RepoRunOptions{PerFunction: 1, MaxTotalBytes: limit})
-	t.Logf("all episodes %d bytes; spool %d bytes", 2*limit, sum.Bytes)
-	if sum.Capped != "" || sum.Bytes > limit {
-		t.Fatalf("the spool took %d bytes (cap %d), capped %q", sum.Bytes, limit, sum.Capped)
+	t.Logf("all episodes %d bytes; spool %d bytes", 2*limit, sum.FileBytes)
+	if sum.Capped != "" || sum.FileBytes > limit {
+		t.Fatalf("the spool took %d bytes (cap %d), capped %q", sum.FileBytes, limit, sum.Capped)
 	}
 	got := map[string]bool{}
 	for _, l := range fileLines(t, out) {
