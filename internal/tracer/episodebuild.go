@@ -161,7 +161,7 @@ func (c *cutter) finish(ep *Episode, frames []Frame, root *call) {
 	ep.Frames = frames
 	ep.Stats.Frames, ep.Stats.LineEvents = len(frames), min(lines, c.opts.MaxEvents)
 	if ep.Status != "" {
-		ep.drop(DropEvents)
+		ep.dropped = DropEvents
 		return
 	}
 	if _, tok := indexSpecial(ep.Context); tok != "" {
@@ -199,7 +199,7 @@ func (c *cutter) finish(ep *Episode, frames []Frame, root *call) {
 	ep.Stats.Bytes = len(text)
 	if len(text) > c.opts.MaxBytes {
 		ep.Status, ep.Error = TooLong, fmt.Sprintf("trace text of %d bytes is over the limit of %d", len(text), c.opts.MaxBytes)
-		ep.drop(DropBytes)
+		ep.dropped = DropBytes
 		return
 	}
 	if _, err := trace.Parse(text); err != nil {
@@ -209,13 +209,10 @@ func (c *cutter) finish(ep *Episode, frames []Frame, root *call) {
 	ep.Text = text
 }
 
-// drop makes ep the record of an episode left out at one of its caps: its
-// id, test, function, status, reason and stats, without the context,
-// frames and text, which CWM's data leaves out of such traces and which
-// would fill the run's total cap with episodes no trainer reads.
-func (ep *Episode) drop(why DropReason) {
+// strip leaves of ep its id, test, function, status, reason and stats:
+// the line of an episode that is counted but whose trace is not written.
+func (ep *Episode) strip() {
 	ep.Context, ep.Codes, ep.Frames, ep.Text, ep.Output = "", nil, nil, "", ""
-	ep.dropped = why
 }
 
 // indexSpecial returns the first special token in s, or "".

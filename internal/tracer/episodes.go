@@ -26,8 +26,9 @@ type EpisodeOptions struct {
 	// the episode's): past MaxEvents or MaxBytes it is too_long, with the
 	// frames up to the cap.
 	Caps
-	// Context is what an episode's context holds: ContextDefs (the
-	// default) or ContextModule.
+	// Context is what an episode's context holds: ContextDefs (trace
+	// repo's default) or ContextModule (Cut's, when empty: trace tests'
+	// plain text reads the files' line numbers from it).
 	Context string
 	// Root is the repository's directory in the sandbox (/repo): code
 	// files are named relative to it.
@@ -59,8 +60,8 @@ type Episode struct {
 	Output string       `json:"output"`
 	Error  string       `json:"error"`
 	Stats  EpisodeStats `json:"stats"`
-	// dropped is the cap that left the episode's trace out, "" when none
-	// did (for the run's summary; the line says it by status and error).
+	// dropped is the cap that made the episode too_long, "" when none
+	// did: trace repo writes its line without the trace and counts it.
 	dropped DropReason
 }
 
@@ -115,7 +116,7 @@ func Cut(t *RawTest, opts EpisodeOptions) []Episode {
 		opts.Root = "/repo"
 	}
 	if opts.Context == "" {
-		opts.Context = ContextDefs
+		opts.Context = ContextModule
 	}
 	roots, depth := callTree(t.frames)
 	h := fnv.New64a()

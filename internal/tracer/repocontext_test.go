@@ -21,7 +21,7 @@ import (
 // whole; with ContextModule it is the modules whole, as before.
 func TestRepoContextDefs(t *testing.T) {
 	e, tests := textkitRecordings(t)
-	opts := EpisodeOptions{MaxDepth: 2, StepIn: 0.5, Seed: 1}
+	opts := EpisodeOptions{MaxDepth: 2, StepIn: 0.5, Seed: 1, Context: ContextDefs}
 	defs := cutAll(e, tests, opts)
 	opts.Context = ContextModule
 	modules := cutAll(e, tests, opts)

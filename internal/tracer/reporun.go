@@ -227,6 +227,9 @@ func traceInto(ctx context.Context, sbs *env.Sandboxes, opts RepoRunOptions, st 
 	}
 	defer src.Close()
 	eopts := opts.Episode
+	if eopts.Context == "" {
+		eopts.Context = ContextDefs
+	}
 	eopts.Source = func(rel string) ([]byte, error) {
 		return src.ReadFile(ctx, path.Join(env.RepoRoot, rel), int64(maxSourceBytes))
 	}
@@ -265,8 +268,13 @@ func traceInto(ctx context.Context, sbs *env.Sandboxes, opts RepoRunOptions, st 
 			}
 			sum.Seen++
 			if front != nil && ep.Status.Complete() && !front.Admit(ep.Function, ep.ID) {
-				// Never chosen: a stub keeps the count for resuming.
-				ep.Context, ep.Codes, ep.Frames, ep.Text, ep.Output = "", nil, nil, "", ""
+				ep.strip() // never chosen: a stub keeps the count for resuming
+			}
+			if ep.dropped != "" {
+				// Over an episode's cap: the line says so, without the
+				// trace, which CWM's data leaves out and which would fill
+				// the total cap with episodes no trainer reads.
+				ep.strip()
 			}
 			line, err := json.Marshal(ep)
 			if err != nil {
