@@ -62,7 +62,7 @@ const (
 // a web framework's suite (docs/benchmarks.md, "Repository traces of a
 // whole suite") 61% of all episodes repeat another episode's text of the
 // same function, a few functions (context managers, properties run by
-// every request) have thousands, and the median function has 19: with 32,
+// every request) have thousands, and the median function has 18 or 19: with 32,
 // 59% of the functions keep every episode and the output is 18% of
 // everything's bytes.
 const DefaultPerFunction = 32
