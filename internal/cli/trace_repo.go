@@ -27,6 +27,8 @@ type traceRepoCmd struct {
 	maxTotalBytes   command.ByteSize
 	maxEpisodes     int
 	shard           string
+	context         string
+	json            bool
 }
 
 func (*traceRepoCmd) Name() string { return "trace repo" }
@@ -42,24 +44,29 @@ each test's recording into function-level episodes (CWM-SPEC 1.5): every
 call of a repository function is a candidate root; a callee within
 --max-depth of the root is inlined with probability --step-in, otherwise
 it is stepped over and becomes an episode of its own. Each episode is a
-complete CWM trace whose context is the source of the root's module (and
-of any other module its inlined calls run), the def line marked.
+complete CWM trace whose context is the source of the functions it runs
+(each def whole, with the headers of its class; --context module: their
+modules whole), the root's def line marked.
 
 An output line has the fields of cwm trace func (id, status, context,
 codes, frames, text, output, error, stats) and the test and the function
 the episode came from. See docs/traces.md, "Repository traces".
 
 The same --seed gives the same episodes. The run is resumable: tests whose
-episodes are all in TRACES.jsonl are skipped. With
---max-episodes-per-function, episodes are first collected in
-TRACES.jsonl.spool, then at most N per function are written. --shard i/n
-traces the tests of shard i of n.
+episodes are all in TRACES.jsonl are skipped. At most
+--max-episodes-per-function complete episodes of a function are written
+(32; 0: all): episodes are first collected in TRACES.jsonl.spool, then a
+seeded choice of N per function is written. An episode over --max-events
+or --max-bytes is a too_long line without its trace. --shard i/n traces
+the tests of shard i of n.
 
 The run's file (TRACES.jsonl, or the spool) holds at most
 --max-total-bytes (1G) and --max-episodes (100000), what earlier runs wrote
 included: at either the run takes no more tests and its summary says so; a
 rerun with a larger cap goes on. Progress lines start at once: one for the
-run, one as each batch of tests begins, the counts every few seconds.
+run, one as each batch of tests begins, the counts every few seconds. The
+summary (stderr; stdout with --json) gives the tests traced of all,
+the episodes written of those seen, and how many each cap left out.
 
 Examples:
   cwm trace repo --env textkit --out episodes.jsonl
@@ -73,7 +80,9 @@ func (c *traceRepoCmd) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.maxDepth, "max-depth", 2, "deepest callee inlined into an episode (the root is 0)")
 	fs.Float64Var(&c.stepIn, "step-in", 0.5, "probability that a callee within --max-depth is inlined")
 	fs.Int64Var(&c.seed, "seed", 0, "seed of the step-in choices and of --max-episodes-per-function")
-	fs.IntVar(&c.perFunction, "max-episodes-per-function", 0, "keep at most `N` episodes per function (0: all)")
+	fs.IntVar(&c.perFunction, "max-episodes-per-function", tracer.DefaultPerFunction, "keep at most `N` complete episodes per function (0: all)")
+	fs.StringVar(&c.context, "context", tracer.ContextDefs, "what an episode's context holds: `defs` (the functions it runs) or module (their modules whole)")
+	fs.BoolVar(&c.json, "json", false, "print the summary as JSON on stdout")
 	fs.IntVar(&c.workers, "workers", runtime.NumCPU(), "test runs at a time, each in its own sandbox")
 	fs.DurationVar(&c.timeout, "timeout", time.Minute, "recording time of one test; past it the test runs on untraced")
 	fs.IntVar(&c.maxEvents, "max-events", tracer.TraceCaps.MaxEvents, "line events per episode (past it: status too_long)")
@@ -93,6 +102,8 @@ func (c *traceRepoCmd) Run(ctx context.Context, e *command.Env, args []string) e
 		return command.Usagef("unexpected arguments %q", args)
 	case c.env == "" || c.out == "":
 		return command.Usagef("--env and --out are required")
+	case c.context != tracer.ContextDefs && c.context != tracer.ContextModule:
+		return command.Usagef("--context %q: want %s or %s", c.context, tracer.ContextDefs, tracer.ContextModule)
 	case c.maxDepth < 0 || c.stepIn < 0 || c.stepIn > 1 || c.perFunction < 0:
 		return command.Usagef("--max-depth and --max-episodes-per-function must not be negative, --step-in between 0 and 1")
 	case c.workers <= 0 || c.timeout <= 0 || c.maxEvents <= 0 || c.maxBytes <= 0 || c.maxRepr < 64 || c.maxTestEvents <= 0 ||
@@ -118,7 +129,7 @@ func (c *traceRepoCmd) Run(ctx context.Context, e *command.Env, args []string) e
 	defer closeRT()
 	sum, err := tracer.TraceRepo(ctx, sbs, tracer.RepoRunOptions{Env: en, Tests: c.tests, Out: c.out,
 		PerFunction: c.perFunction, MaxTotalBytes: int64(c.maxTotalBytes), MaxEpisodes: c.maxEpisodes, Shard: part, Progress: e.Stderr,
-		Episode: tracer.EpisodeOptions{MaxDepth: c.maxDepth, StepIn: c.stepIn, Seed: c.seed,
+		Episode: tracer.EpisodeOptions{MaxDepth: c.maxDepth, StepIn: c.stepIn, Seed: c.seed, Context: c.context,
 			Caps: tracer.Caps{MaxEvents: c.maxEvents, MaxBytes: int(c.maxBytes)}},
 		Repo: tracer.RepoOptions{Workers: c.workers, Timeout: c.timeout,
 			Caps: tracer.Caps{MaxEvents: c.maxTestEvents, MaxRepr: c.maxRepr}, Log: e.Log}})
@@ -128,6 +139,12 @@ func (c *traceRepoCmd) Run(ctx context.Context, e *command.Env, args []string) e
 		}
 		return err
 	}
-	sum.Write(e.Stderr)
+	if c.json {
+		if err := writeJSON(e.Stdout, sum); err != nil {
+			return err
+		}
+	} else {
+		sum.Write(e.Stderr)
+	}
 	return sr.Finish(sum.Tests)
 }

@@ -21,7 +21,10 @@ func TestTraceRepoCommand(t *testing.T) {
 	}
 	dir := t.TempDir()
 	full := filepath.Join(dir, "full.jsonl")
-	args := []string{"trace", "repo", "--env", "textkit", "--tests", "test_distance", "--seed", "3", "--workers", "2"}
+	// All episodes (no cap per function): the resuming checks below write
+	// the output's lines directly, where a capped run keeps its spool.
+	args := []string{"trace", "repo", "--env", "textkit", "--tests", "test_distance", "--seed", "3", "--workers", "2",
+		"--max-episodes-per-function", "0"}
 	code, _, errOut := runCLI(t, "", append(args, "--out", full)...)
 	if code != 0 || !strings.Contains(errOut, "functions are the root of a complete episode") {
 		t.Fatalf("trace repo = %d\n%s", code, errOut)
@@ -101,6 +104,7 @@ func TestTraceRepoCommand(t *testing.T) {
 		{"--max-total-bytes", "0"},
 		{"--step-in", "1.5"},
 		{"--max-depth", "-1"},
+		{"--context", "file"},
 		{"--env", ""},
 	} {
 		a := append(append([]string{}, args...), "--out", filepath.Join(dir, "bad.jsonl"))

@@ -19,6 +19,8 @@ type sourceFile struct {
 	rel   string
 	lines []string // without line ends; lines[0] is line 1
 	err   error
+	// starts are the logical lines' first lines (logicalLines).
+	starts []int
 }
 
 func newSources(opts EpisodeOptions) *sources {
@@ -75,28 +77,9 @@ func (c *cutter) build(b *cutting) Episode {
 	ep := Episode{ID: t.Test + "#" + strconv.Itoa(root.ordinal), Test: t.Test,
 		Function: Code{File: c.src.rel(rootCode.File), Qualname: rootCode.Qualname, Firstlineno: rootCode.Firstlineno},
 		Stats:    EpisodeStats{Depth: b.maxDepth}}
-	// The context: every file with frames in the episode, the root's first,
-	// each after a "# file: PATH" line; the root's def line is marked.
-	defLine, _ := c.src.defLine(rootCode)
-	offsets := map[string]int{}
-	var ctxLines []string
-	addFile := func(file string) error {
-		f := c.src.file(file)
-		if f.err != nil {
-			return fmt.Errorf("read %s: %w", f.rel, f.err)
-		}
-		ctxLines = append(ctxLines, "# file: "+f.rel)
-		offsets[file] = len(ctxLines)
-		ctxLines = append(ctxLines, f.lines...)
-		return nil
-	}
-	if err := addFile(rootCode.File); err != nil {
-		ep.Status, ep.Error = Error, err.Error()
-		return ep
-	}
-	ctxLines[offsets[rootCode.File]+defLine-1] += " " + trace.EntryMarker
-	codeIndex := map[int]int{}
-	frames := make([]Frame, 0, len(b.frames))
+	// Which code each frame runs in: the innermost open call.
+	codes := make([]int, 0, len(b.frames))
+	kept := make([]int, 0, len(b.frames))
 	var stack []int // code indices of the open calls
 	for _, i := range b.frames {
 		w := t.frames[i]
@@ -113,13 +96,19 @@ func (c *cutter) build(b *cutting) Episode {
 		if ci < 0 {
 			continue // not in a call: cannot happen in a cut episode
 		}
+		codes, kept = append(codes, ci), append(kept, i)
+	}
+	defLine, _ := c.src.defLine(rootCode)
+	ctx, err := c.context(rootCode, defLine, codes, kept)
+	if err != nil {
+		ep.Status, ep.Error = Error, err.Error()
+		return ep
+	}
+	codeIndex := map[int]int{}
+	frames := make([]Frame, 0, len(kept))
+	for k, i := range kept {
+		w, ci := t.frames[i], codes[k]
 		code := t.Codes[ci]
-		if _, ok := offsets[code.File]; !ok {
-			if err := addFile(code.File); err != nil {
-				ep.Status, ep.Error = Error, err.Error()
-				return ep
-			}
-		}
 		ei, ok := codeIndex[ci]
 		if !ok {
 			ei = len(ep.Codes)
@@ -131,9 +120,9 @@ func (c *cutter) build(b *cutting) Episode {
 			ln = defLine // a decorated function's call is at its first decorator
 		}
 		f := Frame{Frame: trace.Frame{Event: w.event, Arg: w.arg, Depth: c.depth[i] - root.depth,
-			Lineno: offsets[code.File] + ln}, Code: ei}
-		if f.Lineno >= 1 && f.Lineno <= len(ctxLines) {
-			f.Source = ctxLines[f.Lineno-1]
+			Lineno: ctx.line(code.File, ln)}, Code: ei}
+		if f.Lineno >= 1 && f.Lineno <= len(ctx.lines) {
+			f.Source = ctx.lines[f.Lineno-1]
 		}
 		if len(w.locals) > 0 {
 			f.Locals = make([]trace.Local, len(w.locals)/2)
@@ -143,7 +132,7 @@ func (c *cutter) build(b *cutting) Episode {
 		}
 		frames = append(frames, f)
 	}
-	ep.Context = strings.Join(ctxLines, "\n") + "\n"
+	ep.Context = strings.Join(ctx.lines, "\n") + "\n"
 	c.finish(&ep, frames, root)
 	return ep
 }
@@ -172,6 +161,7 @@ func (c *cutter) finish(ep *Episode, frames []Frame, root *call) {
 	ep.Frames = frames
 	ep.Stats.Frames, ep.Stats.LineEvents = len(frames), min(lines, c.opts.MaxEvents)
 	if ep.Status != "" {
+		ep.dropped = DropEvents
 		return
 	}
 	if _, tok := indexSpecial(ep.Context); tok != "" {
@@ -209,6 +199,7 @@ func (c *cutter) finish(ep *Episode, frames []Frame, root *call) {
 	ep.Stats.Bytes = len(text)
 	if len(text) > c.opts.MaxBytes {
 		ep.Status, ep.Error = TooLong, fmt.Sprintf("trace text of %d bytes is over the limit of %d", len(text), c.opts.MaxBytes)
+		ep.dropped = DropBytes
 		return
 	}
 	if _, err := trace.Parse(text); err != nil {
@@ -216,6 +207,12 @@ func (c *cutter) finish(ep *Episode, frames []Frame, root *call) {
 		return
 	}
 	ep.Text = text
+}
+
+// strip leaves of ep its id, test, function, status, reason and stats:
+// the line of an episode that is counted but whose trace is not written.
+func (ep *Episode) strip() {
+	ep.Context, ep.Codes, ep.Frames, ep.Text, ep.Output = "", nil, nil, "", ""
 }
 
 // indexSpecial returns the first special token in s, or "".

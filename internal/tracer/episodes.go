@@ -26,6 +26,10 @@ type EpisodeOptions struct {
 	// the episode's): past MaxEvents or MaxBytes it is too_long, with the
 	// frames up to the cap.
 	Caps
+	// Context is what an episode's context holds: ContextDefs (trace
+	// repo's default) or ContextModule (Cut's, when empty: trace tests'
+	// plain text reads the files' line numbers from it).
+	Context string
 	// Root is the repository's directory in the sandbox (/repo): code
 	// files are named relative to it.
 	Root string
@@ -56,7 +60,22 @@ type Episode struct {
 	Output string       `json:"output"`
 	Error  string       `json:"error"`
 	Stats  EpisodeStats `json:"stats"`
+	// dropped is the cap that made the episode too_long, "" when none
+	// did: trace repo writes its line without the trace and counts it.
+	dropped DropReason
 }
+
+// DropReason is why an episode's trace is not in the output: the caps of
+// one episode (its line is written without context, frames or text), the
+// cap per function and the run's total caps (no line at all).
+type DropReason string
+
+const (
+	DropEvents      DropReason = "event_cap"
+	DropBytes       DropReason = "byte_cap"
+	DropPerFunction DropReason = "function_cap"
+	DropTotal       DropReason = "total_cap"
+)
 
 // EpisodeStats are the measurements of an episode.
 type EpisodeStats struct {
@@ -95,6 +114,9 @@ func Cut(t *RawTest, opts EpisodeOptions) []Episode {
 	opts.Caps = opts.Caps.or(TraceCaps)
 	if opts.Root == "" {
 		opts.Root = "/repo"
+	}
+	if opts.Context == "" {
+		opts.Context = ContextModule
 	}
 	roots, depth := callTree(t.frames)
 	h := fnv.New64a()

@@ -18,7 +18,7 @@ import (
 func traceRepoTo(t *testing.T, e *env.Env, out string, opts RepoRunOptions) *RepoSummary {
 	t.Helper()
 	opts.Env, opts.Out = e, out
-	opts.Episode = EpisodeOptions{MaxDepth: 2, StepIn: 0.5, Seed: 5}
+	opts.Episode = EpisodeOptions{MaxDepth: 2, StepIn: 0.5, Seed: 5, Caps: opts.Episode.Caps}
 	opts.Repo.Workers = 2
 	sum, err := TraceRepo(context.Background(), env.NewSandboxes(shared.rt), opts)
 	if err != nil {
@@ -70,6 +70,10 @@ func TestRepoTotalCap(t *testing.T) {
 		sum.NotTraced == 0 || !strings.Contains(sb.String(), "stopped at the total cap of 10 episodes") {
 		t.Fatalf("--max-episodes 10: %d lines, capped %q, %d tests not traced; summary:\n%s", got, sum.Capped, sum.NotTraced, sb.String())
 	}
+	if sum.Written != 10 || sum.Dropped.TotalCap == 0 || sum.Seen != sum.Written+sum.Dropped.TotalCap || sum.Traced+sum.NotTraced != sum.Tests {
+		t.Errorf("--max-episodes 10: seen %d, written %d, dropped %+v, tests %d traced %d not traced %d",
+			sum.Seen, sum.Written, sum.Dropped, sum.Tests, sum.Traced, sum.NotTraced)
+	}
 	sum = traceRepoTo(t, e, capped, RepoRunOptions{MaxEpisodes: 10})
 	if got := len(fileLines(t, capped)); got != 10 || sum.Capped == "" {
 		t.Errorf("rerun at the cap: %d lines, capped %q", got, sum.Capped)
@@ -117,9 +121,9 @@ func TestRepoSpoolBounded(t *testing.T) {
 	out := filepath.Join(dir, "sampled.jsonl")
 	limit := fileSize(t, full) / 2
 	sum := traceRepoTo(t, e, out, RepoRunOptions{PerFunction: 1, MaxTotalBytes: limit})
-	t.Logf("all episodes %d bytes; spool %d bytes", 2*limit, sum.Bytes)
-	if sum.Capped != "" || sum.Bytes > limit {
-		t.Fatalf("the spool took %d bytes (cap %d), capped %q", sum.Bytes, limit, sum.Capped)
+	t.Logf("all episodes %d bytes; spool %d bytes", 2*limit, sum.FileBytes)
+	if sum.Capped != "" || sum.FileBytes > limit {
+		t.Fatalf("the spool took %d bytes (cap %d), capped %q", sum.FileBytes, limit, sum.Capped)
 	}
 	got := map[string]bool{}
 	for _, l := range fileLines(t, out) {

@@ -32,10 +32,12 @@ type RepoRunOptions struct {
 	// Out is the episodes file (JSONL), appended to and resumed: tests
 	// whose episodes are all in it are skipped.
 	Out string
-	// PerFunction, when positive, keeps at most that many episodes per
-	// function: the episodes that can still be chosen go to Out.spool
-	// first (the others as a stub without frames, text or context), then
-	// a sample (seeded by Episode.Seed) goes to Out.
+	// PerFunction, when positive, keeps at most that many complete
+	// episodes per function (cwm trace repo's default is
+	// DefaultPerFunction): the episodes that can still be chosen go to
+	// Out.spool first (the others as a stub without frames, text or
+	// context), then a sample (seeded by Episode.Seed) goes to Out. The
+	// other episodes (too_long, timeout, error) are all written.
 	PerFunction int
 	// MaxTotalBytes and MaxEpisodes cap what the run's file (Out, or the
 	// spool) holds, what earlier runs wrote to it included
@@ -56,34 +58,14 @@ const (
 	DefaultMaxEpisodes   = 100000
 )
 
-// RepoSummary is what a trace repo run wrote.
-type RepoSummary struct {
-	// Episodes counts the episodes written, by status; Functions the
-	// functions that are the root of a complete one.
-	Episodes  map[Status]int
-	Functions int
-	// Tests is how many tests the run concerned, Skipped those whose
-	// episodes were all written before.
-	Tests, Skipped int
-	// Failing are the tests that did not pass while traced; Unrecorded
-	// counts those with no recording.
-	Failing    []string
-	Unrecorded int
-	// Kept is how many episodes the per-function cap wrote to Out.
-	Kept    int
-	Seconds float64
-	// Capped says which total cap stopped the run ("" when none did);
-	// NotTraced counts the tests it left (a rerun with a larger cap
-	// resumes them).
-	Capped    string
-	NotTraced int
-	// Bytes is the size of the run's file (Out, or the spool) at the end
-	// of tracing.
-	Bytes int64
-
-	out         string
-	perFunction int
-}
+// DefaultPerFunction is cwm trace repo's cap of episodes per function. On
+// a web framework's suite (docs/benchmarks.md, "Repository traces of a
+// whole suite") 61% of all episodes repeat another episode's text of the
+// same function, a few functions (context managers, properties run by
+// every request) have thousands, and the median function has 18 or 19: with 32,
+// 59% of the functions keep every episode and the output is 18% of
+// everything's bytes.
+const DefaultPerFunction = 32
 
 // TraceRepo records the tests of opts.Env in sandboxes of sbs and writes
 // their episodes. A test that could not be recorded, or did not pass while
@@ -134,15 +116,15 @@ func TraceRepo(ctx context.Context, sbs *env.Sandboxes, opts RepoRunOptions) (*R
 		}
 	}
 	sum := &RepoSummary{Episodes: map[Status]int{}, Tests: len(mine), Skipped: len(mine) - len(todo),
-		out: opts.Out, perFunction: opts.PerFunction}
-	sum.Bytes = st.bytes
+		Out: opts.Out, PerFunction: max(opts.PerFunction, 0), Failing: []string{}}
+	sum.FileBytes = st.bytes
 	if len(todo) > 0 {
 		if err := traceInto(ctx, sbs, opts, st, todo, target, sum); err != nil {
 			return nil, err
 		}
 	}
 	if opts.PerFunction > 0 {
-		if sum.Kept, err = sampleSpool(target, opts.Out, opts.PerFunction, opts.Episode.Seed); err != nil {
+		if err := sampleSpool(target, opts.Out, opts.PerFunction, opts.Episode.Seed, sum); err != nil {
 			return nil, err
 		}
 	}
@@ -200,6 +182,7 @@ func readEpisodeState(file string) (*episodeState, error) {
 			ID       string `json:"id"`
 			Test     string `json:"test"`
 			Function Code   `json:"function"`
+			Status   Status `json:"status"`
 			Stats    struct {
 				TestEpisodes int `json:"test_episodes"`
 			} `json:"stats"`
@@ -208,7 +191,9 @@ func readEpisodeState(file string) (*episodeState, error) {
 			return fmt.Errorf("not an episode line: %v", err)
 		}
 		st.ids[ep.ID] = true
-		st.refs = append(st.refs, EpisodeRef{ID: ep.ID, Function: ep.Function})
+		if ep.Status.Complete() {
+			st.refs = append(st.refs, EpisodeRef{ID: ep.ID, Function: ep.Function})
+		}
 		st.bytes += int64(len(line)) + 1
 		st.lines[ep.Test]++
 		st.want[ep.Test] = ep.Stats.TestEpisodes
@@ -242,6 +227,9 @@ func traceInto(ctx context.Context, sbs *env.Sandboxes, opts RepoRunOptions, st 
 	}
 	defer src.Close()
 	eopts := opts.Episode
+	if eopts.Context == "" {
+		eopts.Context = ContextDefs
+	}
 	eopts.Source = func(rel string) ([]byte, error) {
 		return src.ReadFile(ctx, path.Join(env.RepoRoot, rel), int64(maxSourceBytes))
 	}
@@ -254,7 +242,6 @@ func traceInto(ctx context.Context, sbs *env.Sandboxes, opts RepoRunOptions, st 
 	}
 	episodes := len(st.ids)
 	functions := map[Code]bool{}
-	written := 0 // tests whose episodes are all written
 	var capped atomic.Bool
 	ropts := opts.Repo.withDefaults()
 	if ropts.PythonVersion == "" {
@@ -275,13 +262,19 @@ func traceInto(ctx context.Context, sbs *env.Sandboxes, opts RepoRunOptions, st 
 			eps = []Episode{{ID: r.Test + "#error", Test: r.Test, Status: Error, Error: r.Error,
 				Stats: EpisodeStats{TestEpisodes: 1}}}
 		}
-		for _, ep := range eps {
+		for i, ep := range eps {
 			if st.ids[ep.ID] {
 				continue // written by an interrupted run
 			}
-			if front != nil && ep.Status != Error && !front.Admit(ep.Function, ep.ID) {
-				// Never chosen: a stub keeps the count for resuming.
-				ep.Context, ep.Codes, ep.Frames, ep.Text, ep.Output = "", nil, nil, "", ""
+			sum.Seen++
+			if front != nil && ep.Status.Complete() && !front.Admit(ep.Function, ep.ID) {
+				ep.strip() // never chosen: a stub keeps the count for resuming
+			}
+			if ep.dropped != "" {
+				// Over an episode's cap: the line says so, without the
+				// trace, which CWM's data leaves out and which would fill
+				// the total cap with episodes no trainer reads.
+				ep.strip()
 			}
 			line, err := json.Marshal(ep)
 			if err != nil {
@@ -290,19 +283,32 @@ func traceInto(ctx context.Context, sbs *env.Sandboxes, opts RepoRunOptions, st 
 			switch {
 			case episodes >= opts.MaxEpisodes:
 				sum.Capped = fmt.Sprintf("%d episodes (--max-episodes)", opts.MaxEpisodes)
-			case sum.Bytes+int64(len(line))+1 > opts.MaxTotalBytes:
+			case sum.FileBytes+int64(len(line))+1 > opts.MaxTotalBytes:
 				sum.Capped = fmt.Sprintf("%d bytes (--max-total-bytes)", opts.MaxTotalBytes)
 			}
 			if sum.Capped != "" {
 				capped.Store(true)
+				left := 1
+				for _, rest := range eps[i+1:] {
+					if !st.ids[rest.ID] {
+						left++
+					}
+				}
+				sum.Seen += left - 1
+				sum.Dropped.TotalCap += left
 				return nil
 			}
 			if err := w.WriteRaw(line); err != nil {
 				return fmt.Errorf("write %s: %w", target, err)
 			}
 			episodes++
-			sum.Bytes += int64(len(line)) + 1
-			sum.Episodes[ep.Status]++
+			sum.FileBytes += int64(len(line)) + 1
+			sum.Dropped.add(ep.dropped)
+			if front == nil {
+				sum.Written++
+				sum.Bytes += int64(len(line)) + 1
+				sum.Episodes[ep.Status]++
+			}
 			bar.Count(string(ep.Status))
 			if ep.Status.Complete() {
 				functions[ep.Function] = true
@@ -336,7 +342,7 @@ func traceInto(ctx context.Context, sbs *env.Sandboxes, opts RepoRunOptions, st 
 					return "", err
 				}
 				if !capped.Load() {
-					written++
+					sum.Traced++
 				}
 			}
 			return "", nil
@@ -346,7 +352,7 @@ func traceInto(ctx context.Context, sbs *env.Sandboxes, opts RepoRunOptions, st 
 	if capped.Load() {
 		// The test cut short by the cap is not traced either: a rerun
 		// with a larger cap writes the rest of it.
-		sum.NotTraced = len(todo) - written
+		sum.NotTraced = len(todo) - sum.Traced
 	}
 	return err
 }
@@ -411,87 +417,66 @@ func (p *repoProgress) stop() {
 // maxSourceBytes bounds a source file read for an episode's context.
 const maxSourceBytes = 64 << 20
 
-// sampleSpool writes at most perFunction episodes per function from the
-// spool to out, in the spool's order, then removes the spool. Ids already
-// in out are skipped, so this step resumes too.
-func sampleSpool(spool, out string, perFunction int, seed int64) (int, error) {
+// sampleSpool writes from the spool to out every episode that is not
+// complete and at most perFunction complete ones per function, in the
+// spool's order, then removes the spool; it counts in sum what out holds
+// from the spool and what the cap left out. Ids already in out are not
+// written again, so this step resumes too.
+func sampleSpool(spool, out string, perFunction int, seed int64, sum *RepoSummary) error {
+	type spooled struct {
+		ID       string `json:"id"`
+		Function Code   `json:"function"`
+		Status   Status `json:"status"`
+	}
 	var refs []EpisodeRef
+	lines := 0
 	err := jsonl.Scan(spool, func(_ int, line []byte) error {
-		var r struct {
-			ID       string `json:"id"`
-			Function Code   `json:"function"`
-		}
+		var r spooled
 		if err := json.Unmarshal(line, &r); err != nil {
 			return err
 		}
-		refs = append(refs, EpisodeRef{ID: r.ID, Function: r.Function})
+		lines++
+		if r.Status.Complete() {
+			refs = append(refs, EpisodeRef{ID: r.ID, Function: r.Function})
+		}
 		return nil
 	})
 	if err != nil {
-		return 0, err
+		return err
 	}
 	keep := Sample(refs, perFunction, seed)
 	done, err := jsonl.Keys(out, jsonl.Field("id"))
 	if err != nil {
-		return 0, fmt.Errorf("cannot resume: %w", err)
+		return fmt.Errorf("cannot resume: %w", err)
 	}
 	w, err := jsonl.Append(out)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer w.Close()
-	written := 0
+	sum.Seen = lines + sum.Dropped.TotalCap
 	err = jsonl.Scan(spool, func(_ int, line []byte) error {
-		var r struct {
-			ID string `json:"id"`
-		}
+		var r spooled
 		if err := json.Unmarshal(line, &r); err != nil {
 			return err
 		}
-		if !keep[r.ID] || done[r.ID] {
+		if r.Status.Complete() && !keep[r.ID] {
+			sum.Dropped.FunctionCap++
 			return nil
 		}
-		written++
+		sum.Written++
+		sum.Episodes[r.Status]++
+		if done[r.ID] {
+			return nil
+		}
+		sum.Bytes += int64(len(line)) + 1
 		return w.WriteRaw(line)
 	})
 	if err != nil {
-		return 0, fmt.Errorf("write %s from %s: %w", out, spool, err)
+		return fmt.Errorf("write %s from %s: %w", out, spool, err)
 	}
 	if err := w.Close(); err != nil {
-		return 0, err
+		return err
 	}
-	return written, os.Remove(spool)
-}
-
-// Write prints the summary for people.
-func (s *RepoSummary) Write(w io.Writer) {
-	total := 0
-	counts := map[string]int{}
-	for st, n := range s.Episodes {
-		total += n
-		counts[string(st)] = n
-	}
-	where := s.out
-	if s.perFunction > 0 {
-		where += ".spool"
-	}
-	fmt.Fprintf(w, "%d episodes to %s from %d tests in %.1fs: %s; %d functions are the root of a complete episode\n",
-		total, where, s.Tests-s.Skipped, s.Seconds, batch.FormatCounts(counts), s.Functions)
-	if s.Unrecorded > 0 {
-		fmt.Fprintf(w, "%d tests could not be recorded (status error, id TEST#error)\n", s.Unrecorded)
-	}
-	if len(s.Failing) > 0 {
-		fmt.Fprintf(w, "%d tests did not pass while traced (their episodes are kept): %s\n",
-			len(s.Failing), strings.Join(s.Failing[:min(5, len(s.Failing))], ", "))
-	}
-	if s.Skipped > 0 {
-		fmt.Fprintf(w, "skipped %d tests whose episodes are already in the output\n", s.Skipped)
-	}
-	if s.Capped != "" {
-		fmt.Fprintf(w, "stopped at the total cap of %s: %d tests not traced (a rerun with a larger cap resumes them)\n",
-			s.Capped, s.NotTraced)
-	}
-	if s.perFunction > 0 {
-		fmt.Fprintf(w, "wrote %d episodes to %s (at most %d per function)\n", s.Kept, s.out, s.perFunction)
-	}
+	return os.Remove(spool)
 }
