@@ -45,6 +45,7 @@ type Sandbox struct {
 	gen     int                   // the upper layer's generation (Reset makes a new one)
 
 	dead      chan struct{} // closed once init has exited and been waited for
+	loopDone  chan struct{} // closed when readLoop ends: init is dead or killed
 	deadErr   error
 	closed    atomic.Bool
 	idleSince time.Time
@@ -100,7 +101,7 @@ func randomHex(n int) string {
 // start creates a new sandbox. seed, when set, is an upper layer (a
 // directory descriptor) it starts with a copy of (for Clone).
 func (rt *Runtime) start(ctx context.Context, cfg Config, seed *os.File) (_ *Sandbox, err error) {
-	s := &Sandbox{rt: rt, id: randomID(), cfg: cfg, key: cfg.key(), pending: map[uint64]chan reply{}, dead: make(chan struct{})}
+	s := &Sandbox{rt: rt, id: randomID(), cfg: cfg, key: cfg.key(), pending: map[uint64]chan reply{}, dead: make(chan struct{}), loopDone: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			s.destroy()
@@ -175,8 +176,16 @@ func (rt *Runtime) start(ctx context.Context, cfg Config, seed *os.File) (_ *San
 		return nil, fmt.Errorf("start sandbox init: %w", explainStartErr(err))
 	}
 	s.init = cmd
+	// Init's replies are read from now on; the read loop ends, killing
+	// init if it is not dead yet, when init's end of the socket closes.
+	// Only then is init reaped: cmd.Wait alone would hold an OS thread
+	// blocked in waitid(2) for the sandbox's whole life, and Go keeps a
+	// thread it made for good, so a server holding thousands of
+	// sandboxes held as many threads, each a pid of the machine's
+	// kernel.pid_max and one of Go's 10,000.
+	go s.readLoop()
 	go func() {
-		awaitExit(cmd.Process.Pid)
+		<-s.loopDone
 		err := cmd.Wait()
 		s.mu.Lock()
 		s.deadErr = err
@@ -198,7 +207,6 @@ func (rt *Runtime) start(ctx context.Context, cfg Config, seed *os.File) (_ *San
 		defer closeAll(mounts)
 		files = append(files, mounts...)
 	}
-	go s.readLoop()
 	r, err := s.call(ctx, request{Op: "setup", Setup: setup}, files...)
 	if err != nil {
 		if errors.Is(err, ErrDead) {
@@ -391,6 +399,7 @@ func rlimits(l Limits, noCgroup bool) []rlimit {
 
 // readLoop delivers init's replies to whoever waits for them.
 func (s *Sandbox) readLoop() {
+	defer close(s.loopDone)
 	for {
 		var r reply
 		files, err := s.c.recv(&r)

@@ -26,9 +26,10 @@ func osThreads(t *testing.T) int {
 }
 
 // TestOpenSandboxesHoldNoThread: a sandbox held open does not hold an OS
-// thread of cwm waiting for its init to exit (awaitExit waits on the
-// poller), so 60 open sandboxes add far fewer than 60 threads; and a
-// sandbox whose init is killed is still seen to die.
+// thread of cwm waiting for its init to exit (init is reaped once its
+// socket, on the poller, closes), so 60 open sandboxes add far fewer
+// than 60 threads; and a sandbox whose init is killed is still seen to
+// die.
 func TestOpenSandboxesHoldNoThread(t *testing.T) {
 	rt := newRuntime(t, Options{})
 	sh(t, newSandbox(t, rt, Config{}), "true") // the runtime's own threads
