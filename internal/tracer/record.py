@@ -1,5 +1,5 @@
 """Recording core of cwm's tracer: the sys.settrace callbacks and what they
-record (Python 3.11 standard library only; run inside a cwm sandbox).
+record (Python 3.9 to 3.13, standard library only; run inside a cwm sandbox).
 
 tracer.py drives it for one function (trace_one); repotrace.py for the
 tests of a repository. Frames follow CWM-SPEC 1.2; values follow values.py.
@@ -29,7 +29,9 @@ import time
 from builtins import BaseException, KeyError, RecursionError, int, len, min, object, tuple, type
 
 import _cwm_cpython as _cpython
+import _cwm_flocals as _flocals
 import _cwm_fragments as fragments
+import _cwm_qualname as _qualname
 import _cwm_values as values
 from _cwm_fragments import jname as _jname, lhead as _lhead, miss as _miss, names_key as _names_key
 from _cwm_fragments import jnames as _jnames, junch as _junch, lheads as _lheads, memo as _memo
@@ -44,6 +46,8 @@ _perf = time.perf_counter
 
 
 _cpython.keep_freed_memory()
+_REORDER = _flocals.ANY
+_needed, _ordered = _flocals.needed, _flocals.ordered
 _jstr = json.encoder.encode_basestring_ascii  # json.dumps of a str, in C
 _settrace = sys.settrace
 _setprofile = sys.setprofile
@@ -57,8 +61,11 @@ _scope = None          # repository tracing: filename -> bool
 _codes = {}            # code object -> index in _code_table, or -1
 _code_table = []
 _dels = set()          # in-scope code objects that unbind locals (del)
-_DELETE_FAST = bytes([dis.opmap["DELETE_FAST"]])
-_DELETE_DEREF = bytes([dis.opmap["DELETE_DEREF"]])
+# Opcodes that unbind a local: del, and from 3.12 the end of an inlined
+# comprehension (PEP 709), which restores its variable's outer binding
+# (none, usually) with LOAD_FAST_AND_CLEAR's saved value.
+_UNBINDS = tuple(bytes([dis.opmap[op]]) for op in ("DELETE_FAST", "DELETE_DEREF", "LOAD_FAST_AND_CLEAR")
+                 if op in dis.opmap)
 
 # The recording.
 _seq = array.array("i")  # per frame, the index of its fragment (fragments.recs)
@@ -115,6 +122,7 @@ def _reset():
     _bt, _bo, _snaps, _codes, _code_table, _dels = {}, {}, {}, {}, [], set()
     _seq = array.array("i")
     fragments.reset()
+    _flocals.forget()
 
 
 def start(entry=None):
@@ -130,10 +138,13 @@ def _classify(code):
     f = code.co_filename
     if f == _file or (_scope is not None and _scope(f)):
         ci = len(_code_table)
-        _code_table.append((f, code.co_qualname, code.co_firstlineno))
-        ops = code.co_code[::2]  # 3.11: two bytes per code unit, opcode first
-        if _DELETE_FAST in ops or _DELETE_DEREF in ops:
-            _dels.add(code)
+        _code_table.append((f, _qualname.qualname(code), code.co_firstlineno))
+        ops = code.co_code[::2]  # two bytes per code unit (3.6+), opcode first
+        for op in _UNBINDS:
+            if op in ops:
+                _dels.add(code)
+                break
+        _flocals.cell_args(code)
     else:
         ci = -1
     _codes[code] = ci
@@ -223,6 +234,8 @@ def _on_call(frame, event, arg):
             overflow = _stack_depth(frame) > _user_limit
         if not overflow:
             loc = frame.f_locals
+            if _REORDER and _needed(frame, loc):
+                loc = _ordered(frame, loc)
             parts = ["[1,%d,%d" % (frame.f_lineno, ci)]
             n = _full(loc, parts, frame)
             _base = frame
@@ -262,6 +275,8 @@ def _on_event(frame, event, arg, type=type, len=len, int=int, stable=_STABLE):
                 if len(_seq) >= _lim and _caps():
                     return None
                 loc = frame.f_locals
+                if _REORDER and _needed(frame, loc):
+                    loc = _ordered(frame, loc)
                 ln = frame.f_lineno
                 key, fresh = _nsk + ln, False
                 ver = _bver.value
@@ -363,6 +378,8 @@ def _on_event(frame, event, arg, type=type, len=len, int=int, stable=_STABLE):
             if _state != 1 or len(_seq) >= _lim and _caps():
                 return None
             loc = frame.f_locals
+            if _REORDER and _needed(frame, loc):
+                loc = _ordered(frame, loc)
             ln = frame.f_lineno
             try:
                 parts = [_lheads[ln]]
@@ -382,6 +399,8 @@ def _on_event(frame, event, arg, type=type, len=len, int=int, stable=_STABLE):
             _base = None
             _depth -= 1
             _nother += 1
+            if _REORDER:
+                _flocals.left(frame)
             _nbytes += 54 + len(t)
             if frame is _main:
                 _stop("", "")
@@ -471,6 +490,7 @@ def _stop(status, reason):
         _state = 3 if status else 2
         _status, _reason = status, reason
     _settrace(None)
+    _flocals.forget()  # the frames it holds
     if status and on_cap is not None:
         on_cap()
 

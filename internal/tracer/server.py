@@ -25,10 +25,11 @@ import threading
 import time
 import warnings
 
-if sys.version_info[:2] != (3, 11):
-    # The tracer reads CPython 3.11's object layouts (cpython.py) and names
-    # code by co_qualname: on another Python it refuses before importing them.
-    sys.exit("needs Python 3.11 (this environment has %d.%d)" % sys.version_info[:2])
+if not (3, 9) <= sys.version_info[:2] <= (3, 13):
+    # The tracer keeps to 3.9's syntax and reads f_locals and CPython's
+    # object layouts as 3.9 to 3.13 have them (flocals.py, cpython.py): on
+    # another Python it refuses before importing them (python.go, Pythons).
+    sys.exit("needs Python 3.9 to 3.13 (this environment has %d.%d)" % sys.version_info[:2])
 
 import _cwm_mutate as mutate
 import _cwm_prog as prog
