@@ -47,6 +47,10 @@ _perf = time.perf_counter
 
 _cpython.keep_freed_memory()
 _REORDER = _flocals.ANY
+# A module's code starts at line 0 from 3.11 (its RESUME), at its first
+# line before: the call of a module (a program's, an imported one) is
+# written at line 0 on every version.
+_MODULE_AT_1 = sys.version_info < (3, 11)
 _needed, _ordered = _flocals.needed, _flocals.ordered
 _jstr = json.encoder.encode_basestring_ascii  # json.dumps of a str, in C
 _settrace = sys.settrace
@@ -236,7 +240,10 @@ def _on_call(frame, event, arg):
             loc = frame.f_locals
             if _REORDER and _needed(frame, loc):
                 loc = _ordered(frame, loc)
-            parts = ["[1,%d,%d" % (frame.f_lineno, ci)]
+            ln = frame.f_lineno
+            if _MODULE_AT_1 and code.co_name == "<module>":
+                ln = 0
+            parts = ["[1,%d,%d" % (ln, ci)]
             n = _full(loc, parts, frame)
             _base = frame
             frag = ",".join(parts)

@@ -103,6 +103,11 @@ WATCHED = ("builtins sys os os.path random math string re json time functools "
            "itertools collections operator copy heapq bisect").split()
 
 
+# The int-to-str digit limit (3.11, and 3.9.14 and 3.10.7 on): a Python
+# without it has no such setting for a program to change.
+_int_digits = getattr(sys, "get_int_max_str_digits", lambda: 0)
+
+
 def _fingerprint():
     """Process state a function could change and a later one could observe.
     A runner whose fingerprint changed is replaced by a fresh fork."""
@@ -120,7 +125,7 @@ def _fingerprint():
             sys.excepthook, sys.displayhook, sys.unraisablehook, sys.breakpointhook,
             sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__,
             sys.__stderr__, sys.gettrace(), sys.getprofile()))),
-        "interpreter settings": (sys.get_int_max_str_digits(), sys.getswitchinterval(),
+        "interpreter settings": (_int_digits(), sys.getswitchinterval(),
                                  sys.getrecursionlimit(), gc.isenabled(), gc.get_threshold()),
         "working directory": _getcwd(),
         "environment": tuple(os.environ.items()),
