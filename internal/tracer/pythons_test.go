@@ -31,7 +31,8 @@ type versionProgram struct {
 // versionPrograms are the package's golden programs and one for each
 // documented difference; portable exercises what the tracer makes the same
 // on every version (qualified names, the order of f_locals, a str
-// iterator's name, del at the end of an except block, a generator).
+// iterator's name, del at the end of an except block, a generator, an int
+// past 3.11's int-to-str limit).
 var versionPrograms = []versionProgram{
 	{name: "paper", code: paperCode, call: "f(1,3)"},
 	{name: "exception", code: "def f(text, sub):\n    i = text.index(sub)\n    return i\n", call: "f('abc', 'z')"},
@@ -70,7 +71,8 @@ def f(text, xs):
         {}[first]
     except KeyError as e:
         missing = str(e)
-    return first, total, scale(2, xs), missing
+    big = 7 ** 6000
+    return first, total, scale(2, xs), missing, big > 0
 `, call: "f('abc', [1, 2])"},
 	// PEP 709: from 3.12 list, dict and set comprehensions are inlined.
 	{name: "comprehension", code: "def f(xs):\n    ys = [x * 2 for x in xs if x]\n    return {k: v for k, v in zip(xs, ys)}\n",

@@ -18,7 +18,7 @@ _BITS = 8 * _PTR
 _from_bytes = int.from_bytes
 # The program may replace builtins; bind what is called here first.
 from builtins import (BaseException, ValueError, any, bytearray, bytes, complex, dict, float,
-                      frozenset, getattr, id, int, len, list, map, object, range, repr, set,
+                      frozenset, getattr, hasattr, id, int, len, list, map, object, range, repr, set,
                       str, tuple, type)
 
 MAXR = 4096           # longest value text before truncation (max_repr)
@@ -86,7 +86,16 @@ def int_text(v):
     return _int_text(v)
 
 
+# The int-to-str limit came with 3.11 (and 3.9.14, 3.10.7): an
+# interpreter without it writes the text 3.11 would (4300 digits, its
+# default), though the program itself converts such ints without error.
+_NO_DIGIT_LIMIT = not hasattr(sys, "get_int_max_str_digits")
+_DIGIT_LIMIT = 10 ** 4300
+
+
 def _int_text(v):
+    if _NO_DIGIT_LIMIT and (v >= _DIGIT_LIMIT or -v >= _DIGIT_LIMIT):
+        return "<int: %d bits>" % v.bit_length()
     try:
         r = repr(v)
     except ValueError:  # beyond sys.get_int_max_str_digits()
