@@ -272,7 +272,7 @@ def _reenable(frame, event, arg):
         _settrace(_on_call)
 
 
-def _on_event(frame, event, arg, type=type, len=len, int=int, stable=_STABLE):
+def _on_event(frame, event, arg, type=type, len=len, int=int, stable=_STABLE, reorder=_REORDER):
     """Local trace function of an in-scope frame: line, return, exception.
     (The keyword arguments make the names the hot path uses fast locals.)"""
     global _nbytes, _nother, _base, _depth, _bv
@@ -282,7 +282,7 @@ def _on_event(frame, event, arg, type=type, len=len, int=int, stable=_STABLE):
                 if len(_seq) >= _lim and _caps():
                     return None
                 loc = frame.f_locals
-                if _REORDER and _needed(frame, loc):
+                if reorder and _needed(frame, loc):
                     loc = _ordered(frame, loc)
                 ln = frame.f_lineno
                 key, fresh = _nsk + ln, False
@@ -385,7 +385,7 @@ def _on_event(frame, event, arg, type=type, len=len, int=int, stable=_STABLE):
             if _state != 1 or len(_seq) >= _lim and _caps():
                 return None
             loc = frame.f_locals
-            if _REORDER and _needed(frame, loc):
+            if reorder and _needed(frame, loc):
                 loc = _ordered(frame, loc)
             ln = frame.f_lineno
             try:
