@@ -3,7 +3,6 @@ package tracer
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -37,70 +36,75 @@ func TestCruxEvalOnPythons(t *testing.T) {
 	fs := cruxFuncs(cases)
 	ctx := context.Background()
 	host := traceAll(ctx, testPool(t), fs)
-	type target struct {
-		name string
-		opts func(t *testing.T) (Options, int)
-	}
-	targets := []target{}
+	var runs []*cruxRun
 	for _, c := range []struct {
 		suite string
 		minor int
 	}{{"bullseye", 9}, {"bookworm", 11}, {"trixie", 13}} {
-		targets = append(targets, target{c.suite, func(t *testing.T) (Options, int) {
-			return Options{Base: basetest.Debian(t, c.suite).Rootfs()}, c.minor
-		}})
+		runs = append(runs, &cruxRun{name: c.suite, minor: c.minor, opts: Options{Base: basetest.Debian(t, c.suite).Rootfs()}})
 	}
 	for _, py := range strings.Fields(os.Getenv(EnvPythons)) {
-		targets = append(targets, target{filepath.Base(filepath.Dir(filepath.Dir(py))), func(t *testing.T) (Options, int) {
-			return interpreterOptions(t, py)
-		}})
+		opts, minor := interpreterOptions(t, py)
+		if minor < OldestPython || minor > NewestPython {
+			t.Logf("%s: Python 3.%d is not one the tracer runs on", py, minor)
+			continue
+		}
+		runs = append(runs, &cruxRun{name: py, minor: minor, opts: opts})
 	}
-	for _, tg := range targets {
-		t.Run(tg.name, func(t *testing.T) {
-			opts, minor := tg.opts(t)
-			if minor < OldestPython || minor > NewestPython {
-				t.Skipf("Python 3.%d: not one the tracer runs on", minor)
-			}
-			opts.Workers, opts.Timeout = testPool(t).Options().Workers, 10*time.Second
-			p, err := NewPool(ctx, testRuntime(t), opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
-			traceAll(ctx, p, fs[:40]) // runners forked and warm, as in BenchmarkCruxEvalThroughput
-			// A pass takes a second or two: its rate swings with whatever
-			// else the machine runs, so the figure is the median of five.
-			var got []Result
-			rates := make([]float64, cruxPasses)
-			for i := range rates {
-				t0 := time.Now()
-				got = traceAll(ctx, p, fs)
-				rates[i] = float64(len(fs)) / time.Since(t0).Seconds()
-			}
-			slices.Sort(rates)
-			var pairs []outputPair
-			ok, differ := 0, 0
-			var first []string
-			for i, r := range got {
-				if r.Status != OK {
-					t.Errorf("%s on 3.%d: status %s (%s)", cases[i].ID, minor, r.Status, r.Error)
-					continue
-				}
-				ok++
-				pairs = append(pairs, outputPair{ID: cases[i].ID, Got: r.Output, Want: cases[i].Output})
-				if r.Text != host[i].Text {
-					differ++
-					if len(first) < 10 {
-						first = append(first, cases[i].ID)
-					}
-				}
-			}
-			bad := comparePython(t, pairs)
-			for _, b := range bad {
-				t.Errorf("3.%d: output differs from CRUXEval's as a Python value: %s", minor, b)
-			}
-			t.Logf("Python 3.%d: %d/%d ok, %d/%d outputs CRUXEval's, %d texts differ from the host's 3.11 (first: %v), %.0f functions/s (median of %d passes, %.0f to %.0f; %d workers)",
-				minor, ok, len(fs), len(pairs)-len(bad), len(fs), differ, first, rates[len(rates)/2], len(rates), rates[0], rates[len(rates)-1], opts.Workers)
-		})
+	for _, r := range runs {
+		r.opts.Workers, r.opts.Timeout = testPool(t).Options().Workers, 10*time.Second
+		p, err := NewPool(ctx, testRuntime(t), r.opts)
+		if err != nil {
+			t.Fatalf("%s: %v", r.name, err)
+		}
+		defer p.Close()
+		r.pool = p
+		traceAll(ctx, p, fs[:40]) // runners forked and warm, as in BenchmarkCruxEvalThroughput
 	}
+	// A pass takes a second or two, and its rate swings with whatever else
+	// the machine runs: the Pythons take turns, pass after pass, so that
+	// each sees the same load, and the figure is the median of the passes.
+	for range cruxPasses {
+		for _, r := range runs {
+			t0 := time.Now()
+			r.got = traceAll(ctx, r.pool, fs)
+			r.rates = append(r.rates, float64(len(fs))/time.Since(t0).Seconds())
+		}
+	}
+	for _, r := range runs {
+		slices.Sort(r.rates)
+		var pairs []outputPair
+		ok, differ := 0, 0
+		var first []string
+		for i, res := range r.got {
+			if res.Status != OK {
+				t.Errorf("%s on 3.%d: status %s (%s)", cases[i].ID, r.minor, res.Status, res.Error)
+				continue
+			}
+			ok++
+			pairs = append(pairs, outputPair{ID: cases[i].ID, Got: res.Output, Want: cases[i].Output})
+			if res.Text != host[i].Text {
+				differ++
+				if len(first) < 10 {
+					first = append(first, cases[i].ID)
+				}
+			}
+		}
+		bad := comparePython(t, pairs)
+		for _, b := range bad {
+			t.Errorf("3.%d: output differs from CRUXEval's as a Python value: %s", r.minor, b)
+		}
+		t.Logf("Python 3.%d (%s): %d/%d ok, %d/%d outputs CRUXEval's, %d texts differ from the host's 3.11 (first: %v), %.0f functions/s (median of %d passes, %.0f to %.0f; %d workers)",
+			r.minor, r.name, ok, len(fs), len(pairs)-len(bad), len(fs), differ, first, r.rates[len(r.rates)/2], len(r.rates), r.rates[0], r.rates[len(r.rates)-1], r.opts.Workers)
+	}
+}
+
+// cruxRun is one Python of TestCruxEvalOnPythons.
+type cruxRun struct {
+	name  string
+	minor int
+	opts  Options
+	pool  *Pool
+	got   []Result
+	rates []float64 // functions/s of each pass
 }
