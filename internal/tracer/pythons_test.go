@@ -74,6 +74,10 @@ def f(text, xs):
     big = 7 ** 6000
     return first, total, scale(2, xs), missing, big > 0
 `, call: "f('abc', [1, 2])"},
+	// Past the recursion limit: before 3.11 the caller of the frame that
+	// could not start unwinds untraced unless the tracer records it.
+	{name: "recursion", code: "import sys\n\n\ndef down(n):\n    return down(n + 1)\n\n\ndef f():\n    sys.setrecursionlimit(40)\n    try:\n        down(0)\n    except RecursionError as e:\n        return str(e)\n",
+		call: "f()"},
 	// PEP 709: from 3.12 list, dict and set comprehensions are inlined.
 	{name: "comprehension", code: "def f(xs):\n    ys = [x * 2 for x in xs if x]\n    return {k: v for k, v in zip(xs, ys)}\n",
 		call: "f([1, 0, 3])", variants: map[int]string{12: "comprehension.py312.txt", 13: "comprehension.py312.txt"}},

@@ -24,6 +24,7 @@ import dis
 import json
 import sys
 import time
+import types
 # The program may replace builtins (builtins.len = ...) or module functions;
 # the tracer binds what it calls before any program runs.
 from builtins import BaseException, KeyError, RecursionError, int, len, min, object, tuple, type
@@ -51,6 +52,11 @@ _REORDER = _flocals.ANY
 # line before: the call of a module (a program's, an imported one) is
 # written at line 0 on every version.
 _MODULE_AT_1 = sys.version_info < (3, 11)
+# Before 3.11 a frame whose call event raised does not start, and its
+# caller's unwinding passes untraced (see _reenable).
+_LOST_UNWIND = sys.version_info < (3, 11)
+_overflow = None      # the RecursionError _on_call raised, until _reenable
+_Traceback = types.TracebackType
 _needed, _ordered = _flocals.needed, _flocals.ordered
 _jstr = json.encoder.encode_basestring_ascii  # json.dumps of a str, in C
 _settrace = sys.settrace
@@ -262,14 +268,29 @@ def _on_call(frame, event, arg):
     # tracer still has headroom. Raising from a trace function makes CPython
     # switch tracing off; the profile hook switches it back on as the failed
     # frame unwinds, so the callers' exception frames are recorded.
+    global _overflow
+    _overflow = RecursionError("maximum recursion depth exceeded")
     _setprofile(_reenable)
-    raise RecursionError("maximum recursion depth exceeded")
+    raise _overflow
 
 
 def _reenable(frame, event, arg):
+    global _overflow
     _setprofile(None)
-    if _state == 1:
-        _settrace(_on_call)
+    e, _overflow = _overflow, None
+    if _state != 1:
+        return
+    if _LOST_UNWIND and event == "return" and e is not None and _codes.get(frame.f_code, -1) >= 0:
+        # Before 3.11 the failed frame never started, so the first event
+        # the profile hook sees is its caller's return: the caller's
+        # exception and return passed while tracing was off. They are
+        # recorded here, as 3.11's trace has them.
+        tb = e.__traceback__  # None there: the text needs a traceback's
+        if tb is None:
+            tb = _Traceback(None, frame, frame.f_lasti, frame.f_lineno)
+        _on_event(frame, "exception", (type(e), e, tb))
+        _on_event(frame, "return", None)
+    _settrace(_on_call)
 
 
 def _on_event(frame, event, arg, type=type, len=len, int=int, stable=_STABLE, reorder=_REORDER):
