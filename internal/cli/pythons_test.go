@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path"
 	"path/filepath"
@@ -20,9 +21,9 @@ import (
 // runs on each what cwm runs inside an environment's Python: the
 // baseline (the reporter plugin), the coverage map (cwmcov), tasks mutate
 // (the mutation and AST tools) and validate, a SWE episode's tools (view,
-// edit, run the tests) on the task it wrote, env test; and the tracer,
-// which traces on 3.11 and refuses every other Python. The table in docs/environments.md
-// ("Every stage on every Python") names this test.
+// edit, run the tests) on the task it wrote, env test; and the tracer
+// (trace repo, trace tests), which runs on each. The table in
+// docs/environments.md ("Every stage on every Python") names this test.
 func TestEveryStageOnEveryPython(t *testing.T) {
 	for _, c := range []struct{ suite, python string }{{"bullseye", "3.9"}, {"bookworm", "3.11"}, {"trixie", "3.13"}} {
 		t.Run(c.suite, func(t *testing.T) { everyStage(t, c.suite, c.python) })
@@ -68,9 +69,10 @@ func everyStage(t *testing.T, suite, python string) {
 		{"validate", []string{"tasks", "validate", "--quiet", tasksFile}, 0, []string{"1 tasks: 1 hold, 0 do not"}},
 		{"env test", []string{"env", "test", "--quiet", "textkit"}, 0, nil},
 		{"trace repo", []string{"trace", "repo", "--env", "textkit", "--out", traceOut, "--workers", "1", "--tests", "test_levenshtein_substitution_cost"},
-			refuseOr0(python), tracerSays(python, "episodes")},
+			0, []string{"episodes to " + traceOut + " from 1 tests", "functions are the root of a complete episode"}},
+		{"trace check of trace repo", []string{"trace", "check", traceOut}, 0, []string{"frames ", "line events "}},
 		{"trace tests", []string{"trace", "tests", "--tasks", tasksFile, "--out", traceOut + "2", "--workers", "1"},
-			refuseOr0(python), tracerSays(python, "traced 179 tests of 1 tasks")},
+			0, []string{"traced 179 tests of 1 tasks"}},
 	}
 	for _, st := range steps {
 		code, out, errOut := runCLI(t, "", st.args...)
@@ -85,29 +87,45 @@ func everyStage(t *testing.T, suite, python string) {
 			}
 		}
 	}
+	// The tracer ran: episodes of the traced test, each a complete trace.
+	if data, err := os.ReadFile(traceOut); err != nil || !strings.Contains(string(data), `"status":"ok"`) {
+		t.Errorf("trace repo on %s wrote no complete episode (%v):\n%.2000s", suite, err, data)
+	}
 	tasks, err := task.Load(tasksFile)
 	if err != nil || len(tasks) != 1 {
 		t.Fatalf("tasks of %s: %d, %v", tasksFile, len(tasks), err)
 	}
 	sweTools(t, home, e, &tasks[0])
+	refusesPython(t, e, "3.8.18")
 }
 
-// refuseOr0 is the exit code of a tracer command on python: the
-// refusal's 1 (the tracer reads 3.11's frames) except on 3.11.
-func refuseOr0(python string) int {
-	if python == "3.11" {
-		return 0
+// refusesPython checks that trace repo refuses e once its manifest names
+// Python version v, which the tracer does not run on, with the sentence
+// that says which Python it has (no test base has such a Python: the
+// refusal is decided on the manifest, before any sandbox opens).
+func refusesPython(t *testing.T, e *env.Env, v string) {
+	path := e.File("env.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return 1
-}
-
-// tracerSays is what a tracer command prints on python: ok on 3.11, the
-// refusal elsewhere.
-func tracerSays(python, ok string) []string {
-	if python == "3.11" {
-		return []string{ok}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
 	}
-	return []string{"needs Python 3.11 (this environment has " + python + ")"}
+	m["python"] = v
+	if data, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "episodes.jsonl")
+	code, stdout, errOut := runCLI(t, "", "trace", "repo", "--env", e.ID, "--out", out, "--workers", "1")
+	want := "needs Python 3.9 to 3.13 (this environment has " + v[:strings.LastIndex(v, ".")] + ")"
+	if code != 1 || !strings.Contains(errOut, want) {
+		t.Errorf("trace repo on an environment of Python %s = %d\n%s%s\nwant 1 and %q", v, code, stdout, errOut, want)
+	}
 }
 
 // sweTools runs a SWE episode of tk on e: the planted bug is seen with

@@ -38,8 +38,9 @@ func (*traceFuncCmd) Synopsis() string {
 }
 func (*traceFuncCmd) Usage() string {
 	return `--in FUNCS.jsonl --out TRACES.jsonl [flags]
-Traces each function of FUNCS.jsonl in a sandboxed Python 3.11 and appends
-one line per trace to TRACES.jsonl (see docs/traces.md for both formats).
+Traces each function of FUNCS.jsonl in sandboxes, on the host's Python (3.9
+to 3.13), and appends one line per trace to TRACES.jsonl (see
+docs/traces.md for both formats).
 
 An input line is {"id", "code", "call"}, call being the expression to trace,
 e.g. "f(1, 3)", or CruxEval's {"id", "code", "input"}, input being the

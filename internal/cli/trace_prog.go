@@ -32,9 +32,9 @@ func (*traceProgCmd) Synopsis() string {
 func (*traceProgCmd) Usage() string {
 	return `--in PROBLEMS.jsonl --out TRACES.jsonl [flags]
 Runs the Python 3 solutions of each problem of PROBLEMS.jsonl on the
-problem's tests, each with the test's input on stdin, in a sandboxed Python
-3.11 under the tracer, and appends one line per run to TRACES.jsonl (see
-"Program traces" in docs/traces.md).
+problem's tests, each with the test's input on stdin, under the tracer in
+sandboxes, on the host's Python (3.9 to 3.13), and appends one line per run
+to TRACES.jsonl (see "Program traces" in docs/traces.md).
 
 A problem is a record in CodeContests' shape: name, description,
 public_tests, private_tests, generated_tests (each {"input": [...],

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"cwm/internal/base/basetest"
 )
 
 // advCase is one case of testdata/adversarial.txt (see its header).
@@ -45,6 +47,11 @@ func loadAdversarial(tb testing.TB) []advCase {
 	return cases
 }
 
+// EnvAdversarialBase runs TestAdversarial on a Debian test base's Python
+// (bullseye, trixie) instead of the host's; docs/traces.md, "Python
+// versions", lists the cases whose outcome differs there, and why.
+const EnvAdversarialBase = "CWM_TRACER_ADVERSARIAL_BASE"
+
 func TestAdversarial(t *testing.T) {
 	cases := loadAdversarial(t)
 	if len(cases) < 30 {
@@ -56,7 +63,11 @@ func TestAdversarial(t *testing.T) {
 	// after 100 ms of CPU at each of several line events) need CPU time:
 	// 8 s leaves them room on a machine loaded many times over.
 	rt := testRuntime(t)
-	p, err := NewPool(context.Background(), rt, Options{Workers: 3, Timeout: 8 * time.Second})
+	opts := Options{Workers: 3, Timeout: 8 * time.Second}
+	if suite := os.Getenv(EnvAdversarialBase); suite != "" {
+		opts.Base = basetest.Debian(t, suite).Rootfs()
+	}
+	p, err := NewPool(context.Background(), rt, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
 """What cwm's tracer reads from CPython and glibc beyond the Python API
-(Python 3.11, 64-bit CPython on glibc), each checked by a probe at import
+(64-bit CPython 3.9 to 3.13 on glibc), each checked by a probe at import
 and replaced by a slower, exact fallback when the probe fails:
 
 - a list's item array, so that "does this list still hold the same
@@ -17,7 +17,7 @@ most common per-event questions into one C call each.
 
 import ctypes
 import struct
-from builtins import BaseException, OSError, AttributeError, float, id, len, object
+from builtins import BaseException, OSError, AttributeError, dict, float, id, len, object, type
 
 PTR = ctypes.sizeof(ctypes.c_void_p)
 ITEMS = 3 * PTR     # PyListObject: refcount, type, size, then ob_item
@@ -79,8 +79,12 @@ class _NoVersion:
 
 def version(d):
     """An object whose .value is dict d's version tag; the caller must keep
-    d alive while it reads it."""
-    if not VERSION_OK:
+    d alive while it reads it. Only a frame's own f_locals dict has a tag
+    that follows its locals: a 3.13 proxy (PEP 667) or a copy made in
+    order (flocals.ordered, a dict subclass) gets a reader that never
+    compares equal, so every local is compared at each step.
+    """
+    if not VERSION_OK or type(d) is not dict:
         return _NoVersion()
     return _u64(id(d) + _VERSION)
 

@@ -40,6 +40,9 @@ type Options struct {
 	// Base is the root filesystem of the workers' sandboxes (a stored
 	// base's rootfs); "" is the host's.
 	Base string
+	// Layers are read-only directories stacked over Base, topmost first
+	// (an interpreter installed outside the base's /usr, for example).
+	Layers []string
 	// Log receives worker restarts; nil discards them.
 	Log *slog.Logger
 }

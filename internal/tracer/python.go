@@ -1,29 +1,44 @@
 package tracer
 
 import (
+	"strconv"
 	"strings"
 
 	"cwm/internal/env"
 	"cwm/internal/errkind"
 )
 
-// Python is the one Python the tracer runs on: cpython.py reads 3.11's
-// object layouts, and the trace records code objects by co_qualname (3.11+).
-// Porting it to other versions is the work of its own issue; until then an
-// environment on another Python is refused before any sandbox opens.
-const Python = "3.11"
+// The Pythons the tracer runs on, oldest and newest (minor versions of 3).
+// Below 3.9 the code the tracer runs does not parse (it keeps to 3.9's
+// syntax and standard library); above 3.13 its reading of f_locals and
+// of CPython's object layouts (cpython.py, flocals.py) is untested.
+// server.py refuses the same versions at its start.
+const (
+	OldestPython = 9
+	NewestPython = 13
+)
 
-// CheckPython refuses an environment whose Python is not the tracer's,
-// with a sentence saying which it has.
+// Pythons is that range as the refusals write it.
+const Pythons = "3.9 to 3.13"
+
+// CheckPython refuses an environment whose Python the tracer does not run
+// on, with a sentence saying which it has.
 func CheckPython(e *env.Env) error {
 	if e == nil {
 		return nil
 	}
 	has := majorMinor(e.Python)
-	if has == Python || has == "" { // "": a manifest from before env.json named its Python
+	if has == "" || supported(has) { // "": a manifest from before env.json named its Python
 		return nil
 	}
-	return errkind.Errorf(errkind.Input, "tracing environment %s: needs Python %s (this environment has %s)", e.ID, Python, has)
+	return errkind.Errorf(errkind.Input, "tracing environment %s: needs Python %s (this environment has %s)", e.ID, Pythons, has)
+}
+
+// supported says whether an X.Y version is one the tracer runs on.
+func supported(xy string) bool {
+	major, minor, _ := strings.Cut(xy, ".")
+	n, err := strconv.Atoi(minor)
+	return major == "3" && err == nil && n >= OldestPython && n <= NewestPython
 }
 
 // majorMinor is the X.Y of a version such as 3.9.2 (or 3.9).

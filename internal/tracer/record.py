@@ -1,5 +1,5 @@
 """Recording core of cwm's tracer: the sys.settrace callbacks and what they
-record (Python 3.11 standard library only; run inside a cwm sandbox).
+record (Python 3.9 to 3.13, standard library only; run inside a cwm sandbox).
 
 tracer.py drives it for one function (trace_one); repotrace.py for the
 tests of a repository. Frames follow CWM-SPEC 1.2; values follow values.py.
@@ -24,12 +24,15 @@ import dis
 import json
 import sys
 import time
+import types
 # The program may replace builtins (builtins.len = ...) or module functions;
 # the tracer binds what it calls before any program runs.
 from builtins import BaseException, KeyError, RecursionError, int, len, min, object, tuple, type
 
 import _cwm_cpython as _cpython
+import _cwm_flocals as _flocals
 import _cwm_fragments as fragments
+import _cwm_qualname as _qualname
 import _cwm_values as values
 from _cwm_fragments import jname as _jname, lhead as _lhead, miss as _miss, names_key as _names_key
 from _cwm_fragments import jnames as _jnames, junch as _junch, lheads as _lheads, memo as _memo
@@ -44,6 +47,17 @@ _perf = time.perf_counter
 
 
 _cpython.keep_freed_memory()
+_REORDER = _flocals.ANY
+# A module's code starts at line 0 from 3.11 (its RESUME), at its first
+# line before: the call of a module (a program's, an imported one) is
+# written at line 0 on every version.
+_MODULE_AT_1 = sys.version_info < (3, 11)
+# Before 3.11 a frame whose call event raised does not start, and its
+# caller's unwinding passes untraced (see _reenable).
+_LOST_UNWIND = sys.version_info < (3, 11)
+_overflow = None      # the RecursionError _on_call raised, until _reenable
+_Traceback = types.TracebackType
+_needed, _ordered = _flocals.needed, _flocals.ordered
 _jstr = json.encoder.encode_basestring_ascii  # json.dumps of a str, in C
 _settrace = sys.settrace
 _setprofile = sys.setprofile
@@ -57,8 +71,11 @@ _scope = None          # repository tracing: filename -> bool
 _codes = {}            # code object -> index in _code_table, or -1
 _code_table = []
 _dels = set()          # in-scope code objects that unbind locals (del)
-_DELETE_FAST = bytes([dis.opmap["DELETE_FAST"]])
-_DELETE_DEREF = bytes([dis.opmap["DELETE_DEREF"]])
+# Opcodes that unbind a local: del, and from 3.12 the end of an inlined
+# comprehension (PEP 709), which restores its variable's outer binding
+# (none, usually) with LOAD_FAST_AND_CLEAR's saved value.
+_UNBINDS = tuple(bytes([dis.opmap[op]]) for op in ("DELETE_FAST", "DELETE_DEREF", "LOAD_FAST_AND_CLEAR")
+                 if op in dis.opmap)
 
 # The recording.
 _seq = array.array("i")  # per frame, the index of its fragment (fragments.recs)
@@ -115,6 +132,7 @@ def _reset():
     _bt, _bo, _snaps, _codes, _code_table, _dels = {}, {}, {}, {}, [], set()
     _seq = array.array("i")
     fragments.reset()
+    _flocals.forget()
 
 
 def start(entry=None):
@@ -130,10 +148,13 @@ def _classify(code):
     f = code.co_filename
     if f == _file or (_scope is not None and _scope(f)):
         ci = len(_code_table)
-        _code_table.append((f, code.co_qualname, code.co_firstlineno))
-        ops = code.co_code[::2]  # 3.11: two bytes per code unit, opcode first
-        if _DELETE_FAST in ops or _DELETE_DEREF in ops:
-            _dels.add(code)
+        _code_table.append((f, _qualname.qualname(code), code.co_firstlineno))
+        ops = code.co_code[::2]  # two bytes per code unit (3.6+), opcode first
+        for op in _UNBINDS:
+            if op in ops:
+                _dels.add(code)
+                break
+        _flocals.cell_args(code)
     else:
         ci = -1
     _codes[code] = ci
@@ -223,7 +244,12 @@ def _on_call(frame, event, arg):
             overflow = _stack_depth(frame) > _user_limit
         if not overflow:
             loc = frame.f_locals
-            parts = ["[1,%d,%d" % (frame.f_lineno, ci)]
+            if _REORDER and _needed(frame, loc):
+                loc = _ordered(frame, loc)
+            ln = frame.f_lineno
+            if _MODULE_AT_1 and code.co_name == "<module>":
+                ln = 0
+            parts = ["[1,%d,%d" % (ln, ci)]
             n = _full(loc, parts, frame)
             _base = frame
             frag = ",".join(parts)
@@ -242,17 +268,32 @@ def _on_call(frame, event, arg):
     # tracer still has headroom. Raising from a trace function makes CPython
     # switch tracing off; the profile hook switches it back on as the failed
     # frame unwinds, so the callers' exception frames are recorded.
+    global _overflow
+    _overflow = RecursionError("maximum recursion depth exceeded")
     _setprofile(_reenable)
-    raise RecursionError("maximum recursion depth exceeded")
+    raise _overflow
 
 
 def _reenable(frame, event, arg):
+    global _overflow
     _setprofile(None)
-    if _state == 1:
-        _settrace(_on_call)
+    e, _overflow = _overflow, None
+    if _state != 1:
+        return
+    if _LOST_UNWIND and event == "return" and e is not None and _codes.get(frame.f_code, -1) >= 0:
+        # Before 3.11 the failed frame never started, so the first event
+        # the profile hook sees is its caller's return: the caller's
+        # exception and return passed while tracing was off. They are
+        # recorded here, as 3.11's trace has them.
+        tb = e.__traceback__  # None there: the text needs a traceback's
+        if tb is None:
+            tb = _Traceback(None, frame, frame.f_lasti, frame.f_lineno)
+        _on_event(frame, "exception", (type(e), e, tb))
+        _on_event(frame, "return", None)
+    _settrace(_on_call)
 
 
-def _on_event(frame, event, arg, type=type, len=len, int=int, stable=_STABLE):
+def _on_event(frame, event, arg, type=type, len=len, int=int, stable=_STABLE, reorder=_REORDER):
     """Local trace function of an in-scope frame: line, return, exception.
     (The keyword arguments make the names the hot path uses fast locals.)"""
     global _nbytes, _nother, _base, _depth, _bv
@@ -262,6 +303,8 @@ def _on_event(frame, event, arg, type=type, len=len, int=int, stable=_STABLE):
                 if len(_seq) >= _lim and _caps():
                     return None
                 loc = frame.f_locals
+                if reorder and _needed(frame, loc):
+                    loc = _ordered(frame, loc)
                 ln = frame.f_lineno
                 key, fresh = _nsk + ln, False
                 ver = _bver.value
@@ -363,6 +406,8 @@ def _on_event(frame, event, arg, type=type, len=len, int=int, stable=_STABLE):
             if _state != 1 or len(_seq) >= _lim and _caps():
                 return None
             loc = frame.f_locals
+            if reorder and _needed(frame, loc):
+                loc = _ordered(frame, loc)
             ln = frame.f_lineno
             try:
                 parts = [_lheads[ln]]
@@ -382,6 +427,8 @@ def _on_event(frame, event, arg, type=type, len=len, int=int, stable=_STABLE):
             _base = None
             _depth -= 1
             _nother += 1
+            if _REORDER:
+                _flocals.left(frame)
             _nbytes += 54 + len(t)
             if frame is _main:
                 _stop("", "")
@@ -471,6 +518,7 @@ def _stop(status, reason):
         _state = 3 if status else 2
         _status, _reason = status, reason
     _settrace(None)
+    _flocals.forget()  # the frames it holds
     if status and on_cap is not None:
         on_cap()
 

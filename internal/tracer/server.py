@@ -25,10 +25,11 @@ import threading
 import time
 import warnings
 
-if sys.version_info[:2] != (3, 11):
-    # The tracer reads CPython 3.11's object layouts (cpython.py) and names
-    # code by co_qualname: on another Python it refuses before importing them.
-    sys.exit("needs Python 3.11 (this environment has %d.%d)" % sys.version_info[:2])
+if not (3, 9) <= sys.version_info[:2] <= (3, 13):
+    # The tracer keeps to 3.9's syntax and reads f_locals and CPython's
+    # object layouts as 3.9 to 3.13 have them (flocals.py, cpython.py): on
+    # another Python it refuses before importing them (python.go, Pythons).
+    sys.exit("needs Python 3.9 to 3.13 (this environment has %d.%d)" % sys.version_info[:2])
 
 import _cwm_mutate as mutate
 import _cwm_prog as prog
@@ -102,6 +103,11 @@ WATCHED = ("builtins sys os os.path random math string re json time functools "
            "itertools collections operator copy heapq bisect").split()
 
 
+# The int-to-str digit limit (3.11, and 3.9.14 and 3.10.7 on): a Python
+# without it has no such setting for a program to change.
+_int_digits = getattr(sys, "get_int_max_str_digits", lambda: 0)
+
+
 def _fingerprint():
     """Process state a function could change and a later one could observe.
     A runner whose fingerprint changed is replaced by a fresh fork."""
@@ -119,7 +125,7 @@ def _fingerprint():
             sys.excepthook, sys.displayhook, sys.unraisablehook, sys.breakpointhook,
             sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__,
             sys.__stderr__, sys.gettrace(), sys.getprofile()))),
-        "interpreter settings": (sys.get_int_max_str_digits(), sys.getswitchinterval(),
+        "interpreter settings": (_int_digits(), sys.getswitchinterval(),
                                  sys.getrecursionlimit(), gc.isenabled(), gc.get_threshold()),
         "working directory": _getcwd(),
         "environment": tuple(os.environ.items()),

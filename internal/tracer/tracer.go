@@ -1,6 +1,6 @@
 // Package tracer produces CWM execution traces (CWM-SPEC section 1) of
 // Python functions by running an embedded sys.settrace tracer (tracer.py,
-// Python 3.11 standard library only) inside cwm sandboxes.
+// Python 3.9 to 3.13, standard library only) inside cwm sandboxes.
 //
 // A Pool keeps N workers, each a fork server (server.py) in its own sandbox.
 // The server imports everything once and forks a runner that traces
@@ -29,7 +29,7 @@ import (
 // names no traced program would import by accident, because the script
 // directory is on sys.path.
 //
-//go:embed tracer.py record.py fragments.py values.py cpython.py server.py mutate.py repotrace.py prog.py
+//go:embed tracer.py record.py fragments.py values.py cpython.py server.py mutate.py repotrace.py prog.py qualname.py flocals.py
 var pyFiles embed.FS
 
 // pyDir is where the Python files live inside a sandbox.
@@ -45,6 +45,8 @@ var pyNames = map[string]string{
 	"mutate.py":    "_cwm_mutate.py",
 	"repotrace.py": "_cwm_repotrace.py",
 	"prog.py":      "_cwm_prog.py",
+	"qualname.py":  "_cwm_qualname.py",
+	"flocals.py":   "_cwm_flocals.py",
 }
 
 // Filename is the file name the traced context is compiled under. Only code

@@ -1,4 +1,4 @@
-"""cwm's Python execution tracer: CWM-format traces from sys.settrace (3.11).
+"""cwm's Python execution tracer: CWM-format traces from sys.settrace.
 
 Run inside a cwm sandbox, never on the host. Two modes:
 
@@ -13,7 +13,7 @@ process (see server._fingerprint), after RECYCLE functions, on a timeout or
 a death. This module is what the runner calls for one function
 (trace_one); the recording itself is record.py, value text values.py.
 Frames follow CWM-SPEC 1.2; values follow values.py and docs/traces.md.
-Python 3.11 standard library only.
+Python 3.9 to 3.13, standard library only (docs/traces.md, "Python versions").
 """
 
 import json

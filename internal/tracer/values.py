@@ -8,6 +8,7 @@ an exception: a __repr__ that raises, returns a non-string or runs too long
 """
 
 import re
+import sys
 from itertools import accumulate as _accumulate, compress as _compress, repeat as _repeat
 from operator import add as _add, is_not as _is_not
 from _cwm_cpython import ITEMS as _ITEMS, address as _address
@@ -17,7 +18,7 @@ _BITS = 8 * _PTR
 _from_bytes = int.from_bytes
 # The program may replace builtins; bind what is called here first.
 from builtins import (BaseException, ValueError, any, bytearray, bytes, complex, dict, float,
-                      frozenset, getattr, id, int, len, list, map, object, range, repr, set,
+                      frozenset, getattr, hasattr, id, int, len, list, map, object, range, repr, set,
                       str, tuple, type)
 
 MAXR = 4096           # longest value text before truncation (max_repr)
@@ -85,7 +86,16 @@ def int_text(v):
     return _int_text(v)
 
 
+# The int-to-str limit came with 3.11 (and 3.9.14, 3.10.7): an
+# interpreter without it writes the text 3.11 would (4300 digits, its
+# default), though the program itself converts such ints without error.
+_NO_DIGIT_LIMIT = not hasattr(sys, "get_int_max_str_digits")
+_DIGIT_LIMIT = 10 ** 4300
+
+
 def _int_text(v):
+    if _NO_DIGIT_LIMIT and (v >= _DIGIT_LIMIT or -v >= _DIGIT_LIMIT):
+        return "<int: %d bits>" % v.bit_length()
     try:
         r = repr(v)
     except ValueError:  # beyond sys.get_int_max_str_digits()
@@ -102,6 +112,8 @@ def _slow(v):
         return _bounded(v, tv)
     if (tv is bytes or tv is bytearray) and len(v) > MAXR:
         return _cut(repr(v[:MAXR]), len(v) - MAXR)
+    if tv is _STR_ITER:
+        return _str_iter(v)
     # User code may run from here on (a __repr__, also inside containers);
     # SIGPROF interrupts it after 50-100 ms of CPU (see on_prof).
     _repr_since = _ticks
@@ -114,6 +126,21 @@ def _slow(v):
         _repr_since = -1
         r = _fallback(v)
     return _finish(r)
+
+
+# 3.11 split str's iterator in two, str_ascii_iterator for ASCII text:
+# before 3.11 (where str_iterator is the one) an iterator over ASCII text
+# is named as 3.11 names it, so that traces agree across versions.
+_STR_ITER = type(iter("")) if sys.version_info < (3, 11) else None
+
+
+def _str_iter(v):
+    try:
+        s = v.__reduce__()[1][0]  # (iter, (the text,), position)
+        ascii = type(s) is str and s.isascii()
+    except BaseException:
+        ascii = False
+    return "<str_ascii_iterator object>" if ascii else "<str_iterator object>"
 
 
 def _finish(r):

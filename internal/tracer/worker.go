@@ -49,7 +49,7 @@ var errMemory = errors.New("the trace worker ran out of memory")
 func (w *worker) start(ctx context.Context) (err error) {
 	life := context.WithoutCancel(ctx)
 	if w.sb == nil {
-		w.sb, err = w.rt.New(life, sandbox.Config{Base: w.opts.Base, Workdir: "/tmp", Env: workerEnv, Limits: sandbox.Limits{
+		w.sb, err = w.rt.New(life, sandbox.Config{Base: w.opts.Base, Layers: w.opts.Layers, Workdir: "/tmp", Env: workerEnv, Limits: sandbox.Limits{
 			Memory: w.opts.sandboxMemory(),
 			Pids:   512,
 			// Runners live for many functions; the wall clock per function
