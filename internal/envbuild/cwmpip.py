@@ -1,4 +1,4 @@
-# cwm's launcher of pip in online builds: pip from its wheel (staged
+# cwm's launcher of pip in online builds: pip from its wheel (unpacked
 # beside this file), keeping a copy of every file pip downloads.
 #
 # Why: pip's own HTTP cache keeps only what the index marks cacheable, and

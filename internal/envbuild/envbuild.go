@@ -236,7 +236,7 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 		if opts.Egress != nil && mode == env.ModeOnline {
 			caBundle = opts.Egress.CABundle
 		}
-		if err := stageTools(layer, pipWheel, opts.Wheelhouse, caBundle, cached); err != nil {
+		if err := stageTools(ctx, layer, pipWheel, opts.Wheelhouse, caBundle, cached); err != nil {
 			return nil, err
 		}
 	}

@@ -21,8 +21,8 @@ import (
 
 // The pip of online and wheelhouse builds. 26.0 is the first release with
 // --uploaded-prior-to (the date bound of resolution); --report (the lock)
-// and PEP 517 builds with isolation are older. It runs from its wheel (a
-// wheel is importable as a zip: python pip.whl/pip), so no environment's
+// and PEP 517 builds with isolation are older. It runs from its wheel,
+// unpacked into the build's tools directory (pipTree), so no environment's
 // layer holds a pip of its own (about 14 MB installed); the digest pins
 // the file whatever index served it.
 const (
@@ -44,7 +44,7 @@ var cwmPip string
 const downloadsDir = "/root/.cache/cwm-downloads"
 
 func pipLauncher() string {
-	return strings.NewReplacer("@WHEEL@", toolsRoot+"/"+pipWheelName, "@DOWNLOADS@", downloadsDir).Replace(cwmPip)
+	return strings.NewReplacer("@WHEEL@", toolsPipLib, "@DOWNLOADS@", downloadsDir).Replace(cwmPip)
 }
 
 // toolsRoot is where a build's install sandbox sees cwm's tools (the pip
@@ -52,7 +52,7 @@ func pipLauncher() string {
 // the install steps run, removed before the layer is kept.
 const (
 	toolsRoot     = "/cwm-tools"
-	toolsPip      = toolsRoot + "/" + pipWheelName + "/pip"
+	toolsPipLib   = toolsRoot + "/pip-lib" // the wheel unpacked: pip imports from here
 	toolsPipMain  = toolsRoot + "/cwm-pip.py"
 	toolsWheels   = toolsRoot + "/wheelhouse"
 	toolsCA       = toolsRoot + "/ca-bundle.pem"
@@ -122,10 +122,10 @@ func copyFile(src, dst string) error {
 	return sandbox.CopyFile(src, dst, 0o644)
 }
 
-// stageTools puts the pip wheel and the wheelhouse's files into the
+// stageTools puts pip (unpacked from its wheel, pipTree), its launcher and the wheelhouse's files into the
 // layer's tools directory, which the install sandbox sees at toolsRoot;
 // the caller removes it (removeTools) before the layer is kept.
-func stageTools(layer, pipWheel, wheelhouse, caBundle string, cached []string) error {
+func stageTools(ctx context.Context, layer, pipWheel, wheelhouse, caBundle string, cached []string) error {
 	dir := filepath.Join(layer, toolsLayerDir)
 	if err := os.MkdirAll(filepath.Join(dir, "wheelhouse"), 0o755); err != nil {
 		return err
@@ -135,7 +135,11 @@ func stageTools(layer, pipWheel, wheelhouse, caBundle string, cached []string) e
 			return fmt.Errorf("stage the host's certificate bundle: %w", err)
 		}
 	}
-	if err := copyFile(pipWheel, filepath.Join(dir, pipWheelName)); err != nil {
+	tree, err := pipTree(ctx, pipWheel)
+	if err != nil {
+		return err
+	}
+	if err := linkTree(tree, filepath.Join(dir, filepath.Base(toolsPipLib))); err != nil {
 		return fmt.Errorf("stage pip: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, filepath.Base(toolsPipMain)), []byte(pipLauncher()), 0o644); err != nil {
