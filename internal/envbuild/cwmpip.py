@@ -35,7 +35,10 @@ def _keep(link, path):
     dst = os.path.join(files, name)
     if not os.path.exists(dst):
         tmp = dst + ".%d.tmp" % os.getpid()
-        shutil.copyfile(path, tmp)
+        try:
+            os.link(path, tmp)  # no copy where /tmp and the cache share a file system
+        except OSError:
+            shutil.copyfile(path, tmp)
         os.replace(tmp, dst)
     rec = {"file": name, "url": link.url_without_fragment, "build": _building[0] > 0}
     with open(os.path.join(DOWNLOADS, "records.jsonl"), "a") as f:
