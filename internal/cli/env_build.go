@@ -113,7 +113,7 @@ func (c *envBuildCmd) Flags(fs *flag.FlagSet) {
 	fs.Var(&c.install, "install", "install `CMD` instead of the detected ones (repeatable, run in order)")
 	fs.StringVar(&c.test, "test", "", "test `CMD` instead of the detected one")
 	fs.IntVar(&c.runs, "runs", 3, "how many times the baseline runs the suite")
-	fs.StringVar(&c.base, "base", "", "build on this `BASE`: a stored base's digest or prefix (cwm base ls), or a root filesystem directory, instead of the host's /usr and /etc")
+	fs.StringVar(&c.base, "base", "", "build on this `BASE`: a stored base's digest or prefix (cwm base ls), or a root filesystem directory (imported into the base store first), instead of the host's /usr and /etc")
 	fs.BoolVar(&c.json, "json", false, "print the manifest (env.json) instead of the id")
 	fs.BoolVar(&c.online, "online", false, "install from the package index through the egress relay (the default)")
 	fs.BoolVar(&c.offline, "offline", false, "install with the base's packages only: no index, no build isolation, the import-root fallback")
@@ -180,7 +180,7 @@ func (c *envBuildCmd) Run(ctx context.Context, e *command.Env, args []string) er
 	if _, err := c.agent.wanted(&env.Env{Usable: true}, false); err != nil {
 		return err // flags checked before anything is built
 	}
-	baseArg, bases, err := buildBases(e.Home, c.base)
+	baseArg, bases, err := buildBases(ctx, e, c.base)
 	if err != nil {
 		return err
 	}

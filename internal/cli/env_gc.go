@@ -7,6 +7,7 @@ import (
 
 	"cwm/internal/command"
 	"cwm/internal/env"
+	"cwm/internal/envbuild"
 	"cwm/internal/envoci"
 )
 
@@ -20,7 +21,9 @@ Removes unusable environments, directories without a valid manifest, the
 leftovers of interrupted builds (never a build that is still running) and
 half-removed environments. Usable environments are kept. Then the blob
 cache ($CWM_HOME/blobs) drops what no stored environment came from and no
-stored base keeps (cwm base gc clears the bases' leftovers).`
+stored base keeps (cwm base gc clears the bases' leftovers), and the
+wheel cache ($CWM_HOME/cache/wheels, the files --locked rebuilds
+install from) what no stored environment's lock names.`
 }
 
 func (*envGCCmd) Flags(fs *flag.FlagSet) {}
@@ -44,7 +47,22 @@ func (*envGCCmd) Run(ctx context.Context, e *command.Env, args []string) error {
 	if freed > 0 {
 		fmt.Fprintf(e.Stdout, "removed %s of cached blobs\n", humanBytes(freed))
 	}
-	if len(removed) == 0 && freed == 0 {
+	kept, err := st.List()
+	if err != nil {
+		return err
+	}
+	var locks [][]env.LockedPackage
+	for _, en := range kept {
+		locks = append(locks, en.Lock)
+	}
+	wheels, err := envbuild.PruneWheelCache(e.Home, locks)
+	if err != nil {
+		return err
+	}
+	if wheels > 0 {
+		fmt.Fprintf(e.Stdout, "removed %s of cached wheels\n", humanBytes(wheels))
+	}
+	if len(removed) == 0 && freed == 0 && wheels == 0 {
 		fmt.Fprintln(e.Stderr, "nothing to remove")
 	}
 	return nil

@@ -46,13 +46,20 @@ type LockedPackage struct {
 	// Local marks the project itself and other local paths, which are
 	// installed from the layer's checkout rather than from the lock.
 	Local bool `json:"local,omitempty"`
+	// Build marks what an isolated PEP 517 build installed into its own
+	// throwaway environment (a build backend and its requirements), not
+	// the venv: recorded so that a rebuild from the lock needs no index for
+	// the project's build either.
+	Build bool `json:"build,omitempty"`
 }
 
 // LockRequirements renders a lock as a requirements file with hashes,
 // which plain pip installs with --require-hashes: one name==version
 // --hash=sha256:... line per package, sorted by name, local ones as
 // comments ("# name==version local file:///repo") that pip skips and cwm
-// env build --locked reads back.
+// env build --locked reads back, and so are build entries ("# build:
+// name==version --hash=sha256:..."): pip must not install them into the
+// venv.
 func LockRequirements(lock []LockedPackage) string {
 	sorted := append([]LockedPackage(nil), lock...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
@@ -61,6 +68,8 @@ func LockRequirements(lock []LockedPackage) string {
 		switch {
 		case p.Local:
 			fmt.Fprintf(&b, "# %s==%s local %s\n", p.Name, p.Version, p.URL)
+		case p.Build:
+			fmt.Fprintf(&b, "# build: %s==%s --hash=sha256:%s\n", p.Name, p.Version, p.SHA256)
 		case p.SHA256 == "":
 			fmt.Fprintf(&b, "%s==%s\n", p.Name, p.Version)
 		default:

@@ -125,11 +125,16 @@ func unusableReason(c env.Counts, runs []env.RunRecord, install []env.Step, miss
 		}
 	}
 	for _, s := range install {
-		if s.Status == "failed" {
+		switch {
+		case s.Status == "failed":
 			why += "; install step failed: " + s.Command
 			if s.Note != "" {
 				why += " (" + s.Note + ")"
 			}
+		case s.Status == "partial" && strings.Contains(s.Note, "egress "):
+			// What pip could not find because the relay refused or could
+			// not reach a host: the missing names alone would hide that.
+			why += "; install step partly failed: " + s.Command + " (" + s.Note + ")"
 		}
 	}
 	if len(missing) > 0 {

@@ -92,7 +92,7 @@ func (in *installer) checkDependencies(ctx context.Context, python string) error
 	var vars []string
 	if in.mode != env.ModeOffline {
 		// The venv has neither packaging nor pip: pip's wheel has both.
-		vars = []string{"PYTHONPATH=" + strings.TrimSuffix(toolsPip, "/pip")}
+		vars = []string{"PYTHONPATH=" + toolsPipLib}
 	}
 	res, err := in.s.Exec(ctx, sandbox.Cmd{Args: []string{python, "-c", depCheck, string(reqs), string(extras)},
 		Env: vars, Timeout: 2 * time.Minute, Capture: 1 << 20})

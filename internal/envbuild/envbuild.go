@@ -228,13 +228,15 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 		}
 		var cached []string
 		if mode == env.ModeOnline {
-			cached = cachedWheels(opts.Home, opts.Lock)
+			for _, f := range cachedWheels(opts.Home, opts.Lock) {
+				cached = append(cached, f)
+			}
 		}
 		caBundle := ""
 		if opts.Egress != nil && mode == env.ModeOnline {
 			caBundle = opts.Egress.CABundle
 		}
-		if err := stageTools(layer, pipWheel, opts.Wheelhouse, caBundle, cached); err != nil {
+		if err := stageTools(ctx, layer, pipWheel, opts.Wheelhouse, caBundle, cached); err != nil {
 			return nil, err
 		}
 	}
@@ -304,9 +306,11 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 		return nil, err
 	}
 	if e.Mode == env.ModeOnline {
-		if err := keepWheels(installed, opts.Home, e.Lock); err != nil {
+		lock, err := keepDownloads(installed, opts.Home, e.Lock)
+		if err != nil {
 			fmt.Fprintf(say, "wheel cache: %v\n", err) // a cache: the build stands without it
 		}
+		e.Lock = lock
 	}
 	sandbox.RemoveAll(installed)
 	sandbox.RemoveAll(compiled)
@@ -391,8 +395,7 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 // snapshots what they wrote (installed) and the bytecode a warm-up run
 // compiled (compiled), for the caller to merge into the layer.
 func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo, stageDir string, opts Options, logf, say io.Writer) (installed, compiled string, err error) {
-	in := &installer{s: s, repo: repo, log: logf, mode: e.Mode, exclude: e.ExcludeNewer, timeout: opts.InstallTimeout,
-		localWheels: e.Mode == env.ModeOnline && len(opts.Lock) > 0 && len(cachedWheels(opts.Home, opts.Lock)) == remoteCount(opts.Lock)}
+	in := &installer{s: s, repo: repo, log: logf, mode: e.Mode, exclude: e.ExcludeNewer, timeout: opts.InstallTimeout}
 	if opts.Egress != nil {
 		in.egress = opts.Egress
 		if e.Mode == env.ModeOnline {
@@ -400,7 +403,7 @@ func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo
 		}
 	}
 	if len(opts.Lock) > 0 {
-		in.lockText = env.LockRequirements(opts.Lock)
+		in.planLocked(opts.Lock, cachedWheels(opts.Home, opts.Lock))
 	}
 	first := venvStep
 	if e.Mode != env.ModeOffline {
@@ -444,6 +447,13 @@ func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo
 			if q.Name == p.Name && q.SHA256 != "" && q.SHA256 == p.SHA256 {
 				e.Lock[i].URL = q.URL
 			}
+		}
+	}
+	for _, q := range opts.Lock {
+		// The lock's build entries were staged for the project's build
+		// (from the wheel cache, no download to record): they stay.
+		if q.Build {
+			e.Lock = append(e.Lock, q)
 		}
 	}
 

@@ -52,14 +52,16 @@ type installer struct {
 	// lock is what the steps installed, from pip's reports.
 	lock    []env.LockedPackage
 	reports int
-	// lockText is a --locked build's requirements file; localWheels says
-	// that the wheel cache holds every one of its files, staged in the
-	// tools' wheelhouse.
-	lockText    string
-	localWheels bool
-	missing     []env.Missing
-	extras      []string // extras of the project installs, for the dependency check
-	reqs        []string // requirements named by install steps
+	// lockCached and lockFetch are a --locked build's requirements files:
+	// the part the wheel cache holds (staged in the tools' wheelhouse) and
+	// the rest. noIndex says that every step installs from the staged
+	// files alone (planLocked).
+	locked                bool
+	lockCached, lockFetch string
+	noIndex               bool
+	missing               []env.Missing
+	extras                []string // extras of the project installs, for the dependency check
+	reqs                  []string // requirements named by install steps
 
 	// egress, when set, is the policy of the relay each step gets;
 	// proxyEnv is the running relay's environment for the step's commands.
@@ -72,7 +74,7 @@ func (in *installer) run(ctx context.Context, st *env.Step) error {
 	start := time.Now()
 	defer func() { st.Seconds = roundSeconds(time.Since(start)) }()
 	defer in.relay(ctx, st)()
-	if in.lockText != "" && st.Command == lockSteps(nil)[0].Command {
+	if in.locked && st.Command == lockSteps(nil)[0].Command {
 		return in.runLocked(ctx, st)
 	}
 	cmds, complex, err := testrun.Words(st.Command)

@@ -3,10 +3,10 @@ package envbuild
 import (
 	"context"
 	"crypto/sha256"
+	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,8 +21,8 @@ import (
 
 // The pip of online and wheelhouse builds. 26.0 is the first release with
 // --uploaded-prior-to (the date bound of resolution); --report (the lock)
-// and PEP 517 builds with isolation are older. It runs from its wheel (a
-// wheel is importable as a zip: python pip.whl/pip), so no environment's
+// and PEP 517 builds with isolation are older. It runs from its wheel,
+// unpacked into the build's tools directory (pipTree), so no environment's
 // layer holds a pip of its own (about 14 MB installed); the digest pins
 // the file whatever index served it.
 const (
@@ -30,12 +30,30 @@ const (
 	pipWheelSHA256 = "bdb1b08f4274833d62c1aa29e20907365a2ceb950410df15fc9521bad440122b"
 )
 
+// cwmPip is the launcher online builds run pip with (python
+// /cwm-tools/cwm-pip.py): pip from its wheel, keeping a copy of what it
+// downloads in downloadsDir for the wheel cache and the lock's build
+// entries (keepDownloads).
+//
+//go:embed cwmpip.py
+var cwmPip string
+
+// downloadsDir is where, inside the install sandbox, the launcher keeps
+// pip's downloads: under /root, which the sandbox's upper layer holds and
+// the layer leaves out (layerRoots).
+const downloadsDir = "/root/.cache/cwm-downloads"
+
+func pipLauncher() string {
+	return strings.NewReplacer("@WHEEL@", toolsPipLib, "@DOWNLOADS@", downloadsDir).Replace(cwmPip)
+}
+
 // toolsRoot is where a build's install sandbox sees cwm's tools (the pip
 // wheel) and the --wheelhouse, read-only: a directory of the layer while
 // the install steps run, removed before the layer is kept.
 const (
 	toolsRoot     = "/cwm-tools"
-	toolsPip      = toolsRoot + "/" + pipWheelName + "/pip"
+	toolsPipLib   = toolsRoot + "/pip-lib" // the wheel unpacked: pip imports from here
+	toolsPipMain  = toolsRoot + "/cwm-pip.py"
 	toolsWheels   = toolsRoot + "/wheelhouse"
 	toolsCA       = toolsRoot + "/ca-bundle.pem"
 	toolsLayerDir = "cwm-tools"
@@ -104,10 +122,10 @@ func copyFile(src, dst string) error {
 	return sandbox.CopyFile(src, dst, 0o644)
 }
 
-// stageTools puts the pip wheel and the wheelhouse's files into the
+// stageTools puts pip (unpacked from its wheel, pipTree), its launcher and the wheelhouse's files into the
 // layer's tools directory, which the install sandbox sees at toolsRoot;
 // the caller removes it (removeTools) before the layer is kept.
-func stageTools(layer, pipWheel, wheelhouse, caBundle string, cached []string) error {
+func stageTools(ctx context.Context, layer, pipWheel, wheelhouse, caBundle string, cached []string) error {
 	dir := filepath.Join(layer, toolsLayerDir)
 	if err := os.MkdirAll(filepath.Join(dir, "wheelhouse"), 0o755); err != nil {
 		return err
@@ -117,8 +135,15 @@ func stageTools(layer, pipWheel, wheelhouse, caBundle string, cached []string) e
 			return fmt.Errorf("stage the host's certificate bundle: %w", err)
 		}
 	}
-	if err := copyFile(pipWheel, filepath.Join(dir, pipWheelName)); err != nil {
+	tree, err := pipTree(ctx, pipWheel)
+	if err != nil {
+		return err
+	}
+	if err := linkTree(tree, filepath.Join(dir, filepath.Base(toolsPipLib))); err != nil {
 		return fmt.Errorf("stage pip: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, filepath.Base(toolsPipMain)), []byte(pipLauncher()), 0o644); err != nil {
+		return fmt.Errorf("stage pip's launcher: %w", err)
 	}
 	for _, f := range cached {
 		if err := copyFile(f, filepath.Join(dir, "wheelhouse", filepath.Base(f))); err != nil {
@@ -229,6 +254,9 @@ func lockSteps(lock []env.LockedPackage) []env.Step {
 	n := 0
 	var local []string
 	for _, p := range lock {
+		if p.Build {
+			continue // staged for the project's build, not installed
+		}
 		if p.Local {
 			if path := strings.TrimPrefix(p.URL, "file://"); strings.HasPrefix(path, env.RepoRoot) {
 				local = append(local, path)
@@ -254,7 +282,10 @@ func lockSteps(lock []env.LockedPackage) []env.Step {
 
 // lockFile is where a --locked build's requirements are inside the install
 // sandbox.
-const lockFile = "/tmp/cwm-lock.txt"
+const (
+	lockFile      = "/tmp/cwm-lock.txt"
+	lockFetchFile = "/tmp/cwm-lock-fetch.txt" // the part the wheel cache lacks
+)
 
 // ReadLock reads a lock: an environment's (its manifest's lock) is the
 // caller's business; this reads a requirements file with hashes as
@@ -269,6 +300,10 @@ func ReadLock(path string) ([]env.LockedPackage, error) {
 		line = strings.TrimSpace(line)
 		if m := lockLocal().FindStringSubmatch(line); m != nil {
 			lock = append(lock, env.LockedPackage{Name: env.RequirementName(m[1]), Version: m[2], URL: m[3], Local: true})
+			continue
+		}
+		if m := lockBuild().FindStringSubmatch(line); m != nil {
+			lock = append(lock, env.LockedPackage{Name: env.RequirementName(m[1]), Version: m[2], SHA256: m[3], Build: true})
 			continue
 		}
 		if line == "" || strings.HasPrefix(line, "#") {
@@ -287,6 +322,8 @@ func ReadLock(path string) ([]env.LockedPackage, error) {
 }
 
 var lockLocal = lazyre.New(`^# ([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+) local (file://\S+)$`)
+
+var lockBuild = lazyre.New(`^# build: ([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)\s+--hash=sha256:([0-9a-f]{64})$`)
 
 var lockLine = lazyre.New(`^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)\s+--hash=sha256:([0-9a-f]{64})$`)
 

@@ -23,11 +23,14 @@ func (in *installer) pipWords(report string) []string {
 	if in.mode == env.ModeOffline {
 		return []string{"python", "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--no-index", "--no-build-isolation"}
 	}
-	w := []string{env.VenvRoot + "/bin/python", toolsPip, "install", "--disable-pip-version-check", "--no-input"}
+	// Build dependencies in pip's own process (pip 26's inprocess-build-deps):
+	// the launcher then sees their downloads too, and they take the
+	// build's find-links and index as the install does.
+	w := []string{env.VenvRoot + "/bin/python", toolsPipMain, "install", "--disable-pip-version-check", "--no-input", "--use-feature=inprocess-build-deps"}
 	if report != "" {
 		w = append(w, "--report", report)
 	}
-	if in.mode == env.ModeWheelhouse {
+	if in.mode == env.ModeWheelhouse || in.noIndex {
 		return append(w, "--no-index", "--find-links", toolsWheels)
 	}
 	if in.exclude != "" {
@@ -45,7 +48,7 @@ func (in *installer) pipFunc() string {
 	}
 	// python -m pip too: the venv has no pip module.
 	return `pip() { if [ "$1" = install ]; then shift; set -- install --report ` + shellReports + `-$BASHPID-$RANDOM.json ` + strings.Join(in.pipWords("")[3:], " ") + ` "$@"; fi; ` +
-		env.VenvRoot + `/bin/python ` + toolsPip + ` "$@"; }; pip3() { pip "$@"; }; ` +
+		env.VenvRoot + `/bin/python ` + toolsPipMain + ` "$@"; }; pip3() { pip "$@"; }; ` +
 		`_cwm_python() { local py=$1; shift; if [ "$1" = -m ] && { [ "$2" = pip ] || [ "$2" = pip3 ]; }; then shift 2; pip "$@"; else command "$py" "$@"; fi; }; ` +
 		`python() { _cwm_python python "$@"; }; python3() { _cwm_python python3 "$@"; }; `
 }
@@ -74,46 +77,93 @@ func (in *installer) readReport(ctx context.Context, report string) error {
 	return err
 }
 
+// planLocked prepares a --locked build: the lock's packages split into
+// those the wheel cache holds (staged in the tools' wheelhouse, installed
+// with no index) and those to fetch from the index. Every other step runs
+// with no index too when the cache holds all of the lock's files, build
+// entries included, and the lock has build entries for its local
+// projects: a lock written before build entries has none, and its
+// projects' isolated builds fetch their backend from the index.
+func (in *installer) planLocked(lock []env.LockedPackage, cached map[string]string) {
+	in.locked = true
+	if in.mode != env.ModeOnline {
+		cached = nil // a wheelhouse build has its files in the wheelhouse
+	}
+	var have, fetch []env.LockedPackage
+	all, build, local := true, false, false
+	for _, p := range lock {
+		if p.Local {
+			local = true
+			continue
+		}
+		_, ok := cached[p.SHA256]
+		ok = ok && remote(p)
+		all = all && ok
+		switch {
+		case p.Build:
+			build = true
+		case ok:
+			have = append(have, p)
+		default:
+			fetch = append(fetch, p)
+		}
+	}
+	in.lockCached, in.lockFetch = env.LockRequirements(have), env.LockRequirements(fetch)
+	in.noIndex = in.mode == env.ModeOnline && all && (build || !local)
+}
+
 // runLocked installs a --locked build's packages: every artifact must
-// match its hash, and nothing is resolved. An artifact that does not
+// match its hash, and nothing is resolved. Those the wheel cache holds
+// are installed with no index (pip prefers an index's copy of a file
+// over a local one), the rest from the index. An artifact that does not
 // match fails the build, naming it: that is tampering or a changed
 // index, never something to install around.
 func (in *installer) runLocked(ctx context.Context, st *env.Step) error {
-	if !strings.Contains(in.lockText, "--hash=") {
+	if in.lockCached == "" && in.lockFetch == "" {
 		st.Status, st.Note = "skipped", "the lock names no package but local ones"
 		return nil
 	}
-	if err := in.s.WriteFile(ctx, lockFile, []byte(in.lockText), 0o644); err != nil {
-		return fmt.Errorf("write the lock into the sandbox: %w", err)
+	st.Status = "ok"
+	var runs []string
+	for _, part := range []struct {
+		text, file string
+		noIndex    bool
+	}{{in.lockCached, lockFile, true}, {in.lockFetch, lockFetchFile, in.noIndex}} {
+		if part.text == "" {
+			continue
+		}
+		if err := in.s.WriteFile(ctx, part.file, []byte(part.text), 0o644); err != nil {
+			return fmt.Errorf("write the lock into the sandbox: %w", err)
+		}
+		in.reports++
+		report := fmt.Sprintf("/tmp/cwm-pip-report-%d.json", in.reports)
+		pip := *in
+		pip.noIndex = part.noIndex
+		run := strings.Join(append(pip.pipWords(report), "--require-hashes", "--no-deps", "-r", part.file), " ")
+		runs = append(runs, run)
+		st.Run = strings.Join(runs, " && ")
+		res, err := in.exec(ctx, run, "")
+		if err != nil {
+			return err
+		}
+		if !res.Success() {
+			out := string(res.Stdout) + "\n" + string(res.Stderr)
+			if m := hashMismatch().FindStringSubmatch(out); m != nil {
+				return inputErrorf("the lock's %s does not match its hash: %s has sha256 %s, the lock says %s", m[1], m[2], m[4], m[3])
+			}
+			if m := pipMissing().FindStringSubmatch(out); m != nil {
+				return inputErrorf("the lock's %s is not available (%s)", m[1], firstError(out))
+			}
+			st.Status, st.Note = "failed", res.Describe()+": "+firstError(out)+"; "+in.hint()
+			return nil
+		}
+		if err := in.readReport(ctx, report); err != nil {
+			return err
+		}
 	}
-	in.reports++
-	report := fmt.Sprintf("/tmp/cwm-pip-report-%d.json", in.reports)
-	pip := in.pipWords(report)
-	if in.localWheels {
-		// Every artifact is in the wheel cache: pip prefers an index's
-		// copy of a file, so the index is left out of this step.
-		local := *in
-		local.mode = env.ModeWheelhouse
-		pip = local.pipWords(report)
+	if in.lockCached != "" && in.lockFetch != "" {
+		st.Note = "the wheel cache lacked some of the lock's files: those came from the index"
 	}
-	words := append(pip, "--require-hashes", "--no-deps", "-r", lockFile)
-	st.Run = strings.Join(words, " ")
-	res, err := in.exec(ctx, st.Run, "")
-	if err != nil {
-		return err
-	}
-	if res.Success() {
-		st.Status = "ok"
-		return in.readReport(ctx, report)
-	}
-	out := string(res.Stdout) + "\n" + string(res.Stderr)
-	if m := hashMismatch().FindStringSubmatch(out); m != nil {
-		return inputErrorf("the lock's %s does not match its hash: %s has sha256 %s, the lock says %s", m[1], m[2], m[4], m[3])
-	}
-	if m := pipMissing().FindStringSubmatch(out); m != nil {
-		return inputErrorf("the lock's %s is not available (%s)", m[1], firstError(out))
-	}
-	st.Status, st.Note = "failed", res.Describe()+": "+firstError(out)+"; "+in.hint()
 	return nil
 }
 

@@ -3,9 +3,6 @@ package envbuild
 import (
 	"context"
 	"net"
-	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -174,35 +171,17 @@ func readFile(t testing.TB, path string) []byte {
 }
 
 // indexPolicy is a relay policy that allows the test's loopback index,
-// as --allow-host IP:PORT does, and points pip at it. The index is
-// reached through a proxy on the loopback that adds the caching headers
-// a real index sends with its files (immutable, a year), so that pip
-// caches what it downloads as it does from a real index.
+// as --allow-host IP:PORT does, and points pip at it. The index's files
+// come without caching headers (as through this machine's proxy), so pip's
+// own HTTP cache keeps nothing: the wheel cache is filled from the pip
+// launcher's copies.
 func indexPolicy(t testing.TB, ix *indextest.Index) *egress.Policy {
 	t.Helper()
-	target, err := url.Parse("http://" + ix.Addr)
+	allow, err := egress.ParseAllowHost(ix.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.ModifyResponse = func(r *http.Response) error {
-		if strings.HasPrefix(r.Request.URL.Path, "/files/") {
-			r.Header.Set("Cache-Control", "max-age=31536000, immutable, public")
-		}
-		return nil
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: rp, ReadHeaderTimeout: time.Minute}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	allow, err := egress.ParseAllowHost(ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := egress.Policy{IndexURL: "http://" + ln.Addr().String() + "/simple"}
+	p := egress.Policy{IndexURL: ix.URL}
 	p.Allow(allow)
 	return &p
 }
