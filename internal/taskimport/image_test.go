@@ -19,8 +19,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"cwm/internal/base"
 	"cwm/internal/base/basetest"
 	"cwm/internal/pytestenv"
 )
@@ -45,7 +45,7 @@ type repo struct {
 	dir, base, patch, testPatch string
 }
 
-func git(t *testing.T, dir string, args ...string) string {
+func git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"}, args...)...)
 	cmd.Dir = dir
@@ -57,7 +57,7 @@ func git(t *testing.T, dir string, args ...string) string {
 	return string(out)
 }
 
-func makeRepo(t *testing.T) repo {
+func makeRepo(t testing.TB) repo {
 	t.Helper()
 	dir := t.TempDir()
 	write := func(name, text string) {
@@ -91,7 +91,7 @@ type layer struct {
 	dirs  map[string]string // image path -> host directory
 }
 
-func (l layer) v1(t *testing.T) v1.Layer {
+func (l layer) v1(t testing.TB) v1.Layer {
 	t.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -173,7 +173,7 @@ func (l layer) v1(t *testing.T) v1.Layer {
 		t.Fatal(err)
 	}
 	data := buf.Bytes()
-	v, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
+	v, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }, tarball.WithMediaType(types.OCILayer))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func (l layer) v1(t *testing.T) v1.Layer {
 // pytestSite is the site-packages of a venv holding pinned pytest and
 // its dependencies (pure Python: they run on the Debian base's 3.11 as on
 // the host's), for the images' environments.
-func pytestSite(t *testing.T) string {
+func pytestSite(t testing.TB) string {
 	t.Helper()
 	venv := pytestenv.Venv(t, filepath.Join("testdata", "pyreq", "pytest.txt"))
 	sites, _ := filepath.Glob(filepath.Join(venv, "lib", "python3*", "site-packages"))
@@ -221,19 +221,20 @@ func venvFiles(dir string) map[string]string {
 
 // debianImage is the Debian bookworm test base as an image, from its
 // blobs, with layers on top and config's Env and WorkingDir.
-func debianImage(t *testing.T, workdir string, layers ...v1.Layer) v1.Image {
+func debianImage(t testing.TB, workdir string, layers ...v1.Layer) v1.Image {
 	t.Helper()
 	b := basetest.Debian(t, "bookworm")
 	blobs := filepath.Join(filepath.Dir(filepath.Dir(b.Dir())), "blobs", "sha256")
 	var ls []v1.Layer
 	for _, l := range b.Layers {
-		bl, err := tarball.LayerFromFile(filepath.Join(blobs, strings.TrimPrefix(l.Digest, "sha256:")))
+		bl, err := tarball.LayerFromFile(filepath.Join(blobs, strings.TrimPrefix(l.Digest, "sha256:")), tarball.WithMediaType(types.OCILayer))
 		if err != nil {
 			t.Fatalf("layer %s of %s: %v", l.Digest, b.Short(), err)
 		}
 		ls = append(ls, bl)
 	}
-	img, err := mutate.AppendLayers(empty.Image, append(ls, layers...)...)
+	// OCI media types throughout, which umoci (the benchmark) reads.
+	img, err := mutate.AppendLayers(mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON), append(ls, layers...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +252,7 @@ func debianImage(t *testing.T, workdir string, layers ...v1.Layer) v1.Image {
 	return img
 }
 
-func push(t *testing.T, img v1.Image, ref string) {
+func push(t testing.TB, img v1.Image, ref string) {
 	t.Helper()
 	r, err := name.ParseReference(ref)
 	if err != nil {
@@ -268,7 +269,7 @@ func push(t *testing.T, img v1.Image, ref string) {
 // /testbed at its base commit, its environment the conda env "testbed"
 // at /opt/miniconda3/envs/testbed (here a venv there, with pytest), which
 // the harness activates: only the PATH the import adds finds pytest.
-func sweBenchTestImage(t *testing.T, r repo, site string) v1.Image {
+func sweBenchTestImage(t testing.TB, r repo, site string) v1.Image {
 	env := "/opt/miniconda3/envs/testbed"
 	files := venvFiles(env)
 	files[env+"/bin/pytest"] = "#!" + env + "/bin/python\nimport sys\nfrom pytest import console_main\nsys.exit(console_main())\n"
@@ -280,7 +281,7 @@ func sweBenchTestImage(t *testing.T, r repo, site string) v1.Image {
 // r2eTestImage is an image in R2E-Gym's layout: the repository at
 // /testbed with its venv at /testbed/.venv and run_tests.sh, the tests
 // that grade it at /r2e_tests, outside the repository.
-func r2eTestImage(t *testing.T, r repo, site string) v1.Image {
+func r2eTestImage(t testing.TB, r repo, site string) v1.Image {
 	files := venvFiles("/testbed/.venv")
 	files["/testbed/run_tests.sh"] = ".venv/bin/python -W ignore -m pytest -rA r2e_tests\n"
 	files["/r2e_tests/__init__.py"] = ""
@@ -289,4 +290,3 @@ func r2eTestImage(t *testing.T, r repo, site string) v1.Image {
 	return debianImage(t, "/testbed", l.v1(t))
 }
 
-var _ = base.ShortDigest
