@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 
 	"cwm/internal/base"
 	"cwm/internal/basebuild"
@@ -29,11 +29,12 @@ import (
 //     the store has it, so this checks and finds it), then the grading
 //     run in a fresh sandbox on the base (patches, test files restored,
 //     tests, log parsed);
+//
 //   - umoci unpack of the layout into a bundle, its config.json given the
 //     same eval script (and without the rlimits runc refuses here), and
 //     runc run of it.
 //
-//	go test -run '^$' -bench BenchmarkGoldRun -benchtime 3x ./internal/taskimport/
+//     go test -run '^$' -bench BenchmarkGoldRun -benchtime 3x ./internal/taskimport/
 func BenchmarkGoldRun(b *testing.B) {
 	for _, tool := range []string{"umoci", "runc"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -80,7 +81,7 @@ func BenchmarkGoldRun(b *testing.B) {
 		bundle := filepath.Join(work, "bundle")
 		exec.Command("rm", "-rf", bundle).Run()
 		start = time.Now()
-		out, err := exec.Command("umoci", "unpack", "--image", oci + ":bench", bundle).CombinedOutput()
+		out, err := exec.Command("umoci", "unpack", "--image", oci+":bench", bundle).CombinedOutput()
 		if err != nil {
 			b.Fatalf("umoci unpack: %v: %s", err, out)
 		}

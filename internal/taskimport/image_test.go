@@ -289,4 +289,3 @@ func r2eTestImage(t testing.TB, r repo, site string) v1.Image {
 	l := layer{files: files, dirs: map[string]string{"/testbed": r.dir, "/testbed/.venv/lib/python3.11/site-packages": site}}
 	return debianImage(t, "/testbed", l.v1(t))
 }
-
