@@ -89,7 +89,7 @@ func common(t *task.Task, r row, base func(string) (string, error)) error {
 	if t.InstanceID == "" {
 		return bad("missing field %q", "instance_id")
 	}
-	err := fill(field{&t.BaseCommit, base, "base_commit"}, field{&t.Repo, r.nonEmpty, "repo"}, field{&t.Patch, r.nonEmpty, "patch"}, field{&t.TestPatch, r.str, "test_patch"})
+	err := fill(field{&t.BaseCommit, base, "base_commit"}, field{&t.Repo, r.nonEmpty, "repo"}, field{&t.Patch, r.nonEmpty, "patch"}, field{&t.TestPatch, r.opt, "test_patch"})
 	if err != nil {
 		return err
 	}

@@ -59,27 +59,57 @@ func git(t testing.TB, dir string, args ...string) string {
 
 func makeRepo(t testing.TB) repo {
 	t.Helper()
-	dir := t.TempDir()
-	write := func(name, text string) {
-		os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755)
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	git(t, dir, "init", "-q", "-b", "main")
+	dir := gitRepo(t, calcRepo)
+	r := repo{dir: dir, base: strings.TrimSpace(git(t, dir, "rev-parse", "HEAD"))}
+	r.patch = change(t, dir, "calc/__init__.py", calcFix)
+	r.testPatch = change(t, dir, "tests/test_calc.py", calcNewTest)
+	return r
+}
+
+// makeSmithRepo is the test repository as SWE-smith's images hold it:
+// the clean tree (fixed, with the test that finds the bug); its patch
+// makes the bug.
+func makeSmithRepo(t testing.TB) repo {
+	t.Helper()
+	files := map[string]string{}
 	for n, text := range calcRepo {
-		write(n, text)
+		files[n] = text
+	}
+	files["calc/__init__.py"], files["tests/test_calc.py"] = calcFix, calcNewTest
+	dir := gitRepo(t, files)
+	r := repo{dir: dir, base: strings.TrimSpace(git(t, dir, "rev-parse", "HEAD"))}
+	r.patch = change(t, dir, "calc/__init__.py", calcRepo["calc/__init__.py"])
+	return r
+}
+
+// gitRepo is a git repository of one commit holding files.
+func gitRepo(t testing.TB, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	git(t, dir, "init", "-q", "-b", "main")
+	for n, text := range files {
+		writeFile(t, filepath.Join(dir, n), text)
 	}
 	git(t, dir, "add", "-A")
 	git(t, dir, "commit", "-q", "-m", "calc")
-	r := repo{dir: dir, base: strings.TrimSpace(git(t, dir, "rev-parse", "HEAD"))}
-	write("calc/__init__.py", calcFix)
-	r.patch = git(t, dir, "diff")
+	return dir
+}
+
+// change is the diff git writes for name given text, left undone.
+func change(t testing.TB, dir, name, text string) string {
+	t.Helper()
+	writeFile(t, filepath.Join(dir, name), text)
+	d := git(t, dir, "diff")
 	git(t, dir, "checkout", "-q", "--", ".")
-	write("tests/test_calc.py", calcNewTest)
-	r.testPatch = git(t, dir, "diff")
-	git(t, dir, "checkout", "-q", "--", ".")
-	return r
+	return d
+}
+
+func writeFile(t testing.TB, path, text string) {
+	t.Helper()
+	os.MkdirAll(filepath.Dir(path), 0o755)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // layer is a tar layer made of files (image path -> content; a content
@@ -276,6 +306,17 @@ func sweBenchTestImage(t testing.TB, r repo, site string) v1.Image {
 	l := layer{files: files, modes: map[string]int64{env + "/bin/pytest": 0o755},
 		dirs: map[string]string{"/testbed": r.dir, env + "/lib/python3.11/site-packages": site}}
 	return debianImage(t, "/testbed", l.v1(t))
+}
+
+// smithTestImage is an image in SWE-smith's layout: SWE-bench's, the
+// repository's tree clean (the row's patch makes the bug).
+func smithTestImage(t testing.TB, r repo, site string) v1.Image { return sweBenchTestImage(t, r, site) }
+
+// rebenchTestImage is an image in SWE-rebench V2's layout: the repository
+// at /{name}, pytest in the image's own Python (no PATH added).
+func rebenchTestImage(t testing.TB, r repo, site string) v1.Image {
+	l := layer{dirs: map[string]string{"/calc": r.dir, "/usr/local/lib/python3.11/dist-packages": site}}
+	return debianImage(t, "/calc", l.v1(t))
 }
 
 // r2eTestImage is an image in R2E-Gym's layout: the repository at

@@ -54,6 +54,9 @@ func TestImport(t *testing.T) {
 	reg := ocitest.Start(t, "", "")
 	push(t, sweBenchTestImage(t, r, site), reg.Host+"/swebench/sweb.eval.x86_64.cwm-test_1776_calc-1:latest")
 	push(t, r2eTestImage(t, r, site), reg.Host+"/namanjain12/calc_final:0123abc")
+	smith := makeSmithRepo(t)
+	push(t, smithTestImage(t, smith, site), reg.Host+"/jyangballin/swesmith.x86_64.cwm-test_1776_calc.0123abcd:latest")
+	push(t, rebenchTestImage(t, r, site), reg.Host+"/swerebench/sweb.eval.x86_64.cwm-test_1776_calc-1:latest")
 
 	home := t.TempDir()
 	o := Options{Mirror: reg.Host, Sandboxes: Sandboxes{Runtime: rt, Store: base.NewStore(home)},
@@ -184,6 +187,48 @@ func TestImport(t *testing.T) {
 		}
 		checkWritten(t, ts)
 	})
+
+	t.Run("swe-smith", func(t *testing.T) {
+		row := map[string]any{"instance_id": "cwm-test__calc.0123abcd.func_pm_op_change__x1", "repo": "swesmith/cwm-test__calc.0123abcd",
+			"image_name": "jyangballin/swesmith.x86_64.cwm-test_1776_calc.0123abcd:latest", "patch": smith.patch,
+			"problem_statement": "add(2, -3) is 5", "FAIL_TO_PASS": `["tests/test_calc.py::test_add_negative"]`,
+			"PASS_TO_PASS": `["tests/test_calc.py::test_add", "tests/test_calc.py::test_mul"]`}
+		k := importOne(t, o, "swe-smith", row)
+		if k.BugPatch != smith.patch || k.BaseCommit != smith.base || !strings.Contains(k.Patch, "+    return a + b") {
+			t.Errorf("swe-smith task: bug patch %q, base %s (want %s), gold %q; want the row's patch as the bug and its reverse as the fix", k.BugPatch, k.BaseCommit, smith.base, k.Patch)
+		}
+	})
+
+	t.Run("swe-rebench-v2", func(t *testing.T) {
+		row := sweRow(r, "cwm-test__calc-1")
+		row["image_name"] = "swerebench/sweb.eval.x86_64.cwm-test_1776_calc-1:latest"
+		row["language"] = "Python"
+		row["install_config"] = map[string]any{"test_cmd": []any{"python3 -m pytest -rA tests/test_calc.py"}, "log_parser": "parse_log_pytest_v2"}
+		k := importOne(t, o, "swe-rebench-v2", row)
+		if k.Imported.Workdir != "/calc" || k.Imported.LogParser != "parse_log_pytest_v2" {
+			t.Errorf("swe-rebench-v2 task: workdir %q, parser %q; want /calc, parse_log_pytest_v2", k.Imported.Workdir, k.Imported.LogParser)
+		}
+	})
+}
+
+// importOne imports a file of one row of format and returns its task,
+// which must hold.
+func importOne(t *testing.T, o Options, format string, row map[string]any) task.Task {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), format+".jsonl")
+	os.WriteFile(path, []byte(jsonLine(t, row)+"\n"), 0o644)
+	o.Format = format
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	ts, rep, err := Import(ctx, path, o)
+	if err != nil {
+		t.Fatalf("Import(%s) = %v", path, err)
+	}
+	if len(ts) != 1 {
+		t.Fatalf("Import kept %d tasks, want 1: %s %+v", len(ts), rep.Summary(), rep.Left)
+	}
+	checkWritten(t, ts)
+	return ts[0]
 }
 
 // checkWritten writes ts as a tasks file and loads it back as every
