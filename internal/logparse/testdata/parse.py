@@ -1,5 +1,6 @@
 """Run swebench's own log parsers on logs: argv is the log files; prints
-one JSON object, {parser: {log file name: {test: status}}}."""
+one JSON object: {"parsers": {parser: {log file name: {test: status}}},
+"by_repo": {repo: parser}}, the Python parsers of PARSER_REGISTRY."""
 import json
 import os
 import sys
@@ -8,7 +9,6 @@ from swebench.harness.log_parsers import PARSER_REGISTRY
 from swebench.harness.log_parsers.python import MAP_REPO_TO_PARSER_PY
 
 out = {}
-names = sorted(f.__name__ for f in MAP_REPO_TO_PARSER_PY.values())
 for name, fn in PARSER_REGISTRY.items():
     if fn.__module__ != "swebench.harness.log_parsers.python":
         continue
