@@ -22,7 +22,7 @@ func TestInputErrors(t *testing.T) {
 		return p
 	}
 	good := `{"instance_id": "a", "env_id": "e", "FAIL_TO_PASS": ["t1"], "PASS_TO_PASS": []}`
-	wrongType := file("tasks.jsonl", good+"\n"+`{"instance_id": "b", "env_id": "e", "FAIL_TO_PASS": "t1"}`+"\n")
+	wrongType := file("tasks.jsonl", good+"\n"+`{"instance_id": "b", "env_id": "e", "FAIL_TO_PASS": 7}`+"\n")
 	torn := file("torn.jsonl", good+"\n"+`{"instance_id": "b", "env_`)
 	missing := filepath.Join(dir, "missing.jsonl")
 	preds := file("preds.jsonl", `{"instance_id": "a", "model_patch": ""}`+"\n")
@@ -34,7 +34,7 @@ func TestInputErrors(t *testing.T) {
 	forage := []string{"forage", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--out", out, "--tasks"}
 	reward := []string{"reward", "--in", preds, "--out", out, "--tasks"}
 
-	const wantType = `tasks.jsonl:2: field "FAIL_TO_PASS": want an array of strings, got a string`
+	const wantType = `tasks.jsonl:2: field "FAIL_TO_PASS": want a list of test ids or a JSON string holding one, got 7`
 	const wantTorn = `torn.jsonl:2: the last line is cut off`
 	cases := []struct {
 		name string

@@ -48,6 +48,9 @@ type Task struct {
 	StatementSource string `json:"statement_source,omitempty"`
 	// FixClass is the fix classifier's verdict on a commit task.
 	FixClass *FixClass `json:"fix_class,omitempty"`
+	// Imported says how a task imported from a published dataset runs:
+	// its image and how its own harness grades it (nil for cwm's tasks).
+	Imported *Imported `json:"imported,omitempty"`
 }
 
 // FixClass is the fix classifier's verdict on a commit: whether it fixes

@@ -107,3 +107,42 @@ func TestLoadAll(t *testing.T) {
 		t.Errorf("LoadAll with a missing file = %v, want a not-found error", err)
 	}
 }
+
+// FAIL_TO_PASS and PASS_TO_PASS load as a list or as a JSON-encoded
+// string (the published datasets' form); a string that is not a list is
+// an input error naming the line.
+func TestLoadTestLists(t *testing.T) {
+	for _, tc := range []struct {
+		name, line string
+		f2p, p2p   []string
+		err        string
+	}{
+		{"lists", `{"instance_id": "a", "FAIL_TO_PASS": ["t1"], "PASS_TO_PASS": ["t2", "t3"]}`, []string{"t1"}, []string{"t2", "t3"}, ""},
+		{"strings", `{"instance_id": "a", "FAIL_TO_PASS": "[\"t1\"]", "PASS_TO_PASS": "[\"t2\", \"t3\"]"}`, []string{"t1"}, []string{"t2", "t3"}, ""},
+		{"empty string list", `{"instance_id": "a", "FAIL_TO_PASS": "[\"t1\"]", "PASS_TO_PASS": "[]"}`, []string{"t1"}, []string{}, ""},
+		{"null", `{"instance_id": "a", "FAIL_TO_PASS": null}`, nil, nil, ""},
+		{"not a list", `{"instance_id": "a", "FAIL_TO_PASS": "t1"}`, nil, nil, ":1: "},
+		{"number", `{"instance_id": "a", "PASS_TO_PASS": 3}`, nil, nil, ":1: "},
+	} {
+		path := filepath.Join(t.TempDir(), "tasks.jsonl")
+		if err := os.WriteFile(path, []byte(tc.line+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ts, err := Load(path)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), path+tc.err) || errkind.Of(err) != errkind.Input {
+				t.Errorf("%s: Load = %v (kind %v), want an input error containing %q", tc.name, err, errkind.Of(err), path+tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: Load = %v", tc.name, err)
+		}
+		if diff := cmp.Diff([]string(tc.f2p), ts[0].FailToPass); diff != "" {
+			t.Errorf("%s: FAIL_TO_PASS (-want +got):\n%s", tc.name, diff)
+		}
+		if diff := cmp.Diff([]string(tc.p2p), ts[0].PassToPass); diff != "" {
+			t.Errorf("%s: PASS_TO_PASS (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}

@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"cwm/internal/base"
+	"cwm/internal/basebuild"
+	"cwm/internal/command"
+	"cwm/internal/errkind"
+	"cwm/internal/jsonl"
+	"cwm/internal/sandbox"
+	"cwm/internal/taskimport"
+)
+
+type tasksImportCmd struct {
+	format   string
+	mirror   string
+	out      string
+	report   string
+	runs     int
+	platform string
+	quiet    bool
+}
+
+func (*tasksImportCmd) Name() string { return "tasks import" }
+func (*tasksImportCmd) Synopsis() string {
+	return "import a SWE-bench-family dataset's tasks, images and all, validated"
+}
+func (*tasksImportCmd) Usage() string {
+	return `--format FORMAT [flags] FILE
+Imports the instances of a published dataset: FILE holds its rows as the
+dataset publishes them (JSONL, a JSON list, or Parquet), FORMAT is one of
+swebench, swe-gym, r2e-gym, swe-smith, swe-rebench-v2. FAIL_TO_PASS and
+PASS_TO_PASS may be lists or JSON-encoded strings.
+
+The image each row names (image_name, docker_image, or SWE-bench's naming
+rule sweb.eval.x86_64.<id>) is pulled without Docker, from its registry or
+from --registry-mirror HOST, and stored as a base by digest (as cwm base
+import does). Each task is then validated in sandboxes on its image, the
+way its dataset's harness grades it (working directory, PATH, test
+command, log parser, hidden tests, test files restored at base_commit):
+--runs times with the empty patch (FAIL_TO_PASS must fail) and --runs
+times with the gold patch (every FAIL_TO_PASS and PASS_TO_PASS test must
+pass). The tasks that hold go to --out; a row or a task that does not is
+left out with its reason (bad row, duplicate instance_id, image missing,
+patch does not apply, gold fails, no-op passes, flaky, parser found no
+tests) in the validation report (--report, JSON), and the rest of the file
+is imported. Prints the report's summary line; exits 1 when no task holds.
+docs/tasks.md ("Importing the field's datasets") has each dataset's table.`
+}
+
+func (c *tasksImportCmd) Flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.format, "format", "", "the dataset's `FORMAT`: "+strings.Join(taskimport.Formats, ", "))
+	fs.StringVar(&c.mirror, "registry-mirror", "", "pull the images from `HOST` (host[:port]) instead of their registries")
+	fs.StringVar(&c.out, "out", "tasks.jsonl", "write the tasks that hold to `FILE`")
+	fs.StringVar(&c.report, "report", "", "write the validation report to `FILE` (default: --out's name with .report.json)")
+	fs.IntVar(&c.runs, "runs", 3, "grade each task `N` times with the gold patch and N times with the empty one")
+	fs.StringVar(&c.platform, "platform", "linux/amd64", "the `OS/ARCH` to take from an image index")
+	fs.BoolVar(&c.quiet, "quiet", false, "no progress")
+}
+
+func (c *tasksImportCmd) Run(ctx context.Context, e *command.Env, args []string) error {
+	if len(args) != 1 {
+		return command.Usagef("want one FILE of rows")
+	}
+	if c.format == "" {
+		return command.Usagef("--format is required (%s)", strings.Join(taskimport.Formats, ", "))
+	}
+	if c.runs < 1 {
+		return command.Usagef("--runs must be >= 1")
+	}
+	report := c.report
+	if report == "" {
+		report = strings.TrimSuffix(c.out, ".jsonl") + ".report.json"
+	}
+	rt, err := sandbox.NewRuntime(sandbox.Options{Home: e.Home, Log: e.Log})
+	if err != nil {
+		return fmt.Errorf("start sandbox runtime: %w", err)
+	}
+	defer rt.Close()
+	o := taskimport.Options{Format: c.format, Mirror: c.mirror, Runs: c.runs,
+		Sandboxes: taskimport.Sandboxes{Runtime: rt, Store: base.NewStore(e.Home)},
+		Base:      basebuild.Options{Runtime: rt, Platform: c.platform}}
+	if !c.quiet {
+		o.Progress = func(id, class, reason string) {
+			if class == "" {
+				fmt.Fprintf(e.Stderr, "ok   %s\n", id)
+				return
+			}
+			fmt.Fprintf(e.Stderr, "left %s: %s: %s\n", id, class, reason)
+		}
+	}
+	ts, rep, err := taskimport.Import(ctx, args[0], o)
+	if err != nil {
+		if errkind.Of(err) == errkind.Usage {
+			return command.Usagef("%v", err)
+		}
+		return err
+	}
+	err = jsonl.Replace(c.out, func(w *bufio.Writer) error {
+		for _, t := range ts {
+			b, err := json.Marshal(t)
+			if err != nil {
+				return err
+			}
+			w.Write(append(b, '\n'))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	b, err := taskimport.MarshalReport(rep)
+	if err != nil {
+		return fmt.Errorf("write the report: %w", err)
+	}
+	if err := os.WriteFile(report, b, 0o644); err != nil {
+		return fmt.Errorf("write the report: %w", err)
+	}
+	fmt.Fprintln(e.Stdout, rep.Summary())
+	if len(ts) == 0 && rep.Rows > 0 {
+		return errkind.Errorf(errkind.Input, "no task of %s holds (the reasons are in %s)", args[0], report)
+	}
+	return nil
+}

@@ -1,0 +1,209 @@
+package taskimport
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"cwm/internal/basebuild"
+	"cwm/internal/errkind"
+	"cwm/internal/task"
+)
+
+// Options say how a dataset is imported.
+type Options struct {
+	// Format is the dataset's (one of Formats).
+	Format string
+	// Mirror, when set, is the registry host images are pulled from in
+	// place of the one their names give (a pull-through cache, a private
+	// copy): "mirror.example:5000" makes swebench/sweb.eval... pulled as
+	// mirror.example:5000/swebench/sweb.eval...
+	Mirror string
+	// Sandboxes grade the tasks; its Store is where images become bases.
+	Sandboxes Sandboxes
+	// Base is how images are imported (its Runtime finds their Python).
+	Base basebuild.Options
+	// Runs is how many times each task is graded with the gold patch and
+	// with the empty one (default 3).
+	Runs int
+	// Progress, when set, is told of each task as it is decided.
+	Progress func(id, class, reason string)
+}
+
+// Report is the validation report: what was read, what was kept, and why
+// the rest was left out.
+type Report struct {
+	Format string `json:"format"`
+	File   string `json:"file"`
+	Rows   int    `json:"rows"`
+	Kept   int    `json:"kept"`
+	// Left are the rows and tasks kept out, in the file's order.
+	Left []Left `json:"left"`
+	// Reasons counts Left by class.
+	Reasons map[string]int `json:"reasons"`
+	// Images maps each image pulled to the digest of the base it became.
+	Images  map[string]string `json:"images"`
+	Runs    int               `json:"runs"`
+	Seconds float64           `json:"seconds"`
+}
+
+// Left is a row or a task kept out.
+type Left struct {
+	Row        int    `json:"row"`
+	InstanceID string `json:"instance_id,omitempty"`
+	Class      string `json:"class"`
+	Reason     string `json:"reason"`
+}
+
+// Summary is the report's one line.
+func (r *Report) Summary() string {
+	var parts []string
+	for _, c := range sortedCounts(r.Reasons) {
+		parts = append(parts, fmt.Sprintf("%d %s", r.Reasons[c], c))
+	}
+	s := fmt.Sprintf("%s: %d rows, %d tasks kept, %d left out", r.File, r.Rows, r.Kept, len(r.Left))
+	if len(parts) > 0 {
+		s += " (" + strings.Join(parts, ", ") + ")"
+	}
+	return s
+}
+
+func sortedCounts(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Import reads the rows of path as o.Format publishes them, stores each
+// image the rows name as a base, and validates every instance; it returns
+// the tasks that hold and the report. A row or a task that does not hold
+// is in the report, not an error: errors are for the file as a whole
+// (missing, not rows at all) and for the machine (a sandbox that does not
+// start).
+func Import(ctx context.Context, path string, o Options) ([]task.Task, *Report, error) {
+	t0 := time.Now()
+	if !known(o.Format) {
+		return nil, nil, errkind.Errorf(errkind.Usage, "unknown format %q (known: %s)", o.Format, strings.Join(Formats, ", "))
+	}
+	if o.Runs <= 0 {
+		o.Runs = 3
+	}
+	rows, err := readRows(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	rep := &Report{Format: o.Format, File: path, Rows: len(rows), Reasons: map[string]int{}, Images: map[string]string{}, Runs: o.Runs}
+	leave := func(r row, id, class, reason string) {
+		rep.Left = append(rep.Left, Left{Row: r.n, InstanceID: id, Class: class, Reason: reason})
+		rep.Reasons[class]++
+		if o.Progress != nil {
+			o.Progress(id, class, reason)
+		}
+	}
+	seen := map[string]int{}
+	var kept []task.Task
+	pulled := map[string]error{}
+	for _, r := range rows {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		if r.bad != "" {
+			leave(r, "", ReasonBadRow, r.bad)
+			continue
+		}
+		t, err := instance(o.Format, r)
+		var re *rowError
+		if errors.As(err, &re) {
+			leave(r, t.InstanceID, ReasonBadRow, re.msg)
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if prev, ok := seen[t.InstanceID]; ok {
+			leave(r, t.InstanceID, ReasonDuplicate, fmt.Sprintf("instance_id %q already on row %d", t.InstanceID, prev))
+			continue
+		}
+		seen[t.InstanceID] = r.n
+		ref, err := mirrored(t.Imported.Image, o.Mirror)
+		if err != nil {
+			leave(r, t.InstanceID, ReasonBadRow, err.Error())
+			continue
+		}
+		t.Imported.Image = ref
+		if _, done := pulled[ref]; !done {
+			b, err := basebuild.Import(ctx, o.Sandboxes.Store, ref, o.Base)
+			if err == nil {
+				rep.Images[ref] = b.Digest
+			}
+			pulled[ref] = err
+		}
+		if err := pulled[ref]; err != nil {
+			if ctx.Err() != nil {
+				return nil, nil, ctx.Err()
+			}
+			leave(r, t.InstanceID, ReasonImageMissing, fmt.Sprintf("%s: %v", ref, err))
+			continue
+		}
+		t.Imported.Base = rep.Images[ref]
+		class, why, err := o.Sandboxes.validate(ctx, &t, o.Runs)
+		if err != nil {
+			return nil, nil, fmt.Errorf("validate %s: %w", t.InstanceID, err)
+		}
+		if class != "" {
+			leave(r, t.InstanceID, class, why)
+			continue
+		}
+		if o.Progress != nil {
+			o.Progress(t.InstanceID, "", "")
+		}
+		kept = append(kept, t)
+	}
+	rep.Kept = len(kept)
+	rep.Seconds = time.Since(t0).Seconds()
+	return kept, rep, nil
+}
+
+func known(format string) bool {
+	for _, f := range Formats {
+		if f == format {
+			return true
+		}
+	}
+	return false
+}
+
+// mirrored is ref pulled from mirror instead of its own registry: the
+// same repository path and tag or digest under the mirror's host.
+func mirrored(ref, mirror string) (string, error) {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return "", fmt.Errorf("image %q is not a reference: %v", ref, err)
+	}
+	if mirror == "" {
+		return ref, nil
+	}
+	repo := mirror + "/" + r.Context().RepositoryStr()
+	if d, ok := r.(name.Digest); ok {
+		return repo + "@" + d.DigestStr(), nil
+	}
+	return repo + ":" + r.Identifier(), nil
+}
+
+// MarshalReport is the report as written to its file.
+func MarshalReport(r *Report) ([]byte, error) {
+	if r.Left == nil {
+		r.Left = []Left{}
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	return append(b, '\n'), err
+}
