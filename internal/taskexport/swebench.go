@@ -228,4 +228,3 @@ func ReadInstances(path string) ([]Instance, error) {
 	})
 	return out, err
 }
-

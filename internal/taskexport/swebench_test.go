@@ -47,15 +47,16 @@ else:
     print(json.dumps(res))
 `
 
-// TestSWEBenchGrading exports mutate-fix tasks of the example repository
+// TestExportGrading exports mutate-fix tasks of the example repository
 // for SWE-bench and grades them with swebench 5.0.2's own code: each
 // instance's eval script, as swebench's make_test_spec gives it, runs in
 // cwm's sandbox on the instance's buggy tree (the tree of base_commit)
 // with the gold patch and with no patch, and swebench's get_eval_report
 // reads the logs: RESOLVED_FULL for every gold run, RESOLVED_NO for every
 // empty one. base_commit is checked to be a real commit of the mirror
-// holding the bug, at which the gold patch applies.
-func TestSWEBenchGrading(t *testing.T) {
+// holding the bug, at which the gold patch applies. The same tasks
+// exported for Harbor give reward 1 for the gold patch, 0 for none.
+func TestExportGrading(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds an environment, mutates it and grades with swebench")
 	}
@@ -133,6 +134,7 @@ func TestSWEBenchGrading(t *testing.T) {
 		}
 	}
 	t.Logf("swebench 5.0.2: gold RESOLVED_FULL %d of %d, empty RESOLVED_NO %d of %d", gold, len(insts), empty, len(insts))
+	checkHarbor(t, e, ts)
 }
 
 // checkBaseCommit checks, with the host's git on the export's mirror,
