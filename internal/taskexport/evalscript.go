@@ -36,7 +36,7 @@ func EvalScript(e *env.Env, baseCommit, testPatch string) (string, error) {
 		return "", fmt.Errorf("the test command %q is not pytest's: SWE-bench's pytest log parser cannot read it", c.Line)
 	}
 	run := testCommand(c)
-	files := patchedFiles(testPatch, false)
+	files := PatchedFiles(testPatch)
 	var b strings.Builder
 	b.WriteString("#!/bin/bash\nset -uxo pipefail\n")
 	fmt.Fprintf(&b, "cd %s\n", env.RepoRoot)
@@ -85,13 +85,13 @@ func delimiter(text string) string {
 	}
 }
 
-// patchedFiles lists the files a git patch changes, in order, without
-// those it creates unless withNew is set.
-func patchedFiles(patch string, withNew bool) []string {
+// PatchedFiles lists the files a git patch changes that exist before it
+// (not those it creates), in order: those an eval script restores.
+func PatchedFiles(patch string) []string {
 	var out []string
 	var cur string
 	flush := func(isNew bool) {
-		if cur != "" && (withNew || !isNew) {
+		if cur != "" && !isNew {
 			out = append(out, cur)
 		}
 		cur = ""

@@ -89,3 +89,4 @@ func sorted(ids []string) []string {
 	sort.Strings(out)
 	return out
 }
+
