@@ -89,4 +89,3 @@ func sorted(ids []string) []string {
 	sort.Strings(out)
 	return out
 }
-
