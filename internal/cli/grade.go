@@ -26,9 +26,9 @@ func (*gradeCmd) Usage() string {
 Grades a predictions file (JSONL or a JSON list of objects with
 instance_id, model_name_or_path and model_patch, as SWE-bench takes it)
 over cwm tasks, whose environments must be in $CWM_HOME: each patch is
-applied to the task's buggy tree in a sandbox with SWE-bench's chain of
-git apply commands, test_patch after it, and the FAIL_TO_PASS and
-PASS_TO_PASS tests run as cwm tasks validate runs them. Resolved: every
+graded as cwm reward grades it (a fresh sandbox on the task's buggy tree
+and test_patch, the patch by git apply or else patch --fuzz 5, the
+FAIL_TO_PASS and PASS_TO_PASS tests run by id). Resolved: every
 FAIL_TO_PASS test passes and no PASS_TO_PASS test fails (a skip is no
 regression). An empty or null patch, a patch that does not apply and an
 instance id no task has are recorded as SWE-bench records them

@@ -11,15 +11,15 @@ package grade
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
 	"cwm/internal/env"
-	"cwm/internal/sandbox"
+	"cwm/internal/reward"
 	"cwm/internal/task"
-	"cwm/internal/taskexport"
 	"cwm/internal/testrun"
 )
 
@@ -89,12 +89,6 @@ func Grade(ctx context.Context, sbs *env.Sandboxes, tasks []task.Task, preds []P
 		byID[tasks[i].InstanceID] = &tasks[i]
 	}
 	predicted := map[string]bool{}
-	boxes := map[string]*sandbox.Sandbox{}
-	defer func() {
-		for _, sb := range boxes {
-			sb.Close()
-		}
-	}()
 	for _, p := range preds {
 		rep.SubmittedIDs = append(rep.SubmittedIDs, p.InstanceID)
 		t := byID[p.InstanceID]
@@ -109,7 +103,7 @@ func Grade(ctx context.Context, sbs *env.Sandboxes, tasks []task.Task, preds []P
 			continue
 		}
 		start := time.Now()
-		in, err := gradeOne(ctx, sbs, boxes, o.Store, t, *p.ModelPatch)
+		in, err := gradeOne(ctx, sbs, o.Store, t, *p.ModelPatch)
 		if err != nil {
 			return nil, fmt.Errorf("grade %s: %w", p.InstanceID, err)
 		}
@@ -144,95 +138,43 @@ func Grade(ctx context.Context, sbs *env.Sandboxes, tasks []task.Task, preds []P
 	return rep, nil
 }
 
-// applyChain is SWE-bench's: each git apply in turn on a clean tree
-// (HEAD is the buggy tree, committed), then a check that the patch is
-// not already applied.
-const applyChain = `for cmd in "git apply --verbose" "git apply --verbose --3way" "git apply --verbose --reject"; do
-  git checkout -q -- . ; git clean -qfd
-  $cmd /tmp/cwm-model.patch && exit 0
-done
-git apply --check --reverse /tmp/cwm-model.patch && exit 0
-exit 3`
+// statusOf maps the outcome reward.Grade gives a test to the status
+// SWE-bench's parsers report ("missing": not in the log at all).
+var statusOf = map[string]string{string(testrun.Pass): "PASSED", string(testrun.Fail): "FAILED",
+	string(testrun.Error): "ERROR", string(testrun.Skip): "SKIPPED"}
 
-// buggyCommit commits the task's buggy tree, so the apply chain's resets
-// go back to it, as they go back to base_commit in SWE-bench's images.
-const buggyCommit = `set -e
-[ -s /tmp/cwm-bug.patch ] && git apply /tmp/cwm-bug.patch
-git add -A
-git -c user.name=cwm -c user.email=cwm@localhost commit -q --allow-empty -m buggy`
-
-// testPatch restores the files test_patch touches and applies it, after
-// the model's patch, as SWE-bench's eval script does.
-const testPatch = `set -e
-[ -s /tmp/cwm-test.patch ] || exit 0
-git checkout HEAD -- "$@" 2>/dev/null || true
-git apply /tmp/cwm-test.patch`
-
-// statusOf maps a cwm test outcome to the status SWE-bench's parsers
-// report.
-var statusOf = map[testrun.Outcome]string{testrun.Pass: "PASSED", testrun.Fail: "FAILED",
-	testrun.Error: "ERROR", testrun.Skip: "SKIPPED"}
-
-func gradeOne(ctx context.Context, sbs *env.Sandboxes, boxes map[string]*sandbox.Sandbox, st *env.Store, t *task.Task, patch string) (Instance, error) {
+// gradeOne grades patch on t with reward.Grade (a fresh sandbox: the
+// task's bug and test patches, the candidate by git apply or patch
+// --fuzz, the FAIL_TO_PASS and PASS_TO_PASS tests) and judges its
+// outcomes as SWE-bench's get_eval_report does.
+func gradeOne(ctx context.Context, sbs *env.Sandboxes, st *env.Store, t *task.Task, patch string) (Instance, error) {
 	in := Instance{PatchExists: true}
 	e := st.Get(t.EnvID)
 	if e == nil {
 		in.Error = fmt.Sprintf("environment %s is not in the store", t.EnvID)
 		return in, nil
 	}
-	sb := boxes[e.ID]
-	if sb == nil {
-		var err error
-		if sb, err = sbs.Open(ctx, e); err != nil {
-			return in, err
-		}
-		boxes[e.ID] = sb
+	r, err := reward.Grade(ctx, sbs, e, t, patch)
+	if errors.Is(err, reward.ErrTask) {
+		in.Error = err.Error()
+		return in, nil
 	}
-	if err := sb.Reset(ctx); err != nil {
-		return in, fmt.Errorf("reset sandbox: %w", err)
-	}
-	for name, text := range map[string]string{"/tmp/cwm-bug.patch": t.BugPatch, "/tmp/cwm-model.patch": patch, "/tmp/cwm-test.patch": t.TestPatch} {
-		if err := sb.WriteFile(ctx, name, []byte(text), 0o644); err != nil {
-			return in, fmt.Errorf("write %s: %w", name, err)
-		}
-	}
-	run := func(shell string, args ...string) (sandbox.Result, error) {
-		return sb.Exec(ctx, sandbox.Cmd{Args: append([]string{"bash", "-c", shell, "grade"}, args...), Dir: env.RepoRoot, Timeout: 5 * time.Minute})
-	}
-	res, err := run(buggyCommit)
 	if err != nil {
 		return in, err
 	}
-	if !res.Success() {
-		return in, fmt.Errorf("make the buggy tree: %s: %s", res.Describe(), lastLine(res.Stderr))
-	}
-	if res, err = run(applyChain); err != nil {
-		return in, err
-	}
-	if !res.Success() {
-		in.Error = ">>>>> Patch Apply Failed: " + lastLine(res.Stderr)
+	if r.Apply == reward.ApplyFailed {
+		in.Error = ">>>>> Patch Apply Failed: " + lastLine([]byte(r.ApplyLog))
 		return in, nil
 	}
-	if res, err = run(testPatch, taskexport.PatchedFiles(t.TestPatch)...); err != nil {
-		return in, err
-	}
-	if !res.Success() {
-		in.Error = "test_patch does not apply after the patch: " + lastLine(res.Stderr)
-		return in, nil
-	}
-	ids := append(append([]string{}, t.FailToPass...), t.PassToPass...)
-	rep, err := testrun.Run(ctx, sb, e.TestCommand, testrun.Options{IDs: ids, Timeout: e.Limits.Timeout,
-		PythonVersion: e.Python, OutputLimit: e.Limits.Output})
-	if err != nil {
-		return in, fmt.Errorf("run tests: %w", err)
-	}
-	if rep.Result.Reason != sandbox.ReasonNone {
-		in.Error = "the tests were stopped by the " + string(rep.Result.Reason) + " limit"
+	if r.TestNote != "" && len(r.Tests) == 0 {
+		in.Error = "no test outcomes: " + r.TestNote
 		return in, nil
 	}
 	statuses := map[string]string{}
-	for _, r := range rep.Tests {
-		statuses[r.ID] = statusOf[r.Outcome]
+	for _, o := range r.Tests {
+		if s, ok := statusOf[o.Outcome]; ok {
+			statuses[o.ID] = s
+		}
 	}
 	in.PatchSuccessfullyApplied = true
 	in.TestsStatus = map[string]Status{
