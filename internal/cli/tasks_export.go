@@ -13,9 +13,10 @@ import (
 )
 
 type tasksExportCmd struct {
-	format string
-	out    string
-	json   bool
+	format   string
+	out      string
+	json     bool
+	noImages bool
 }
 
 func (*tasksExportCmd) Name() string     { return "tasks export" }
@@ -29,7 +30,11 @@ the field's harnesses run and grade (docs/tasks.md, "Exporting tasks"):
             base_commit is a commit holding the bug, on a branch named
             for the instance in the bare mirror DIR/repos/ENV.git, so the
             gold patch applies there; eval_script, log_parser
-            (parse_log_pytest), image, eval_type.
+            (parse_log_pytest), eval_type; image, written as OCI image
+            layouts in DIR/images/ENV (the environment's base and layer
+            flattened, tagged latest, and a layer per task whose /repo is
+            at base_commit, tagged for the task); an environment on the
+            host's root has none.
   harbor    DIR/INSTANCE/ task directories (task format 1.3):
             instruction.md, task.toml, environment/Dockerfile,
             tests/test.sh (writes /logs/verifier/reward.txt),
@@ -46,6 +51,7 @@ func (c *tasksExportCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.format, "format", "", "`FORMAT`: swebench or harbor")
 	fs.StringVar(&c.out, "out", "", "write into `DIR` (made if missing)")
 	fs.BoolVar(&c.json, "json", false, "print the summary as JSON on stdout")
+	fs.BoolVar(&c.noImages, "no-images", false, "do not write the images (image and docker_image still name them)")
 }
 
 func (c *tasksExportCmd) Run(ctx context.Context, e *command.Env, args []string) error {
@@ -72,7 +78,7 @@ func (c *tasksExportCmd) Run(ctx context.Context, e *command.Env, args []string)
 		return err
 	}
 	defer closeRT()
-	sum, err := write(ctx, sbs, ts, c.out, taskexport.Options{Store: env.NewStore(e.Home)})
+	sum, err := write(ctx, sbs, ts, c.out, taskexport.Options{Store: env.NewStore(e.Home), NoImages: c.noImages})
 	if err != nil {
 		return fmt.Errorf("export %s: %w", args[0], err)
 	}
@@ -81,6 +87,9 @@ func (c *tasksExportCmd) Run(ctx context.Context, e *command.Env, args []string)
 	}
 	for _, d := range sum.Dropped {
 		fmt.Fprintf(e.Stderr, "dropped %s: %s\n", d.InstanceID, d.Reason)
+	}
+	for id, why := range sum.NoImage {
+		fmt.Fprintf(e.Stderr, "no image for %s: %s\n", id, why)
 	}
 	fmt.Fprintf(e.Stderr, "%d tasks: %d exported as %s to %s, %d dropped; %d test ids left out\n",
 		sum.Tasks, sum.Exported, sum.Format, sum.Out, len(sum.Dropped), sum.LeftOutTests)

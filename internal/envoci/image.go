@@ -158,3 +158,90 @@ func addToIndex(dir string, m v1.Descriptor, ref string) error {
 	}
 	return os.Rename(tmp, path)
 }
+
+// DeriveImage adds to the layout in dir the image ref: the image from
+// (a ref of the same layout) with one more layer, the uncompressed tar
+// in layerTar (a task's few files over its environment's image).
+func DeriveImage(dir, from, ref, layerTar string) (*ImageResult, error) {
+	idxRaw, err := os.ReadFile(filepath.Join(dir, "index.json"))
+	if err != nil {
+		return nil, fmt.Errorf("read the image layout %s: %w", dir, err)
+	}
+	var idx v1.IndexManifest
+	if err := json.Unmarshal(idxRaw, &idx); err != nil {
+		return nil, fmt.Errorf("read the image layout %s: %w", dir, err)
+	}
+	var base *v1.Descriptor
+	for i, d := range idx.Manifests {
+		if d.Annotations[refNameAnnotation] == from {
+			base = &idx.Manifests[i]
+		}
+	}
+	if base == nil {
+		return nil, fmt.Errorf("the image layout %s has no image %s", dir, from)
+	}
+	var m v1.Manifest
+	var cfg v1.ConfigFile
+	if err := readJSONBlob(dir, base.Digest.String(), &m); err != nil {
+		return nil, err
+	}
+	if err := readJSONBlob(dir, m.Config.Digest.String(), &cfg); err != nil {
+		return nil, err
+	}
+	src, err := os.Open(layerTar)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	tmp, err := os.CreateTemp(filepath.Join(dir, "blobs", "sha256"), ".layer-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(tmp.Name())
+	p, err := layertar.Compress(tmp, src)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("compress the layer of %s: %w", ref, err)
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, blobName(p.Digest))); err != nil {
+		return nil, err
+	}
+	diffID, _ := v1.NewHash(p.DiffID)
+	layerDigest, _ := v1.NewHash(p.Digest)
+	cfg.RootFS.DiffIDs = append(cfg.RootFS.DiffIDs, diffID)
+	cfg.History = append(cfg.History, v1.History{Created: cfg.Created, CreatedBy: "cwm: " + ref})
+	cfgRaw, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if m.Config, err = putBlob(dir, cfgRaw, types.OCIConfigJSON); err != nil {
+		return nil, err
+	}
+	m.Layers = append(m.Layers, v1.Descriptor{MediaType: types.OCILayer, Size: p.Size, Digest: layerDigest})
+	mRaw, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	mDesc, err := putBlob(dir, mRaw, types.OCIManifestSchema1)
+	if err != nil {
+		return nil, err
+	}
+	if err := addToIndex(dir, mDesc, ref); err != nil {
+		return nil, err
+	}
+	return &ImageResult{Dir: dir, Ref: ref, Digest: mDesc.Digest.String(), Bytes: p.Size}, nil
+}
+
+// readJSONBlob decodes the blob d of the layout in dir.
+func readJSONBlob(dir, d string, v any) error {
+	raw, err := os.ReadFile(filepath.Join(dir, blobName(d)))
+	if err != nil {
+		return fmt.Errorf("read blob %s: %w", d, err)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("blob %s: %w", d, err)
+	}
+	return nil
+}

@@ -148,3 +148,21 @@ func packTree(tw *tar.Writer, root, top string, links map[[2]uint64]string) erro
 	}
 	return nil
 }
+
+// Compress gzips the tar r holds into w, as Pack compresses its tars,
+// and returns its digests and sizes.
+func Compress(w io.Writer, r io.Reader) (Packed, error) {
+	zh := blobcache.NewHash()
+	gz, err := gzip.NewWriterLevel(io.MultiWriter(w, zh), gzip.DefaultCompression)
+	if err != nil {
+		return Packed{}, err
+	}
+	th := blobcache.NewHash()
+	if _, err := io.Copy(io.MultiWriter(gz, th), r); err != nil {
+		return Packed{}, err
+	}
+	if err := gz.Close(); err != nil {
+		return Packed{}, err
+	}
+	return Packed{Digest: zh.Digest(), Size: zh.N, DiffID: th.Digest(), TarSize: th.N}, nil
+}

@@ -60,7 +60,7 @@ func writeHarbor(dir string, inst Instance, t *task.Task, e *env.Env) error {
 	files := map[string]string{
 		"instruction.md":         inst.ProblemStatement + "\n",
 		"task.toml":              taskTOML(inst, e),
-		"environment/Dockerfile": dockerfile(inst, t),
+		"environment/Dockerfile": dockerfile(inst, t, e),
 		"tests/test.sh":          test,
 		"solution/solve.sh":      solveScript(inst.Patch),
 	}
@@ -84,12 +84,6 @@ func writeHarbor(dir string, inst Instance, t *task.Task, e *env.Env) error {
 		}
 	}
 	return nil
-}
-
-// TaskImage is the image environment/Dockerfile builds for an instance:
-// the environment's image with the bug committed.
-func TaskImage(inst Instance) string {
-	return strings.TrimSuffix(inst.Image, ":latest") + ":" + strings.ToLower(HarborDir(inst.InstanceID))
 }
 
 // taskTOML is task.toml: the verifier's and the agent's time limits, the
@@ -129,7 +123,7 @@ memory_mb = %d
 storage_mb = %d
 allow_internet = false
 `, HarborSchema, tomlString(inst.InstanceID), tomlString(inst.Repo), tomlString(e.ID), inst.BaseCommit,
-		verifier, tomlString(TaskImage(inst)), cpus, memMB, diskMB)
+		verifier, tomlString(inst.Image), cpus, memMB, diskMB)
 }
 
 // tomlString is s as a TOML basic string (JSON's escapes are TOML's for
@@ -141,15 +135,15 @@ func tomlString(s string) string {
 
 // dockerfile builds the task's image from its environment's: the working
 // tree at base_commit (the bug applied and committed, as the mirror's
-// branch holds it).
-func dockerfile(inst Instance, t *task.Task) string {
+// branch holds it), what the export's task image holds.
+func dockerfile(inst Instance, t *task.Task, e *env.Env) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "FROM %s\nWORKDIR %s\n", inst.Image, env.RepoRoot)
+	fmt.Fprintf(&b, "FROM %s\nWORKDIR %s\n", ImageName(e, "latest"), env.RepoRoot)
 	if t.BugPatch != "" {
 		b.WriteString("COPY bug.patch /tmp/bug.patch\n")
-		fmt.Fprintf(&b, "RUN git apply /tmp/bug.patch && rm /tmp/bug.patch && git add -A && \\\n"+
+		fmt.Fprintf(&b, "RUN git checkout -q --detach && git apply --index /tmp/bug.patch && rm /tmp/bug.patch && \\\n"+
 			"    GIT_AUTHOR_NAME=cwm GIT_AUTHOR_EMAIL=cwm@localhost GIT_COMMITTER_NAME=cwm GIT_COMMITTER_EMAIL=cwm@localhost \\\n"+
-			"    GIT_AUTHOR_DATE=%s GIT_COMMITTER_DATE=%s git commit -q -m %s\n",
+			"    GIT_AUTHOR_DATE=%s GIT_COMMITTER_DATE=%s git commit -q --no-verify -m %s\n",
 			commitDate(inst.CreatedAt), commitDate(inst.CreatedAt), quoteAll([]string{inst.InstanceID + ": the bug of the task"})[0])
 	}
 	return b.String()

@@ -15,7 +15,8 @@ import (
 	"cwm/internal/egress"
 	"cwm/internal/env"
 	"cwm/internal/envbuild"
-	"cwm/internal/envoci"
+	"cwm/internal/task"
+	"cwm/internal/tasks"
 )
 
 // imageTools makes sure umoci and runc (Debian's) are on PATH, installing
@@ -99,23 +100,69 @@ func runImage(t *testing.T, dir, ref, shell string) string {
 	return string(out)
 }
 
-// TestEnvImage writes the image of the example's environment on bookworm
-// and runs its tests in it with umoci and runc: the working directory is
-// the repository, the venv is on PATH, and the suite passes.
-func TestEnvImage(t *testing.T) {
+// TestImages exports mutate-fix tasks of the example built on bookworm
+// with their images and runs each task's image as a harness without
+// Docker would, with umoci unpack and runc run: the environment's image
+// runs the suite (working directory /repo, the venv on PATH, every test
+// passing); a task's image has /testbed at base_commit with a clean tree,
+// the gold patch applies there with git apply, and the instance's eval
+// script then passes every FAIL_TO_PASS and PASS_TO_PASS test, read as
+// SWE-bench's parse_log_pytest reads it.
+func TestImages(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds an environment on a Debian base and runs its image with runc")
+		t.Skip("builds an environment on a Debian base and runs its images with runc")
 	}
 	imageTools(t)
 	e := bookwormTextkit(t)
-	dir := filepath.Join(t.TempDir(), "images")
-	if _, err := envoci.WriteImage(e, dir, "latest"); err != nil {
-		t.Fatal(err)
+	out := t.TempDir()
+	mut := filepath.Join(out, "tasks.jsonl")
+	if _, err := tasks.Mutate(context.Background(), testSandboxes, e, tasks.MutateOptions{Out: mut, Max: 2, PerFunction: 1,
+		Seed: 3, Workers: 2, TimeoutFactor: 3}); err != nil {
+		t.Fatalf("Mutate: %v", err)
 	}
-	out := runImage(t, dir, "latest", `pwd; readlink /testbed; command -v python; python -m pytest -q -p no:cacheprovider 2>&1 | tail -1`)
-	lines := strings.Split(strings.TrimSpace(out), "\n")
+	ts, err := task.Load(mut)
+	if err != nil || len(ts) == 0 {
+		t.Fatalf("tasks: %v (%d)", err, len(ts))
+	}
+	sum, err := SWEBench(context.Background(), testSandboxes, ts, out, Options{Store: env.NewStore(testHome)})
+	if err != nil {
+		t.Fatalf("SWEBench: %v", err)
+	}
+	if len(sum.NoImage) != 0 || sum.Exported != len(ts) {
+		t.Fatalf("summary: %+v", sum)
+	}
+	layout := filepath.Join(out, ImagesDir, EnvRef(e))
+	got := runImage(t, layout, "latest", `pwd; readlink /testbed; command -v python; python -m pytest -q -p no:cacheprovider 2>&1 | tail -1`)
+	lines := strings.Split(strings.TrimSpace(got), "\n")
 	if len(lines) < 4 || lines[0] != "/repo" || lines[1] != "repo" || lines[2] != "/venv/bin/python" ||
 		!strings.Contains(lines[len(lines)-1], "passed") || strings.Contains(lines[len(lines)-1], "failed") {
-		t.Fatalf("in the image:\n%s", out)
+		t.Fatalf("in the environment's image:\n%s", got)
 	}
+	insts, err := ReadInstances(filepath.Join(out, InstancesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range insts {
+		tag := strings.TrimPrefix(in.Image, "cwm/"+EnvRef(e)+":")
+		if tag == in.Image || tag == "latest" {
+			t.Fatalf("%s: image %s is not the task's", in.InstanceID, in.Image)
+		}
+		script := "cd /testbed && git rev-parse HEAD && git status --porcelain && echo CLEAN && " +
+			"git apply -v - <<'EOF_GOLD'\n" + in.Patch + "EOF_GOLD\n" +
+			"cat > /tmp/eval.sh <<'EOF_EVAL'\n" + in.EvalScript + "EOF_EVAL\nbash /tmp/eval.sh 2>&1"
+		log := runImage(t, layout, tag, script)
+		head, _, _ := strings.Cut(log, "\n")
+		if head != in.BaseCommit || !strings.Contains(log, "\nCLEAN\n") {
+			t.Errorf("%s: the image's /testbed is not a clean tree at base_commit %s:\n%.2000s", in.InstanceID, in.BaseCommit, log)
+			continue
+		}
+		_, after, _ := strings.Cut(log, startMarker)
+		status := ParsePytestLog(after)
+		for _, id := range append(append([]string{}, in.FailToPass...), in.PassToPass...) {
+			if status[id] != "PASSED" {
+				t.Errorf("%s: %s is %q after the gold patch in the image", in.InstanceID, id, status[id])
+			}
+		}
+	}
+	t.Logf("%d task images: gold patch applied at base_commit and passing, run with runc", len(insts))
 }

@@ -108,7 +108,7 @@ func copyOut(ctx context.Context, sb *sandbox.Sandbox, src, dst string) error {
 	defer tarFile.Close()
 	top := filepath.Base(src)
 	res, err := sb.Exec(ctx, sandbox.Cmd{Args: []string{"tar", "-C", filepath.Dir(src), "-cf", "-", top},
-		Stdout: tarFile, Capture: 1, OutputLimit: -1, Timeout: 10 * time.Minute})
+		Stdout: tarFile, Capture: 64 << 10, OutputLimit: -1, Timeout: 10 * time.Minute})
 	if err != nil {
 		return err
 	}

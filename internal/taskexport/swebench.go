@@ -61,15 +61,18 @@ type Summary struct {
 	// because SWE-bench's parser cannot report them under their names.
 	LeftOutTests int       `json:"left_out_tests"`
 	Dropped      []Dropped `json:"dropped"`
-	Out          string    `json:"out"`
+	// NoImage says, per environment whose tasks have no image written,
+	// why (an environment on the host's root; --no-images).
+	NoImage map[string]string `json:"no_image,omitempty"`
+	Out     string            `json:"out"`
 }
 
 // Options configure an export.
 type Options struct {
 	Store *env.Store
-	// Image names the image an instance runs in, from its environment;
-	// nil: the environment's id under "cwm/" (docs/tasks.md).
-	Image func(e *env.Env) string
+	// NoImages skips writing the images (each environment's base and
+	// layer flattened, a layer per task); image still names them.
+	NoImages bool
 }
 
 // InstancesFile is the SWE-bench rows' file in an export's directory.
@@ -106,11 +109,6 @@ func Instances(ctx context.Context, sbs *env.Sandboxes, tasks []task.Task, out s
 				sum.Dropped = append(sum.Dropped, Dropped{t.InstanceID, why})
 				continue
 			}
-			if o.Image != nil {
-				inst.Image = o.Image(e)
-			} else {
-				inst.Image = ImageName(e)
-			}
 			made[t.InstanceID] = inst
 			keep = append(keep, t)
 		}
@@ -129,8 +127,28 @@ func Instances(ctx context.Context, sbs *env.Sandboxes, tasks []task.Task, out s
 		if err != nil {
 			return nil, nil, err
 		}
+		images := map[string]string{}
+		why := "not written (--no-images)"
+		if !o.NoImages {
+			if images, why, err = writeImages(ctx, sbs, e, keep, commits, out); err != nil {
+				return nil, nil, err
+			}
+		}
+		if why != "" {
+			if sum.NoImage == nil {
+				sum.NoImage = map[string]string{}
+			}
+			sum.NoImage[e.ID] = why
+		}
 		for _, t := range keep {
 			inst := made[t.InstanceID]
+			inst.Image = images[t.InstanceID]
+			if inst.Image == "" {
+				inst.Image = ImageName(e, TaskTag(t.InstanceID))
+				if t.BugPatch == "" {
+					inst.Image = ImageName(e, "latest")
+				}
+			}
 			inst.BaseCommit = commits[t.InstanceID]
 			inst.Mirror = rel
 			script, err := EvalScript(e, inst.BaseCommit, t.TestPatch)
@@ -207,10 +225,6 @@ func testIDs(e *env.Env) []string {
 	}
 	return ids
 }
-
-// ImageName is the name an environment's exported image is given: its
-// id under "cwm/", tagged latest.
-func ImageName(e *env.Env) string { return "cwm/" + strings.ToLower(e.ID) + ":latest" }
 
 // ReadInstances reads an export's instances.jsonl.
 func ReadInstances(path string) ([]Instance, error) {
