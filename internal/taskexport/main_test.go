@@ -3,10 +3,8 @@ package taskexport
 import (
 	"context"
 	"testing"
-	"time"
 
 	"cwm/internal/env"
-	"cwm/internal/envbuild"
 	"cwm/internal/sandbox"
 	"cwm/internal/sandbox/sandboxtest"
 	"cwm/internal/task"
@@ -25,19 +23,13 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// textkitTasks builds the example repository's environment and makes up
-// to max mutate-fix tasks of it, one per function.
+// textkitTasks builds the example repository's environment on the
+// Debian bookworm test base (so that it has an image) and makes up to
+// max mutate-fix tasks of it, one per function.
 func textkitTasks(t *testing.T, max int) (*env.Env, []task.Task) {
 	t.Helper()
 	ctx := context.Background()
-	e, err := envbuild.Build(ctx, testSandboxes, envbuild.Options{Source: "../../examples/textkit", Home: testHome, Runs: 2,
-		Limits: env.RunLimits{Timeout: 5 * time.Minute}})
-	if err != nil {
-		t.Fatalf("build textkit: %v", err)
-	}
-	if !e.Usable {
-		t.Fatalf("textkit is not usable: %s", e.Reason)
-	}
+	e := bookwormTextkit(t)
 	out := t.TempDir() + "/tasks.jsonl"
 	if _, err := tasks.Mutate(ctx, testSandboxes, e, tasks.MutateOptions{Out: out, Max: max, PerFunction: 1, Seed: 1,
 		Workers: 2, TimeoutFactor: 3}); err != nil {

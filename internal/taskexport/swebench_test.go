@@ -55,13 +55,18 @@ else:
 // reads the logs: RESOLVED_FULL for every gold run, RESOLVED_NO for every
 // empty one. base_commit is checked to be a real commit of the mirror
 // holding the bug, at which the gold patch applies. The same tasks
-// exported for Harbor give reward 1 for the gold patch, 0 for none.
+// exported for Harbor give reward 1 for the gold patch, 0 for none. The
+// environment is built on the Debian bookworm base, so the export writes
+// images; the first task's runs with umoci and runc (checkImages).
 func TestExportGrading(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds an environment, mutates it and grades with swebench")
 	}
 	py := pytestenv.Python(t, swebenchRequirements)
+	imageTools(t)
+	t0 := time.Now()
 	e, ts := textkitTasks(t, 8)
+	t.Logf("environment on bookworm and %d tasks in %.0fs", len(ts), time.Since(t0).Seconds())
 	ctx := context.Background()
 	out := t.TempDir()
 	sum, err := SWEBench(ctx, testSandboxes, ts, out, Options{Store: env.NewStore(testHome)})
@@ -72,8 +77,8 @@ func TestExportGrading(t *testing.T) {
 	if sum.Exported+len(sum.Dropped) != len(ts) {
 		t.Fatalf("exported %d + dropped %d != %d tasks", sum.Exported, len(sum.Dropped), len(ts))
 	}
-	if sum.Exported == 0 {
-		t.Fatal("no task exported")
+	if sum.Exported == 0 || len(sum.NoImage) != 0 {
+		t.Fatalf("exported %d, no image: %v", sum.Exported, sum.NoImage)
 	}
 	insts, err := ReadInstances(filepath.Join(out, InstancesFile))
 	if err != nil {
@@ -135,6 +140,7 @@ func TestExportGrading(t *testing.T) {
 	}
 	t.Logf("swebench 5.0.2: gold RESOLVED_FULL %d of %d, empty RESOLVED_NO %d of %d", gold, len(insts), empty, len(insts))
 	checkHarbor(t, e, ts)
+	checkImages(t, e, out, insts[:1])
 }
 
 // checkBaseCommit checks, with the host's git on the export's mirror,
