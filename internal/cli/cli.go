@@ -43,6 +43,8 @@ var Program = &command.Program{
 		func() command.Command { return &tasksCommitsCmd{} },
 		func() command.Command { return &tasksValidateCmd{} },
 		func() command.Command { return &tasksImportCmd{} },
+		func() command.Command { return &tasksExportCmd{} },
+		func() command.Command { return &gradeCmd{} },
 		func() command.Command { return &rewardCmd{} },
 		func() command.Command { return &dedupCmd{} },
 		func() command.Command { return &exportSFTCmd{} },

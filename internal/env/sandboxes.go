@@ -123,3 +123,15 @@ func (e *Env) storedBase(digest string) (*base.Base, error) {
 	}
 	return b, nil
 }
+
+// ImageRoot is what an image of e is made of: the root filesystem its
+// sandboxes stand on (a stored base's rootfs, or a base directory; "" for
+// the host's, which no image can carry) and the environment they start
+// with (the venv first on PATH, over the base's Env).
+func (e *Env) ImageRoot() (rootfs string, vars []string, err error) {
+	cfg, err := config(e, e.Limits)
+	if err != nil {
+		return "", nil, err
+	}
+	return cfg.Base, cfg.Env, nil
+}

@@ -38,6 +38,19 @@ type Packed struct {
 // gives the same blob, which is what lets a registry and cwm's blob cache
 // keep a layer two environments share once.
 func Pack(w io.Writer, root, top string) (Packed, error) {
+	return PackTrees(w, []Tree{{Root: root, Top: top}})
+}
+
+// Tree is a directory tree PackTrees packs: Root/Top, named as Pack
+// names it.
+type Tree struct{ Root, Top string }
+
+// PackTrees is Pack of several trees into one tar, in order (a name in a
+// later tree comes after, and so wins over, the same name in an earlier
+// one, as a later layer's would), then extra entries without content
+// (symbolic links, directories). It flattens a base's root filesystem and
+// an environment's layer into one image layer.
+func PackTrees(w io.Writer, trees []Tree, extra ...*tar.Header) (Packed, error) {
 	var p Packed
 	zh := blobcache.NewHash()
 	gz, err := gzip.NewWriterLevel(io.MultiWriter(w, zh), gzip.DefaultCompression)
@@ -47,7 +60,29 @@ func Pack(w io.Writer, root, top string) (Packed, error) {
 	th := blobcache.NewHash()
 	tw := tar.NewWriter(io.MultiWriter(gz, th))
 	links := map[[2]uint64]string{} // device and inode -> first name
-	err = filepath.WalkDir(filepath.Join(root, top), func(path string, d fs.DirEntry, err error) error {
+	for _, t := range trees {
+		if err := packTree(tw, t.Root, t.Top, links); err != nil {
+			return p, err
+		}
+	}
+	for _, h := range extra {
+		if err := tw.WriteHeader(h); err != nil {
+			return p, fmt.Errorf("%s: %w", h.Name, err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return p, err
+	}
+	if err := gz.Close(); err != nil {
+		return p, err
+	}
+	return Packed{Digest: zh.Digest(), Size: zh.N, DiffID: th.Digest(), TarSize: th.N}, nil
+}
+
+// packTree writes the entries of root/top to tw; links holds the first
+// name of each inode with more than one link written so far.
+func packTree(tw *tar.Writer, root, top string, links map[[2]uint64]string) error {
+	err := filepath.WalkDir(filepath.Join(root, top), func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -109,13 +144,25 @@ func Pack(w io.Writer, root, top string) (Packed, error) {
 		return nil
 	})
 	if err != nil {
-		return p, fmt.Errorf("pack layer %s: %w", cmp.Or(top, root), err)
+		return fmt.Errorf("pack layer %s: %w", cmp.Or(top, root), err)
 	}
-	if err := tw.Close(); err != nil {
-		return p, err
+	return nil
+}
+
+// Compress gzips the tar r holds into w, as Pack compresses its tars,
+// and returns its digests and sizes.
+func Compress(w io.Writer, r io.Reader) (Packed, error) {
+	zh := blobcache.NewHash()
+	gz, err := gzip.NewWriterLevel(io.MultiWriter(w, zh), gzip.DefaultCompression)
+	if err != nil {
+		return Packed{}, err
+	}
+	th := blobcache.NewHash()
+	if _, err := io.Copy(io.MultiWriter(gz, th), r); err != nil {
+		return Packed{}, err
 	}
 	if err := gz.Close(); err != nil {
-		return p, err
+		return Packed{}, err
 	}
 	return Packed{Digest: zh.Digest(), Size: zh.N, DiffID: th.Digest(), TarSize: th.N}, nil
 }

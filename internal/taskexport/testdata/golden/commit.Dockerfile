@@ -1,0 +1,2 @@
+FROM cwm/proj-0123456789ab:latest
+WORKDIR /repo
