@@ -21,9 +21,10 @@ import (
 // parametrised ids with spaces and paths, colour codes and control
 // characters, django's runner and its interrupted lines, sympy's runner,
 // Python's whitespace beyond ASCII). The original runs in the pinned
-// swebench of testdata/pyreq/swebench.txt.
+// swebench of the export's tests (internal/taskexport/testdata/
+// swebench.txt): one venv for both.
 func TestAgainstSwebench(t *testing.T) {
-	py := pytestenv.Python(t, filepath.Join("testdata", "pyreq", "swebench.txt"))
+	py := pytestenv.Python(t, filepath.Join("..", "taskexport", "testdata", "swebench.txt"))
 	logs, err := filepath.Glob(filepath.Join("testdata", "logs", "*.log"))
 	if err != nil || len(logs) == 0 {
 		t.Fatalf("no logs in testdata/logs: %v", err)

@@ -22,6 +22,18 @@ func Matplotlib(log string) map[string]string {
 	})
 }
 
+// PytestKey is the key Pytest files a test's outcome under when pytest's
+// -rA summary names the test by id: the id up to its first white space
+// (itself for an id without any). A test whose key is not its id, or is
+// another test's too, cannot be told apart in SWE-bench's report.
+func PytestKey(id string) string {
+	f := fields(id)
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
+}
+
 func pytestLines(log string, prep func(string) string) map[string]string {
 	out := map[string]string{}
 	for _, line := range strings.Split(log, "\n") {

@@ -15,6 +15,7 @@ import (
 	"cwm/internal/egress"
 	"cwm/internal/env"
 	"cwm/internal/envbuild"
+	"cwm/internal/logparse"
 )
 
 // imageTools makes sure umoci and runc (Debian's) are on PATH, installing
@@ -127,7 +128,7 @@ func checkImages(t *testing.T, e *env.Env, out string, insts []Instance) {
 			continue
 		}
 		_, after, _ := strings.Cut(log, startMarker)
-		status := ParsePytestLog(after)
+		status := logparse.Pytest(after)
 		for _, id := range append(append([]string{}, in.FailToPass...), in.PassToPass...) {
 			if status[id] != "PASSED" {
 				t.Errorf("%s: %s is %q after the gold patch in the image", in.InstanceID, id, status[id])

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"cwm/internal/env"
+	"cwm/internal/logparse"
 	"cwm/internal/pytestenv"
 	"cwm/internal/sandbox"
 	"cwm/internal/task"
@@ -91,7 +92,7 @@ func TestExportGrading(t *testing.T) {
 	for _, in := range insts {
 		checkBaseCommit(t, out, e, in)
 		for _, id := range append(append([]string{}, in.FailToPass...), in.PassToPass...) {
-			if ParserKey(id) != id {
+			if logparse.PytestKey(id) != id {
 				t.Errorf("%s: test id %q is not its own parser key", in.InstanceID, id)
 			}
 		}
