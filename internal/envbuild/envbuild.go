@@ -321,7 +321,13 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 	}
 	for i := 0; i < opts.Runs; i++ {
 		stop := progress.Heartbeat(opts.Progress, fmt.Sprintf("baseline run %d/%d", i+1, opts.Runs), progress.HeartbeatEvery)
-		rep, err := runSuite(ctx, sbs, e, testrun.Options{PythonVersion: python, OutputLimit: opts.Limits.Output}, logf)
+		topts := testrun.Options{PythonVersion: python, OutputLimit: opts.Limits.Output}
+		var rep *testrun.Report
+		if i == 0 {
+			rep, err = firstRun(ctx, sbs, e, recipe, topts, logf, say)
+		} else {
+			rep, err = runSuite(ctx, sbs, e, topts, logf)
+		}
 		stop()
 		if err != nil {
 			bar.Done()

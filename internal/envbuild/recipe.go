@@ -22,6 +22,11 @@ const (
 type Recipe struct {
 	Install []env.Step `json:"install"`
 	Test    env.Step   `json:"test"`
+	// Alternatives are the test commands of the later sources, in
+	// detection order, for when Test collects no test: a command that
+	// collects none is not the test command (a mypy tox factor, a lint
+	// job). None when the test command was given.
+	Alternatives []env.Step `json:"-"`
 }
 
 // detectRecipe finds the recipe of the repository checked out at repo.
@@ -47,7 +52,7 @@ func detectRecipe(repo string, flagInstall []string, flagTest, python string, ha
 	}
 	tox := readTox(repo)
 	nox := readNox(repo)
-	var skippedInstall, skippedTest []string
+	var skippedInstall, skippedTest, skippedAlt []string
 	// usable reports whether every program steps need is there, noting
 	// the first that is not.
 	usable := func(steps []env.Step, skipped *[]string) bool {
@@ -77,11 +82,20 @@ func detectRecipe(repo string, flagInstall []string, flagTest, python string, ha
 			r.Install, installFound = kept, true
 		}
 	}
-	for _, t := range wfTest {
-		if testFound {
-			break
+	// alternative keeps a later source's test command as a candidate
+	// for when the chosen one collects no test.
+	alternative := func(s env.Step) {
+		if flagTest != "" || s.Command == "" || s.Command == r.Test.Command || hasStep(r.Alternatives, s.Command) || !usable([]env.Step{s}, &skippedAlt) {
+			return
 		}
+		r.Alternatives = append(r.Alternatives, s)
+	}
+	for _, t := range wfTest {
 		s, viaInstall := resolveTestVia(t, tox, nox, repo)
+		if testFound {
+			alternative(s)
+			continue
+		}
 		if !usable([]env.Step{s}, &skippedTest) {
 			continue
 		}
@@ -107,6 +121,8 @@ func detectRecipe(repo string, flagInstall []string, flagTest, python string, ha
 		}
 		if !testFound && runner.test.Command != "" && usable([]env.Step{runner.test}, &skippedTest) {
 			r.Test, testFound = runner.test, true
+		} else if testFound {
+			alternative(runner.test)
 		}
 	}
 	proj := readProject(repo)
@@ -115,16 +131,21 @@ func detectRecipe(repo string, flagInstall []string, flagTest, python string, ha
 	}
 	if !testFound && proj.test.Command != "" {
 		r.Test, testFound = proj.test, true
+	} else if testFound {
+		alternative(proj.test)
 	}
-	if !testFound {
-		if s, ok := makeTest(repo); ok {
-			if s = resolveTest(s, tox, nox, repo); usable([]env.Step{s}, &skippedTest) {
-				r.Test, testFound = s, true
-			}
+	if s, ok := makeTest(repo); ok {
+		s = resolveTest(s, tox, nox, repo)
+		if !testFound && usable([]env.Step{s}, &skippedTest) {
+			r.Test, testFound = s, true
+		} else if testFound {
+			alternative(s)
 		}
 	}
 	if !testFound {
 		r.Test = fallbackTest(repo)
+	} else {
+		alternative(fallbackTest(repo))
 	}
 	if len(skippedInstall) > 0 && len(r.Install) > 0 {
 		r.Install[0].Provenance += " (passed over: " + strings.Join(skippedInstall, "; ") + ")"
