@@ -35,17 +35,26 @@ import urllib.request
 import zipfile
 
 
-def build_requires(pyproject_text):
+# EDITABLE_REQUIRES are what a backend asks for (get_requires_for_build_
+# editable) beyond its static requirements when it builds an editable
+# install: asked of the backend, it would run code on the host.
+EDITABLE_REQUIRES = {"hatchling.build": ["editables"]}
+
+
+def build_requires(pyproject_text, editable=False):
     """The [build-system] requires of a pyproject.toml's text, or
-    setuptools' defaults when it declares none."""
+    setuptools' defaults when it declares none (plus what the backend
+    asks for an editable build)."""
     try:
         data = tomllib.loads(pyproject_text) if pyproject_text else {}
     except tomllib.TOMLDecodeError:
         data = {}
-    req = data.get("build-system", {}).get("requires")
+    bs = data.get("build-system", {})
+    req = bs.get("requires")
     if req is None:
         return ["setuptools>=40.8.0", "wheel"]
-    return list(req) + ["wheel"]
+    extra = EDITABLE_REQUIRES.get(bs.get("build-backend", ""), []) if editable else []
+    return list(req) + ["wheel"] + extra
 
 
 def sdist_pyproject(path):
@@ -97,7 +106,7 @@ def main():
                 local.append(path)
                 rel = os.path.relpath(path, "/repo")
                 pp = os.path.join(repo, rel, "pyproject.toml")
-                reqs += build_requires(open(pp).read() if os.path.exists(pp) else "")
+                reqs += build_requires(open(pp).read() if os.path.exists(pp) else "", editable=True)
             continue
         if not p.get("sha256"):
             sys.exit(f"plain-wheelhouse: {p['name']}=={p['version']} has no sha256 in the lock")
