@@ -10,7 +10,7 @@
 # (docs/environments.md, "The corpora").
 #
 # usage: scripts/corpus.sh [-c CWM] [-o OUTDIR] [-l LIST] [-w WHICH] [-r RUNS]
-#                          [-b STORE] [-k|-t|-p] CLONES [NAME...]
+#                          [-b STORE] [-P PACKAGES] [-k|-t|-p] CLONES [NAME...]
 #   -c CWM      the cwm binary (default: cwm on PATH)
 #   -o OUTDIR   where manifests, logs and the rows go (default /tmp/cwm-corpus);
 #               the environments and bases are stored in OUTDIR/home (CWM_HOME)
@@ -23,6 +23,9 @@
 #   -b STORE    a CWM_HOME whose Debian bases (bullseye, bookworm, trixie)
 #               are linked into OUTDIR/home instead of being built there
 #               with cwm base build --debian SUITE (repeatable)
+#   -P PACKAGES the bases' --packages (default build-essential,python3-dev,
+#               pkg-config: a C compiler and Python's headers, which
+#               projects with C extensions build with)
 #   -k          keep going from a previous run: rows already in
 #               OUTDIR/rows are not built again (a killed run goes on
 #               where it stopped)
@@ -37,8 +40,9 @@
 set -u -o pipefail
 
 CWM=cwm OUT=/tmp/cwm-corpus LIST=corpus WHICH=both RUNS=3 STORE="" KEEP=0 TABULATE=0 PLAIN=0
-usage() { sed -n '2,37p' "$0" >&2; exit 2; }
-while getopts c:o:l:w:r:b:ktp opt; do
+PACKAGES=build-essential,python3-dev,pkg-config
+usage() { sed -n '2,40p' "$0" >&2; exit 2; }
+while getopts c:o:l:w:r:b:P:ktp opt; do
 	case $opt in
 	c) CWM=$OPTARG ;;
 	o) OUT=$OPTARG ;;
@@ -46,6 +50,7 @@ while getopts c:o:l:w:r:b:ktp opt; do
 	w) WHICH=$OPTARG ;;
 	r) RUNS=$OPTARG ;;
 	b) STORE="$STORE $OPTARG" ;;
+	P) PACKAGES=$OPTARG ;;
 	k) KEEP=1 ;;
 	t) TABULATE=1 ;;
 	p) PLAIN=1 ;;
@@ -77,18 +82,20 @@ export CWM_HOME=$OUT/home
 exec 9>"$OUT/lock"
 flock 9
 
-# ensure_bases puts the Debian bases into CWM_HOME: linked from STORE (-b)
-# when it has them, else built (cwm base build --debian SUITE, once).
+# ensure_bases puts the Debian bases with PACKAGES into CWM_HOME: linked
+# from a STORE (-b) that has them, else built (cwm base build --debian
+# SUITE --packages PACKAGES, once). A build chooses among the bases of
+# its store; of two with the same Python, the newest stored.
 ensure_bases() {
 	local suite have dir st b
 	mkdir -p "$CWM_HOME/bases" "$CWM_HOME/blobs/sha256"
 	for suite in bullseye bookworm trixie; do
-		have=$("$CWM" base ls --json 2>/dev/null | jq -r --arg s "$suite" '.[]? | select(.source.kind == "debian" and .source.suite == $s) | .digest' | head -1)
+		have=$("$CWM" base ls --json 2>/dev/null | jq -r --arg s "debian $suite $PACKAGES" '.[]? | select(.source.kind + " " + .source.suite + " " + ((.source.packages // []) | join(",")) == $s) | .digest' | head -1)
 		[ -n "$have" ] && continue
 		dir=""
 		for st in $STORE; do
 			for b in "$st"/bases/*/base.json; do
-				[ -z "$dir" ] && [ -f "$b" ] && [ "$(jq -r '.source.kind + " " + .source.suite' "$b")" = "debian $suite" ] && dir=$b
+				[ -z "$dir" ] && [ -f "$b" ] && [ "$(jq -r '.source.kind + " " + .source.suite + " " + ((.source.packages // []) | join(","))' "$b")" = "debian $suite $PACKAGES" ] && dir=$b
 			done
 		done
 		if [ -n "$dir" ]; then
@@ -101,7 +108,7 @@ ensure_bases() {
 			done
 		else
 			echo "corpus: building the $suite base" >&2
-			"$CWM" base build --debian "$suite" >&2 || exit 1
+			"$CWM" base build --debian "$suite" --packages "$PACKAGES" >&2 || exit 1
 		fi
 	done
 }
