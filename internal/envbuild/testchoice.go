@@ -44,9 +44,12 @@ func collectsNothing(rep *testrun.Report, c testrun.Command) bool {
 // while a run collects none the recipe's next candidate (a later source's
 // command, Recipe.Alternatives) is tried, and e's test command becomes
 // the first that collects a test, its provenance naming those passed
-// over. When none does, the build fails with the commands tried.
-func firstRun(ctx context.Context, sbs *env.Sandboxes, e *env.Env, r Recipe, opts testrun.Options, logf, say io.Writer) (*testrun.Report, error) {
+// over. When none does, e keeps the first candidate and its run, and
+// noTest is the reason the environment is not usable, naming every
+// command tried (an environment still: the setup agent starts from it).
+func firstRun(ctx context.Context, sbs *env.Sandboxes, e *env.Env, r Recipe, opts testrun.Options, logf, say io.Writer) (rep *testrun.Report, noTest string, err error) {
 	var tried []string
+	var first *testrun.Report
 	for i, cand := range append([]env.Step{r.Test}, r.Alternatives...) {
 		if i > 0 {
 			tc, err := testrun.Parse(cand.Command)
@@ -59,16 +62,27 @@ func firstRun(ctx context.Context, sbs *env.Sandboxes, e *env.Env, r Recipe, opt
 		}
 		rep, err := runSuite(ctx, sbs, e, opts, logf)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		if !collectsNothing(rep, e.TestCommand) {
 			if len(tried) > 0 {
 				e.Test.Provenance += " (collected no test: " + strings.Join(tried, "; ") + ")"
 			}
-			return rep, nil
+			return rep, "", nil
+		}
+		if first == nil {
+			first = rep
 		}
 		tried = append(tried, fmt.Sprintf("%s [%s]", e.TestCommand.String(), e.Test.Provenance))
 		fmt.Fprintf(say, "test: %s collected no test\n", e.TestCommand.String())
 	}
-	return nil, inputErrorf("a command that collects no test is not the test command: tried %s", strings.Join(tried, ", "))
+	if len(r.Alternatives) > 0 {
+		tc, err := testrun.Parse(r.Test.Command)
+		if err != nil {
+			return nil, "", err
+		}
+		e.TestCommand, e.Test = tc, r.Test
+		fmt.Fprintf(say, "test: %s  [%s]\n", tc.String(), r.Test.Provenance)
+	}
+	return first, "a command that collects no test is not the test command: tried " + strings.Join(tried, ", "), nil
 }

@@ -1,14 +1,11 @@
 package envbuild
 
 import (
-	"context"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"cwm/internal/errkind"
 )
 
 // TestCollectsNoTest: a command that collects no test is not the test
@@ -31,12 +28,15 @@ func TestCollectsNoTest(t *testing.T) {
 		t.Errorf("Build(nocollect) runs %q, want python -m pytest", e.TestCommand.String())
 	}
 
-	_, err := Build(context.Background(), testSandboxes, buildOpts(copyRepo(t, filepath.Join("testdata", "nocollectall"))))
-	want := "a command that collects no test is not the test command: tried python -m pytest -q typing_checks [tox.ini [testenv] commands], python -m pytest [default (pytest)]"
-	if err == nil || !strings.Contains(err.Error(), want) {
-		t.Fatalf("Build(nocollectall) = %v; want an error saying %q", err, want)
+	// Nothing collects: the build fails with the sentence, kept as an
+	// unusable environment (the setup agent starts from it) whose test
+	// command is the first candidate's.
+	bad := mustBuild(t, buildOpts(copyRepo(t, filepath.Join("testdata", "nocollectall"))))
+	want := "a command that collects no test is not the test command: tried python -m pytest -q typing_checks [tox.ini [testenv] commands], python -m pytest [default (pytest)]; no test ran"
+	if bad.Usable || !strings.HasPrefix(bad.Reason, want) {
+		t.Errorf("Build(nocollectall) = usable %v, reason %q; want unusable, the reason starting %q", bad.Usable, bad.Reason, want)
 	}
-	if errkind.Of(err) != errkind.Input {
-		t.Errorf("Build(nocollectall) error kind = %v, want Input", errkind.Of(err))
+	if bad.Test.Command != "python -m pytest -q typing_checks" || len(bad.Runs) != 1 {
+		t.Errorf("Build(nocollectall) test = %q, %d runs; want the tox command, 1 run", bad.Test.Command, len(bad.Runs))
 	}
 }
