@@ -28,8 +28,10 @@
 #               projects with C extensions build with)
 #   -k          keep going from a previous run: rows already in
 #               OUTDIR/rows are not built again (a killed run goes on
-#               where it stopped)
-#   -t          only tabulate again from the manifests and plain runs in OUTDIR
+#               where it stopped; to build a row again, remove its
+#               OUTDIR/rows/KEY and OUTDIR/logs/KEY.secs)
+#   -t          only tabulate again from the manifests and plain runs in
+#               OUTDIR (rows not built yet are left out and counted)
 #   -p          run the plain side again on the environments in OUTDIR (no builds)
 #   CLONES      a directory of clones named OWNER+NAME/repo (bare or not;
 #               required, it may be empty): a repository not there is
@@ -42,7 +44,7 @@ set -u -o pipefail
 
 CWM=cwm OUT=/tmp/cwm-corpus LIST=corpus WHICH=both RUNS=3 STORE="" KEEP=0 TABULATE=0 PLAIN=0
 PACKAGES=build-essential,python3-dev,pkg-config
-usage() { sed -n '2,40p' "$0" >&2; exit 2; }
+usage() { sed -n '2,43p' "$0" >&2; exit 2; }
 while getopts c:o:l:w:r:b:P:ktp opt; do
 	case $opt in
 	c) CWM=$OPTARG ;;
@@ -198,7 +200,7 @@ row() { printf '| %s |\n' "$(IFS='|'; echo "$*" | sed 's/|/ | /g')"; }
 
 echo "| repository | commit | Python | usable | recipe source (install / test) | passing in every run | plain run passing | same set | build s | plain s | layer MB | reason |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
-n=0 usable=0 equal=0
+n=0 usable=0 equal=0 notyet=0
 while read -r repo c1 d1 c2 d2 traits; do
 	case $repo in '' | '#'*) continue ;; esac
 	if [ $# -gt 0 ]; then
@@ -211,9 +213,13 @@ while read -r repo c1 d1 c2 d2 traits; do
 		case $WHICH in new) commits=$c1 ;; old) commits=$c2 ;; both) commits="$c1 $c2" ;; esac
 	fi
 	for commit in $commits; do
-	n=$((n + 1))
 	name=${repo#*/}-${commit:0:8}
 	key=${repo/\//+}@${commit:0:8}
+	if [ $TABULATE = 1 ] && ! [ -e "$OUT/logs/$key.secs" ]; then
+		notyet=$((notyet + 1)) # not built yet: no row
+		continue
+	fi
+	n=$((n + 1))
 	if [ $KEEP = 1 ] && [ -s "$OUT/rows/$key" ]; then
 		line=$(cat "$OUT/rows/$key")
 	else
@@ -269,3 +275,4 @@ while read -r repo c1 d1 c2 d2 traits; do
 done <"$list"
 echo
 echo "$n rows: $usable usable, $equal usable with the same passing set as the plain run."
+[ $notyet = 0 ] || echo "$notyet rows not built yet."
