@@ -44,7 +44,7 @@ set -u -o pipefail
 
 CWM=cwm OUT=/tmp/cwm-corpus LIST=corpus WHICH=both RUNS=3 STORE="" KEEP=0 TABULATE=0 PLAIN=0
 PACKAGES=build-essential,python3-dev,pkg-config
-usage() { sed -n '2,43p' "$0" >&2; exit 2; }
+usage() { sed -n '2,42p' "$0" >&2; exit 2; }
 while getopts c:o:l:w:r:b:P:ktp opt; do
 	case $opt in
 	c) CWM=$OPTARG ;;
