@@ -436,23 +436,72 @@ func quoteArg(s string) string {
 }
 
 var (
-	noxCall   = lazyre.New(`session\.(install|run)\(([^)]*)\)`)
+	noxCall   = lazyre.New(`session\.(install|run)\(`)
 	pyLiteral = lazyre.New(`^\s*(?:"([^"]*)"|'([^']*)')\s*$`)
+	// noxGroups is nox's dependency-group helper, *nox.project.
+	// dependency_groups(PYPROJECT, "test", ...): the groups' requirements.
+	noxGroups = lazyre.New(`(?s)^\s*\*\s*nox\.project\.dependency_groups\((.*)\)\s*$`)
 )
 
-// readNox reads session.install and session.run calls whose arguments are
-// all string literals (others, like *session.posargs, are dropped).
+// callArgs splits the arguments of a call whose text starts just after
+// its opening parenthesis: at top-level commas, up to the parenthesis that
+// closes it, nested calls and string literals kept whole.
+func callArgs(s string) []string {
+	var args []string
+	depth, start := 0, 0
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == '\\' {
+				i++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case c == '(' || c == '[' || c == '{':
+			depth++
+		case c == ')' || c == ']' || c == '}':
+			if depth == 0 {
+				return append(args, s[start:i])
+			}
+			depth--
+		case c == ',' && depth == 0:
+			args = append(args, s[start:i])
+			start = i + 1
+		}
+	}
+	return args
+}
+
+// readNox reads session.install and session.run calls: their string
+// literal arguments, and the dependency groups nox.project.
+// dependency_groups names (others, like *session.posargs, are dropped).
 func readNox(repo string) *runnerRecipe {
 	data, err := os.ReadFile(filepath.Join(repo, "noxfile.py"))
 	if err != nil {
 		return nil
 	}
+	text := string(data)
 	var r runnerRecipe
-	for _, m := range noxCall().FindAllStringSubmatch(string(data), -1) {
+	for _, loc := range noxCall().FindAllStringSubmatchIndex(text, -1) {
+		kind := text[loc[2]:loc[3]]
 		var args []string
-		for _, a := range strings.Split(m[2], ",") {
+		for _, a := range callArgs(text[loc[1]:]) {
 			if lm := pyLiteral().FindStringSubmatch(a); lm != nil {
 				args = append(args, quoteArg(lm[1]+lm[2]))
+				continue
+			}
+			if gm := noxGroups().FindStringSubmatch(a); gm != nil && kind == "install" {
+				for _, g := range callArgs(gm[1] + ")")[1:] {
+					if lm := pyLiteral().FindStringSubmatch(g); lm != nil {
+						for _, d := range dependencyGroup(repo, lm[1]+lm[2], 0) {
+							args = append(args, quoteArg(d))
+						}
+					}
+				}
 			}
 		}
 		if len(args) == 0 {
@@ -460,7 +509,7 @@ func readNox(repo string) *runnerRecipe {
 		}
 		line := strings.Join(args, " ")
 		switch {
-		case m[1] == "install":
+		case kind == "install":
 			if !onlyTooling("pip install " + line) {
 				r.install = append(r.install, env.Step{Command: "pip install " + line, Provenance: "noxfile.py session.install"})
 			}
