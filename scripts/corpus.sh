@@ -1,77 +1,123 @@
 #!/usr/bin/env bash
-# corpus.sh builds an environment for every repository of the corpus
-# (scripts/corpus/repos.txt) with `cwm env build`, no overrides, and checks
-# each usable one against a plain run of the same test command by the test
-# runner alone, in a fresh sandbox on the same layer (`cwm env shell`), never
-# on the host. It prints one Markdown table row per repository as it goes and
-# the totals at the end (docs/environments.md, "The corpus").
+# corpus.sh builds an environment for every row of a corpus list with
+# `cwm env build` as a user runs it (online, the default: the repository's
+# own dependencies from the index through cwm's egress relay), no
+# overrides, on a Debian base with the Python the project needs
+# (--portable), and checks each usable one against a plain venv + pip
+# install of the same lock + the same test command, run in a sandbox on the
+# same base (cwm sandbox run), never on the host. It prints one Markdown
+# table row per (repository, commit) as it goes and the totals at the end
+# (docs/environments.md, "The corpora").
 #
-# usage: scripts/corpus.sh [-c CWM] [-o OUTDIR] [-r RUNS] [-k|-t|-p] CLONES [NAME...]
+# usage: scripts/corpus.sh [-c CWM] [-o OUTDIR] [-l LIST] [-w WHICH] [-r RUNS]
+#                          [-b STORE] [-P PACKAGES] [-k|-t|-p] CLONES [NAME...]
 #   -c CWM      the cwm binary (default: cwm on PATH)
-#   -o OUTDIR   where manifests, logs and the table go (default /tmp/cwm-corpus);
-#               the environments are stored in OUTDIR/home (CWM_HOME)
+#   -o OUTDIR   where manifests, logs and the rows go (default /tmp/cwm-corpus);
+#               the environments and bases are stored in OUTDIR/home (CWM_HOME)
+#   -l LIST     corpus (scripts/corpus/repos.txt, the default), corpus2
+#               (scripts/corpus2/repos.txt) or a list file: rows of
+#               "OWNER/NAME COMMIT [TRAITS]" or, two commits a row,
+#               "OWNER/NAME NEW DATE OLD DATE [TRAITS]"
+#   -w WHICH    of a two-commit list: new, old or both (default both)
 #   -r RUNS     baseline runs per build (default 3)
-#   -k          keep going from a previous run: repositories with a row in
-#               OUTDIR/rows are not built again
-#   -t          only tabulate again from the manifests and plain runs in OUTDIR
-#   -p          run the plain runs again on the environments in OUTDIR (no builds)
+#   -b STORE    a CWM_HOME whose Debian bases (bullseye, bookworm, trixie)
+#               are linked into OUTDIR/home instead of being built there
+#               with cwm base build --debian SUITE (repeatable)
+#   -P PACKAGES the bases' --packages (default build-essential,python3-dev,
+#               pkg-config: a C compiler and Python's headers, which
+#               projects with C extensions build with)
+#   -k          keep going from a previous run: rows already in
+#               OUTDIR/rows are not built again (a killed run goes on
+#               where it stopped; to build a row again, remove its
+#               OUTDIR/rows/KEY and OUTDIR/logs/KEY.secs)
+#   -t          only tabulate again from the manifests and plain runs in
+#               OUTDIR (rows not built yet are left out and counted)
+#   -p          run the plain side again on the environments in OUTDIR (no builds)
 #   CLONES      a directory of clones named OWNER+NAME/repo (bare or not;
 #               required, it may be empty): a repository not there is
 #               cloned from GitHub by cwm env build
 #   NAME...     only the repositories whose OWNER/NAME contains one of these
 #
-# The repositories' runtime and test dependencies come from Debian: the
-# packages below are installed first when missing (root only).
+# One build at a time: a second run on the same OUTDIR waits for the first
+# (-t does not).
 set -u -o pipefail
 
-CWM=cwm OUT=/tmp/cwm-corpus RUNS=3 KEEP=0 TABULATE=0 PLAIN=0
-while getopts c:o:r:ktp opt; do
+CWM=cwm OUT=/tmp/cwm-corpus LIST=corpus WHICH=both RUNS=3 STORE="" KEEP=0 TABULATE=0 PLAIN=0
+PACKAGES=build-essential,python3-dev,pkg-config
+usage() { sed -n '2,42p' "$0" >&2; exit 2; }
+while getopts c:o:l:w:r:b:P:ktp opt; do
 	case $opt in
 	c) CWM=$OPTARG ;;
 	o) OUT=$OPTARG ;;
+	l) LIST=$OPTARG ;;
+	w) WHICH=$OPTARG ;;
 	r) RUNS=$OPTARG ;;
+	b) STORE="$STORE $OPTARG" ;;
+	P) PACKAGES=$OPTARG ;;
 	k) KEEP=1 ;;
 	t) TABULATE=1 ;;
 	p) PLAIN=1 ;;
-	*) sed -n '2,25p' "$0" >&2; exit 2 ;;
+	*) usage ;;
 	esac
 done
 shift $((OPTIND - 1))
 if [ $# -lt 1 ]; then
 	echo "corpus: the clone directory (CLONES) is required" >&2
-	sed -n '2,25p' "$0" >&2
-	exit 2
+	usage
 fi
 MIRRORS=$1
 shift
 [ -d "$MIRRORS" ] || { echo "corpus: clone directory $MIRRORS: not a directory" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
-list=$here/corpus/repos.txt
+case $LIST in
+corpus | corpus2) list=$here/$LIST/repos.txt ;;
+*) list=$LIST ;;
+esac
+[ -f "$list" ] || { echo "corpus: list $list: no such file" >&2; exit 2; }
+case $WHICH in new | old | both) ;; *) echo "corpus: -w $WHICH: want new, old or both" >&2; exit 2 ;; esac
 CWM=$(command -v "$CWM") || { echo "corpus: no cwm binary (-c)" >&2; exit 2; }
-
-DEBS="python3-dev python3-pytest python3-venv python3-setuptools flit python3-flit-scm
-python3-hatchling python3-hatch-vcs python3-poetry-core python3-pdm-pep517
-python3-setuptools-scm python3-typing-extensions python3-markupsafe python3-hypothesis
-python3-pretend python3-freezegun python3-pytest-mock python3-pytest-asyncio
-python3-pytest-timeout python3-simplejson python3-tomli python3-zope.event
-python3-zope.testing python3-zope.testrunner python3-appdirs python3-virtualenv
-python3-jinja2 python3-railroad-diagrams python3-pytest-subtests python3-psutil
-python3-coverage python3-trio python3-pytest-xdist python3-testpath python3-mypy"
-missing=""
-for p in $DEBS; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+for tool in jq git python3 perl flock; do
+	command -v $tool >/dev/null || { echo "corpus: $tool is needed" >&2; exit 2; }
 done
-if [ -n "$missing" ]; then
-	if [ "$(id -u)" = 0 ]; then
-		echo "corpus: installing$missing" >&2
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null || exit 1
-	else
-		echo "corpus: missing Debian packages (install them as root):$missing" >&2
-	fi
-fi
 
-mkdir -p "$OUT/rows" "$OUT/logs"
+mkdir -p "$OUT/rows" "$OUT/logs" "$OUT/plain"
 export CWM_HOME=$OUT/home
+# One build at a time: a run waits for another on the same OUTDIR (-t
+# only reads, and does not wait).
+exec 9>"$OUT/lock"
+[ $TABULATE = 1 ] || flock 9
+
+# ensure_bases puts the Debian bases with PACKAGES into CWM_HOME: linked
+# from a STORE (-b) that has them, else built (cwm base build --debian
+# SUITE --packages PACKAGES, once). A build chooses among the bases of
+# its store; of two with the same Python, the newest stored.
+ensure_bases() {
+	local suite have dir st b
+	mkdir -p "$CWM_HOME/bases" "$CWM_HOME/blobs/sha256"
+	for suite in bullseye bookworm trixie; do
+		have=$("$CWM" base ls --json 2>/dev/null | jq -r --arg s "debian $suite $PACKAGES" '.[]? | select(.source.kind + " " + .source.suite + " " + ((.source.packages // []) | join(",")) == $s) | .digest' | head -1)
+		[ -n "$have" ] && continue
+		dir=""
+		for st in $STORE; do
+			for b in "$st"/bases/*/base.json; do
+				[ -z "$dir" ] && [ -f "$b" ] && [ "$(jq -r '.source.kind + " " + .source.suite + " " + ((.source.packages // []) | join(","))' "$b")" = "debian $suite $PACKAGES" ] && dir=$b
+			done
+		done
+		if [ -n "$dir" ]; then
+			st=$(dirname "$(dirname "$(dirname "$dir")")")
+			dir=$(dirname "$dir")
+			echo "corpus: linking the $suite base from $st" >&2
+			cp -a --link "$dir" "$CWM_HOME/bases/" 2>/dev/null || cp -a "$dir" "$CWM_HOME/bases/" || exit 1
+			for b in "$st"/blobs/sha256/*; do
+				[ -e "$b" ] && { ln -f "$b" "$CWM_HOME/blobs/sha256/" 2>/dev/null || cp "$b" "$CWM_HOME/blobs/sha256/"; }
+			done
+		else
+			echo "corpus: building the $suite base" >&2
+			"$CWM" base build --debian "$suite" --packages "$PACKAGES" >&2 || exit 1
+		fi
+	done
+}
+[ $TABULATE = 1 ] || ensure_bases
 
 # plain_command prints the test command of manifest $1 as the runner alone
 # runs it, reporting each passing test: pytest with -rA, unittest with -v,
@@ -114,49 +160,100 @@ passing_ids() {
 	' | sort -u
 }
 
+# plain_run runs the plain side of manifest $1 (key $2): a fresh checkout
+# of the environment's commit (from its layer's repository: the commit
+# and the tags cwm kept), a wheelhouse of the lock's files staged on the
+# host, then in a sandbox on the environment's base, with no network:
+# python3 -m venv, pip 26 from the wheelhouse, pip install --require-hashes
+# --no-deps of the lock, each local project editable with --no-deps, and
+# the test command. Its output goes to logs/KEY.plain.
+plain_run() {
+	local man=$1 key=$2 id layer dir py base
+	id=$(jq -r .id "$man")
+	layer=$CWM_HOME/envs/$id/layer
+	dir=$OUT/plain/$key
+	rm -rf "$dir" && mkdir -p "$dir/layer/wh"
+	git clone -q --no-local "$layer/repo" "$dir/layer/repo" 2>"$OUT/logs/$key.plain" || return 1
+	git -C "$dir/layer/repo" checkout -q "$(jq -r .commit "$man")" 2>>"$OUT/logs/$key.plain" || return 1
+	py=$(jq -r '.python | split(".")[:2] | join(".")' "$man")
+	base=$(jq -r .base "$man")
+	python3 "$here/corpus/plain-wheelhouse.py" "$man" "$dir/layer/repo" "$CWM_HOME/tools/pip-26.0.1-py3-none-any.whl" "$py" "$dir/layer/wh" \
+		>>"$OUT/logs/$key.plain" 2>&1 || return 1
+	plain_command "$man" >"$dir/layer/wh/test.sh"
+	cat >"$dir/layer/wh/plain.sh" <<-'PLAIN'
+		set -e
+		python3 -m venv /tmp/plain
+		export PATH=/tmp/plain/bin:$PATH VIRTUAL_ENV=/tmp/plain
+		pip install -q --no-index --find-links /wh pip==26.0.1
+		pip install -q --no-index --find-links /wh --require-hashes --no-deps -r /wh/plain-lock.txt
+		while read -r p; do pip install -q --no-index --find-links /wh --no-deps -e "$p"; done </wh/plain-local.txt
+		echo "== the test command: $(cat /wh/test.sh)"
+		set +e
+		. /wh/test.sh
+	PLAIN
+	timeout 40m nice "$CWM" sandbox run --base "$base" --layer "$dir/layer" --workdir /repo \
+		--timeout 35m --memory 6G --disk 8G --cpu 2h --output 1G --pids 4096 \
+		-- bash /wh/plain.sh >>"$OUT/logs/$key.plain" 2>&1 </dev/null
+}
+
 row() { printf '| %s |\n' "$(IFS='|'; echo "$*" | sed 's/|/ | /g')"; }
 
-echo "| repository | usable | recipe source (install / test) | passing in every run | plain run passing | same set | build s | layer MB | reason |"
-echo "|---|---|---|---|---|---|---|---|---|"
-n=0 usable=0 equal=0
-while read -r repo commit traits; do
+echo "| repository | commit | Python | usable | recipe source (install / test) | passing in every run | plain run passing | same set | build s | plain s | layer MB | reason |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+n=0 usable=0 equal=0 notyet=0
+while read -r repo c1 d1 c2 d2 traits; do
 	case $repo in '' | '#'*) continue ;; esac
 	if [ $# -gt 0 ]; then
 		hit=0
 		for f in "$@"; do case $repo in *"$f"*) hit=1 ;; esac; done
 		[ $hit = 1 ] || continue
 	fi
+	commits=$c1
+	if [[ ${d1:-} =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}$ ]]; then
+		case $WHICH in new) commits=$c1 ;; old) commits=$c2 ;; both) commits="$c1 $c2" ;; esac
+	fi
+	for commit in $commits; do
+	name=${repo#*/}-${commit:0:8}
+	key=${repo/\//+}@${commit:0:8}
+	if [ $TABULATE = 1 ] && ! [ -e "$OUT/logs/$key.secs" ]; then
+		notyet=$((notyet + 1)) # not built yet: no row
+		continue
+	fi
 	n=$((n + 1))
-	name=${repo#*/}
-	key=${repo/\//+}
 	if [ $KEEP = 1 ] && [ -s "$OUT/rows/$key" ]; then
 		line=$(cat "$OUT/rows/$key")
 	else
-		src=$MIRRORS/$key/repo
+		src=$MIRRORS/${repo/\//+}/repo
 		[ -d "$src" ] || src=https://github.com/$repo
 		man=$OUT/logs/$key.json
 		start=$(date +%s)
-		[ $TABULATE = 1 ] || [ $PLAIN = 1 ] || timeout 15m nice "$CWM" env build "$src" --rev "$commit" --name "$name" --runs "$RUNS" \
-			--no-coverage --force --json >"$man" 2>"$OUT/logs/$key.err" </dev/null
+		[ $TABULATE = 1 ] || [ $PLAIN = 1 ] || timeout 60m nice "$CWM" env build "$src" --rev "$commit" --name "$name" --runs "$RUNS" \
+			--portable --no-coverage --force --json >"$man" 2>"$OUT/logs/$key.err" </dev/null
 		secs=$(($(date +%s) - start))
-		[ $TABULATE = 1 ] || [ $PLAIN = 1 ] && secs=-
+		[ $TABULATE = 1 ] || [ $PLAIN = 1 ] && secs=$(cat "$OUT/logs/$key.secs" 2>/dev/null || echo -)
+		echo "$secs" >"$OUT/logs/$key.secs"
 		if ! [ -s "$man" ] || ! jq -e .id "$man" >/dev/null 2>&1; then
-			reason=$(grep -v '^\s*$' "$OUT/logs/$key.err" | tail -1 | cut -c1-200)
-			line=$(row "$repo" no "-" - - - "$secs" - "build did not finish: ${reason:-no output}")
+			reason=$(grep -v '^\s*$' "$OUT/logs/$key.err" | tail -1 | tr '|' ' ' | cut -c1-300)
+			line=$(row "$repo" "${commit:0:8}" - no "-" - - - "$secs" - - "build did not finish: ${reason:-no output}")
 		else
 			id=$(jq -r .id "$man")
 			ok=$(jq -r 'if .usable then "yes" else "no" end' "$man")
+			py=$(jq -r .python "$man")
 			srcs=$(jq -r '[(.install | map(.provenance) | unique | join("+")), .test.provenance] | map(if . == "" then "-" else . end) | join(" / ")' "$man")
-			jq -r '(.baseline // [])[] | select(.status == "pass") | .id' "$man" | sort -u >"$OUT/logs/$key.cwm-pass"
+			jq -r '.[] | select(.status == "pass") | .id' "$CWM_HOME/envs/$id/baseline.json" 2>/dev/null | sort -u >"$OUT/logs/$key.cwm-pass"
 			pass=$(wc -l <"$OUT/logs/$key.cwm-pass")
 			mb=$(jq -r '(.layer_bytes / 1048576 * 10 | round) / 10' "$man")
-			bs=$(jq -r '.build_seconds | round' "$man")
-			reason=$(jq -r '.reason // ""' "$man" | tr '\n|' '  ' | cut -c1-200)
-			plain="-" same="-"
+			reason=$(jq -r '.reason // ""' "$man" | tr '\n|' '  ' | cut -c1-300)
+			plain="-" same="-" psecs="-"
 			if [ "$ok" = yes ]; then
-				cmd=$(plain_command "$man")
-				echo "$cmd" >"$OUT/logs/$key.plain-cmd"
-				[ $TABULATE = 1 ] || printf '%s\n' "$cmd" | timeout 10m nice "$CWM" env shell "$id" >"$OUT/logs/$key.plain" 2>&1
+				pstart=$(date +%s)
+				if [ $TABULATE = 1 ]; then
+					psecs=$(cat "$OUT/logs/$key.plain-secs" 2>/dev/null || echo -)
+				else
+					plain_run "$man" "$key"
+					psecs=$(($(date +%s) - pstart))
+					echo "$psecs" >"$OUT/logs/$key.plain-secs"
+				fi
 				passing_ids <"$OUT/logs/$key.plain" >"$OUT/logs/$key.plain-pass"
 				plain=$(wc -l <"$OUT/logs/$key.plain-pass")
 				if cmp -s "$OUT/logs/$key.cwm-pass" "$OUT/logs/$key.plain-pass"; then
@@ -167,13 +264,15 @@ while read -r repo commit traits; do
 					reason="$d ids differ (${key}.cwm-pass vs .plain-pass)${reason:+; $reason}"
 				fi
 			fi
-			line=$(row "$repo" "$ok" "$srcs" "$pass" "$plain" "$same" "$bs" "$mb" "$reason")
+			line=$(row "$repo" "${commit:0:8}" "$py" "$ok" "$srcs" "$pass" "$plain" "$same" "$secs" "$psecs" "$mb" "$reason")
 		fi
 		echo "$line" >"$OUT/rows/$key"
 	fi
 	echo "$line"
-	case $line in "| $repo | yes "*) usable=$((usable + 1)) ;; esac
-	[ "$(echo "$line" | awk -F' \\| ' '{print $2 $6}')" = "yesyes" ] && equal=$((equal + 1))
+	case $line in "| $repo | ${commit:0:8} | "*" | yes | "*) usable=$((usable + 1)) ;; esac
+	[ "$(echo "$line" | awk -F' \\| ' '{print $4 $8}')" = "yesyes" ] && equal=$((equal + 1))
+	done
 done <"$list"
 echo
-echo "$n repositories: $usable usable, $equal usable with the same passing set as the plain run."
+echo "$n rows: $usable usable, $equal usable with the same passing set as the plain run."
+[ $notyet = 0 ] || echo "$notyet rows not built yet."

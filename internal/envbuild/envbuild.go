@@ -319,13 +319,20 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 	// leftovers.
 	fmt.Fprintf(say, "test: %s  [%s]\n", tc.String(), recipe.Test.Provenance)
 	var reps []*testrun.Report
+	var noTest string // why no candidate test command is one
 	var bar *progress.Bar
 	if opts.Progress != nil {
 		bar = progress.New(opts.Progress, "baseline runs", opts.Runs)
 	}
 	for i := 0; i < opts.Runs; i++ {
 		stop := progress.Heartbeat(opts.Progress, fmt.Sprintf("baseline run %d/%d", i+1, opts.Runs), progress.HeartbeatEvery)
-		rep, err := runSuite(ctx, sbs, e, testrun.Options{PythonVersion: python, OutputLimit: opts.Limits.Output}, logf)
+		topts := testrun.Options{PythonVersion: python, OutputLimit: opts.Limits.Output}
+		var rep *testrun.Report
+		if i == 0 {
+			rep, noTest, err = firstRun(ctx, sbs, e, recipe, topts, logf, say)
+		} else {
+			rep, err = runSuite(ctx, sbs, e, topts, logf)
+		}
 		stop()
 		if err != nil {
 			bar.Done()
@@ -335,6 +342,9 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 		bar.Add(1)
 		if rep.Result.Reason != sandbox.ReasonNone {
 			bar.Count(string(rep.Result.Reason))
+		}
+		if noTest != "" {
+			break // the same command collects nothing again
 		}
 	}
 	bar.Done()
@@ -358,6 +368,9 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 	}
 	e.Missing = finishMissing(ctx, e.Missing, base == "host")
 	e.Reason = unusableReason(e.Counts, e.Runs, e.Install, e.Missing)
+	if noTest != "" {
+		e.Reason = noTest + "; " + e.Reason
+	}
 	e.Usable = e.Reason == ""
 	fmt.Fprintf(say, "baseline: %s\n", e.Counts)
 	for _, m := range e.Missing {

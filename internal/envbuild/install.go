@@ -241,6 +241,8 @@ func parsePip(words []string, dir string) (pipPlan, bool) {
 			p.addTarget(next())
 		case name == "--editable" && hasVal:
 			p.addTarget(val)
+		case strings.HasPrefix(a, "-e") && len(a) > 2 && a[1] != '-':
+			p.addTarget(a[2:]) // -e. as pip reads it: -e .
 		case a == "-r" || a == "--requirement":
 			p.readRequirements(filepath.Join(dir, next()), dir)
 		case strings.HasPrefix(a, "-r") && len(a) > 2:

@@ -22,6 +22,11 @@ const (
 type Recipe struct {
 	Install []env.Step `json:"install"`
 	Test    env.Step   `json:"test"`
+	// Alternatives are the test commands of the later sources, in
+	// detection order, for when Test collects no test: a command that
+	// collects none is not the test command (a mypy tox factor, a lint
+	// job). None when the test command was given.
+	Alternatives []env.Step `json:"-"`
 }
 
 // detectRecipe finds the recipe of the repository checked out at repo.
@@ -47,7 +52,7 @@ func detectRecipe(repo string, flagInstall []string, flagTest, python string, ha
 	}
 	tox := readTox(repo)
 	nox := readNox(repo)
-	var skippedInstall, skippedTest []string
+	var skippedInstall, skippedTest, skippedAlt []string
 	// usable reports whether every program steps need is there, noting
 	// the first that is not.
 	usable := func(steps []env.Step, skipped *[]string) bool {
@@ -77,11 +82,20 @@ func detectRecipe(repo string, flagInstall []string, flagTest, python string, ha
 			r.Install, installFound = kept, true
 		}
 	}
-	for _, t := range wfTest {
-		if testFound {
-			break
+	// alternative keeps a later source's test command as a candidate
+	// for when the chosen one collects no test.
+	alternative := func(s env.Step) {
+		if flagTest != "" || s.Command == "" || s.Command == r.Test.Command || hasStep(r.Alternatives, s.Command) || !usable([]env.Step{s}, &skippedAlt) {
+			return
 		}
+		r.Alternatives = append(r.Alternatives, s)
+	}
+	for _, t := range wfTest {
 		s, viaInstall := resolveTestVia(t, tox, nox, repo)
+		if testFound {
+			alternative(s)
+			continue
+		}
 		if !usable([]env.Step{s}, &skippedTest) {
 			continue
 		}
@@ -107,6 +121,8 @@ func detectRecipe(repo string, flagInstall []string, flagTest, python string, ha
 		}
 		if !testFound && runner.test.Command != "" && usable([]env.Step{runner.test}, &skippedTest) {
 			r.Test, testFound = runner.test, true
+		} else if testFound {
+			alternative(runner.test)
 		}
 	}
 	proj := readProject(repo)
@@ -115,16 +131,21 @@ func detectRecipe(repo string, flagInstall []string, flagTest, python string, ha
 	}
 	if !testFound && proj.test.Command != "" {
 		r.Test, testFound = proj.test, true
+	} else if testFound {
+		alternative(proj.test)
 	}
-	if !testFound {
-		if s, ok := makeTest(repo); ok {
-			if s = resolveTest(s, tox, nox, repo); usable([]env.Step{s}, &skippedTest) {
-				r.Test, testFound = s, true
-			}
+	if s, ok := makeTest(repo); ok {
+		s = resolveTest(s, tox, nox, repo)
+		if !testFound && usable([]env.Step{s}, &skippedTest) {
+			r.Test, testFound = s, true
+		} else if testFound {
+			alternative(s)
 		}
 	}
 	if !testFound {
 		r.Test = fallbackTest(repo)
+	} else {
+		alternative(fallbackTest(repo))
 	}
 	if len(skippedInstall) > 0 && len(r.Install) > 0 {
 		r.Install[0].Provenance += " (passed over: " + strings.Join(skippedInstall, "; ") + ")"
@@ -415,23 +436,72 @@ func quoteArg(s string) string {
 }
 
 var (
-	noxCall   = lazyre.New(`session\.(install|run)\(([^)]*)\)`)
+	noxCall   = lazyre.New(`session\.(install|run)\(`)
 	pyLiteral = lazyre.New(`^\s*(?:"([^"]*)"|'([^']*)')\s*$`)
+	// noxGroups is nox's dependency-group helper, *nox.project.
+	// dependency_groups(PYPROJECT, "test", ...): the groups' requirements.
+	noxGroups = lazyre.New(`(?s)^\s*\*\s*nox\.project\.dependency_groups\((.*)\)\s*$`)
 )
 
-// readNox reads session.install and session.run calls whose arguments are
-// all string literals (others, like *session.posargs, are dropped).
+// callArgs splits the arguments of a call whose text starts just after
+// its opening parenthesis: at top-level commas, up to the parenthesis that
+// closes it, nested calls and string literals kept whole.
+func callArgs(s string) []string {
+	var args []string
+	depth, start := 0, 0
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == '\\' {
+				i++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case c == '(' || c == '[' || c == '{':
+			depth++
+		case c == ')' || c == ']' || c == '}':
+			if depth == 0 {
+				return append(args, s[start:i])
+			}
+			depth--
+		case c == ',' && depth == 0:
+			args = append(args, s[start:i])
+			start = i + 1
+		}
+	}
+	return args
+}
+
+// readNox reads session.install and session.run calls: their string
+// literal arguments, and the dependency groups nox.project.
+// dependency_groups names (others, like *session.posargs, are dropped).
 func readNox(repo string) *runnerRecipe {
 	data, err := os.ReadFile(filepath.Join(repo, "noxfile.py"))
 	if err != nil {
 		return nil
 	}
+	text := string(data)
 	var r runnerRecipe
-	for _, m := range noxCall().FindAllStringSubmatch(string(data), -1) {
+	for _, loc := range noxCall().FindAllStringSubmatchIndex(text, -1) {
+		kind := text[loc[2]:loc[3]]
 		var args []string
-		for _, a := range strings.Split(m[2], ",") {
+		for _, a := range callArgs(text[loc[1]:]) {
 			if lm := pyLiteral().FindStringSubmatch(a); lm != nil {
 				args = append(args, quoteArg(lm[1]+lm[2]))
+				continue
+			}
+			if gm := noxGroups().FindStringSubmatch(a); gm != nil && kind == "install" {
+				for _, g := range callArgs(gm[1] + ")")[1:] {
+					if lm := pyLiteral().FindStringSubmatch(g); lm != nil {
+						for _, d := range dependencyGroup(repo, lm[1]+lm[2], 0) {
+							args = append(args, quoteArg(d))
+						}
+					}
+				}
 			}
 		}
 		if len(args) == 0 {
@@ -439,7 +509,7 @@ func readNox(repo string) *runnerRecipe {
 		}
 		line := strings.Join(args, " ")
 		switch {
-		case m[1] == "install":
+		case kind == "install":
 			if !onlyTooling("pip install " + line) {
 				r.install = append(r.install, env.Step{Command: "pip install " + line, Provenance: "noxfile.py session.install"})
 			}

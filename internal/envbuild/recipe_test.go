@@ -113,6 +113,33 @@ func TestDetectRecipeDelegation(t *testing.T) {
 	}
 }
 
+// TestNoxDependencyGroups: pypa/packaging's noxfile installs
+// *nox.project.dependency_groups(PYPROJECT, "test") and "-e.": the
+// group's requirements (read from pyproject.toml), not a package named
+// "test", and the project, all as one session's steps.
+func TestNoxDependencyGroups(t *testing.T) {
+	repo := writeTree(t, map[string]string{
+		"pyproject.toml": "[project]\nname = \"p\"\n\n[dependency-groups]\ntest = [\"pytest>=8\", \"hypothesis\"]\ndocs = [\"sphinx\"]\n",
+		"noxfile.py": "import nox\n\nPYPROJECT = nox.project.load_toml()\n\n@nox.session\ndef tests(session):\n" +
+			"    session.install(\n        *HYPOTHESIS_BINARY_ONLY, *nox.project.dependency_groups(PYPROJECT, \"test\")\n    )\n" +
+			"    session.install(\"-e.\")\n    session.run(\"pytest\", *session.posargs, env={\"A\": \"b\"})\n",
+	})
+	r := readNox(repo)
+	if r == nil {
+		t.Fatal("readNox = nil")
+	}
+	want := &runnerRecipe{
+		install: []env.Step{
+			{Command: "pip install 'pytest>=8' hypothesis", Provenance: "noxfile.py session.install"},
+			{Command: "pip install -e.", Provenance: "noxfile.py session.install"},
+		},
+		test: env.Step{Command: "pytest", Provenance: "noxfile.py session.run"},
+	}
+	if diff := cmp.Diff(want, r, cmp.AllowUnexported(runnerRecipe{})); diff != "" {
+		t.Errorf("readNox mismatch (-want +got):\n%s", diff)
+	}
+}
+
 func TestParsePip(t *testing.T) {
 	dir := writeTree(t, map[string]string{
 		"requirements.txt":     "-r base.txt\nrequests>=2 ; python_version > '3'  # net\n--index-url https://x\nflake8\n-e .\n",
@@ -129,6 +156,7 @@ func TestParsePip(t *testing.T) {
 		{"pip3 install -U --user -r requirements.txt", pipPlan{editable: []string{"."}, reqs: []string{"attrs==22.2.0", "requests>=2 ; python_version > '3'"},
 			dropped: []string{"-U", "--user", "flake8"}}, true},
 		{"python setup.py develop", pipPlan{editable: []string{"."}}, true},
+		{"pip install -e.", pipPlan{editable: []string{"."}}, true},
 		{"pip install -i https://pypi.org/simple numpy", pipPlan{reqs: []string{"numpy"}, dropped: []string{"-i", "https://pypi.org/simple"}}, true},
 		{"pip list", pipPlan{}, false},
 		{"make install", pipPlan{}, false},

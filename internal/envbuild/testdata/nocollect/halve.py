@@ -1,0 +1,2 @@
+def halve(n: int) -> int:
+    return n // 2
