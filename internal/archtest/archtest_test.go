@@ -134,9 +134,12 @@ func TestStagesDoNotImportTheBuilder(t *testing.T) {
 // configuration with layers, and only the builder, the store, envoci
 // (which packs and unpacks layers to ship them) and the commands (env
 // show prints it) ask where a layer is on the host. The
-// sandbox's own command line stacks the directories its user names.
+// sandbox's own command line stacks the directories its user names, and
+// the tracer's pool passes on the layers its caller gives it (an
+// interpreter laid over a base, in the tests of other Pythons) as it
+// passes on its Base.
 func TestLayersStayBehindTheSeam(t *testing.T) {
-	mayConfigure := []string{"internal/sandbox", "internal/env", "internal/cli/sandboxcmd"}
+	mayConfigure := []string{"internal/sandbox", "internal/env", "internal/cli/sandboxcmd", "internal/tracer"}
 	for _, p := range packages(t) {
 		for name, f := range p.files {
 			ast.Inspect(f, func(n ast.Node) bool {
