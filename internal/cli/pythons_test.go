@@ -69,7 +69,7 @@ func everyStage(t *testing.T, suite, python string) {
 		{"validate", []string{"tasks", "validate", "--quiet", tasksFile}, 0, []string{"1 tasks: 1 hold, 0 do not"}},
 		{"env test", []string{"env", "test", "--quiet", "textkit"}, 0, nil},
 		{"trace repo", []string{"trace", "repo", "--env", "textkit", "--out", traceOut, "--workers", "1", "--tests", "test_levenshtein_substitution_cost"},
-			0, []string{"episodes to " + traceOut + " from 1 tests", "functions are the root of a complete episode"}},
+			0, []string{"traced 1 of 1 tests", "episodes written to " + traceOut, "functions are the root of a complete episode"}},
 		{"trace check of trace repo", []string{"trace", "check", traceOut}, 0, []string{"frames ", "line events "}},
 		{"trace tests", []string{"trace", "tests", "--tasks", tasksFile, "--out", traceOut + "2", "--workers", "1"},
 			0, []string{"traced 179 tests of 1 tasks"}},
