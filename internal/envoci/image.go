@@ -65,41 +65,56 @@ func WriteImage(e *env.Env, dir, ref string) (*ImageResult, error) {
 	}
 	link := &tar.Header{Name: Testbed, Typeflag: tar.TypeSymlink, Linkname: env.RepoRoot[1:], Mode: 0o777,
 		ModTime: e.BuiltAt.Truncate(time.Second), Format: tar.FormatPAX}
-	tmp, err := os.CreateTemp(blobs, ".layer-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.Remove(tmp.Name())
-	p, err := layertar.PackTrees(tmp, trees, link)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
+	p, err := writeLayer(dir, func(w io.Writer) (layertar.Packed, error) { return layertar.PackTrees(w, trees, link) })
 	if err != nil {
 		return nil, fmt.Errorf("flatten the image of %s: %w", e.ID, err)
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, blobName(p.Digest))); err != nil {
-		return nil, err
-	}
-	diffID, err := v1.NewHash(p.DiffID)
-	if err != nil {
-		return nil, err
 	}
 	cfg := v1.ConfigFile{Architecture: runtime.GOARCH, OS: "linux", Created: v1.Time{Time: e.BuiltAt.UTC()},
 		Config: v1.Config{Env: vars, WorkingDir: env.RepoRoot, Cmd: []string{"/bin/bash"},
 			Labels: map[string]string{"org.cwm.env": e.ID, "org.cwm.commit": e.Commit}},
-		RootFS:  v1.RootFS{Type: "layers", DiffIDs: []v1.Hash{diffID}},
-		History: []v1.History{{Created: v1.Time{Time: e.BuiltAt.UTC()}, CreatedBy: "cwm: environment " + e.ID + " on its base, flattened"}}}
+		RootFS: v1.RootFS{Type: "layers"}}
+	m := v1.Manifest{SchemaVersion: 2, MediaType: types.OCIManifestSchema1}
+	return addLayer(dir, ref, m, cfg, p, "cwm: environment "+e.ID+" on its base, flattened")
+}
+
+// writeLayer writes the layer pack makes as a blob of the layout in dir.
+func writeLayer(dir string, pack func(io.Writer) (layertar.Packed, error)) (layertar.Packed, error) {
+	tmp, err := os.CreateTemp(filepath.Join(dir, "blobs", "sha256"), ".layer-")
+	if err != nil {
+		return layertar.Packed{}, err
+	}
+	defer os.Remove(tmp.Name())
+	p, err := pack(tmp)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return layertar.Packed{}, err
+	}
+	return p, os.Rename(tmp.Name(), filepath.Join(dir, blobName(p.Digest)))
+}
+
+// addLayer writes the image of m and cfg with the layer p on top (its
+// config, manifest and the index's tag ref) to the layout in dir.
+func addLayer(dir, ref string, m v1.Manifest, cfg v1.ConfigFile, p layertar.Packed, createdBy string) (*ImageResult, error) {
+	diffID, err := v1.NewHash(p.DiffID)
+	if err != nil {
+		return nil, err
+	}
+	layerDigest, err := v1.NewHash(p.Digest)
+	if err != nil {
+		return nil, err
+	}
+	cfg.RootFS.DiffIDs = append(cfg.RootFS.DiffIDs, diffID)
+	cfg.History = append(cfg.History, v1.History{Created: cfg.Created, CreatedBy: createdBy})
 	cfgRaw, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, err
 	}
-	cfgDesc, err := putBlob(dir, cfgRaw, types.OCIConfigJSON)
-	if err != nil {
+	if m.Config, err = putBlob(dir, cfgRaw, types.OCIConfigJSON); err != nil {
 		return nil, err
 	}
-	layerDigest, _ := v1.NewHash(p.Digest)
-	m := v1.Manifest{SchemaVersion: 2, MediaType: types.OCIManifestSchema1, Config: cfgDesc,
-		Layers: []v1.Descriptor{{MediaType: types.OCILayer, Size: p.Size, Digest: layerDigest}}}
+	m.Layers = append(m.Layers, v1.Descriptor{MediaType: types.OCILayer, Size: p.Size, Digest: layerDigest})
 	mRaw, err := json.Marshal(m)
 	if err != nil {
 		return nil, err
@@ -193,45 +208,11 @@ func DeriveImage(dir, from, ref, layerTar string) (*ImageResult, error) {
 		return nil, err
 	}
 	defer src.Close()
-	tmp, err := os.CreateTemp(filepath.Join(dir, "blobs", "sha256"), ".layer-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.Remove(tmp.Name())
-	p, err := layertar.Compress(tmp, src)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
+	p, err := writeLayer(dir, func(w io.Writer) (layertar.Packed, error) { return layertar.Compress(w, src) })
 	if err != nil {
 		return nil, fmt.Errorf("compress the layer of %s: %w", ref, err)
 	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, blobName(p.Digest))); err != nil {
-		return nil, err
-	}
-	diffID, _ := v1.NewHash(p.DiffID)
-	layerDigest, _ := v1.NewHash(p.Digest)
-	cfg.RootFS.DiffIDs = append(cfg.RootFS.DiffIDs, diffID)
-	cfg.History = append(cfg.History, v1.History{Created: cfg.Created, CreatedBy: "cwm: " + ref})
-	cfgRaw, err := json.Marshal(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if m.Config, err = putBlob(dir, cfgRaw, types.OCIConfigJSON); err != nil {
-		return nil, err
-	}
-	m.Layers = append(m.Layers, v1.Descriptor{MediaType: types.OCILayer, Size: p.Size, Digest: layerDigest})
-	mRaw, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	mDesc, err := putBlob(dir, mRaw, types.OCIManifestSchema1)
-	if err != nil {
-		return nil, err
-	}
-	if err := addToIndex(dir, mDesc, ref); err != nil {
-		return nil, err
-	}
-	return &ImageResult{Dir: dir, Ref: ref, Digest: mDesc.Digest.String(), Bytes: p.Size}, nil
+	return addLayer(dir, ref, m, cfg, p, "cwm: "+ref)
 }
 
 // readJSONBlob decodes the blob d of the layout in dir.
