@@ -12,6 +12,7 @@ import (
 	"cwm/internal/base"
 	"cwm/internal/basebuild"
 	"cwm/internal/command"
+	"cwm/internal/env"
 	"cwm/internal/errkind"
 	"cwm/internal/jsonl"
 	"cwm/internal/sandbox"
@@ -85,7 +86,7 @@ func (c *tasksImportCmd) Run(ctx context.Context, e *command.Env, args []string)
 	}
 	defer rt.Close()
 	o := taskimport.Options{Format: c.format, Mirror: c.mirror, Runs: c.runs,
-		Sandboxes: taskimport.Sandboxes{Runtime: rt, Store: base.NewStore(e.Home)},
+		Sandboxes: taskimport.Sandboxes{Runtime: rt, Store: base.NewStore(e.Home), Envs: env.NewStore(e.Home)},
 		Base:      basebuild.Options{Runtime: rt, Platform: c.platform}}
 	if !c.quiet {
 		o.Progress = func(id, class, reason string) {

@@ -72,6 +72,11 @@ type Env struct {
 	// Lock is the set an online or wheelhouse build installed.
 	Lock []LockedPackage `json:"lock,omitempty"`
 
+	// Image is set on the environment of a published dataset's image
+	// (cwm tasks import): the repository is where the image has it, not
+	// at RepoRoot, and there is no venv of cwm's (see image.go).
+	Image *ImageSpec `json:"image,omitempty"`
+
 	// dir is the environment's directory: in the store, or the stage of
 	// the build making it.
 	dir string
@@ -92,6 +97,15 @@ type Env struct {
 // mount; version 1 layers kept files of the sandbox's other users at host
 // uids 100001-165535 and are migrated on first use (migrate.go).
 const ManifestVersion = 3
+
+// RepoDir is where the repository is inside e's sandboxes: RepoRoot,
+// or the working directory of an image's environment.
+func (e *Env) RepoDir() string {
+	if e.Image != nil {
+		return e.Image.Workdir
+	}
+	return RepoRoot
+}
 
 // LayerDir is the host directory of the environment's layer. It is for
 // the builder, which writes the layer, and for people (env show says

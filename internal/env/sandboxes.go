@@ -76,13 +76,17 @@ func name(e *Env) string {
 // sandboxPath is PATH inside an environment's sandboxes: the venv first.
 const sandboxPath = "PATH=" + VenvRoot + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-// config is the configuration of a sandbox on e's layer.
+// config is the configuration of a sandbox on e's layer (an image's
+// environment has its own: ImageSpec.config).
 func config(e *Env, l RunLimits) (sandbox.Config, error) {
 	root, err := e.base()
 	if err != nil {
 		return sandbox.Config{}, err
 	}
 	l = e.clamp(l)
+	if e.Image != nil {
+		return e.Image.config(e, root, l)
+	}
 	env := []string{
 		sandboxPath,
 		"VIRTUAL_ENV=" + VenvRoot,
@@ -103,10 +107,11 @@ func config(e *Env, l RunLimits) (sandbox.Config, error) {
 		}
 		root, env = b.Rootfs(), b.SandboxEnv(env)
 	}
-	return sandbox.Config{
-		Base: root, Layers: []string{e.LayerDir()}, Workdir: RepoRoot, Env: env,
-		Limits: sandbox.Limits{Timeout: l.Timeout, Memory: l.Memory, Pids: l.Pids, Output: l.Output, Disk: l.Disk},
-	}, nil
+	return sandbox.Config{Base: root, Layers: []string{e.LayerDir()}, Workdir: RepoRoot, Env: env, Limits: l.sandbox()}, nil
+}
+
+func (l RunLimits) sandbox() sandbox.Limits {
+	return sandbox.Limits{Timeout: l.Timeout, Memory: l.Memory, Pids: l.Pids, Output: l.Output, Disk: l.Disk}
 }
 
 // IsBaseDigest reports whether an environment's base names a stored base

@@ -96,7 +96,10 @@ const candidatePath = "/tmp/cwm-candidate.diff"
 // environment): it applies t's bug patch and test patch (both must apply
 // with git apply), then the candidate, with git apply or else
 // patch --fuzz, and runs only the FAIL_TO_PASS and PASS_TO_PASS tests. The
-// similarity to t's gold patch is computed whatever happens. An empty patch
+// similarity to t's gold patch is computed whatever happens. A task
+// imported from a published dataset is graded by its dataset's harness
+// instead (Harness: base_commit, test files restored, its log parser); e
+// is then the environment of its image. An empty patch
 // is not resolved, and needs no sandbox to say so. The error is
 // for failures of the machinery and for tasks that cannot be graded
 // (wrapping ErrTask).
@@ -119,6 +122,11 @@ func Grade(ctx context.Context, sbs *env.Sandboxes, e *env.Env, t *task.Task, pa
 		r.Apply, r.Reason = ApplyEmpty, "empty patch"
 		r.Seconds.Total = time.Since(start).Seconds()
 		return r, nil
+	}
+	if t.Imported != nil {
+		r, err := gradeImported(ctx, sbs, e, t, patch, r)
+		r.Seconds.Total = time.Since(start).Seconds()
+		return r, err
 	}
 	s, err := sbs.Open(ctx, e)
 	if err != nil {

@@ -16,7 +16,9 @@ import (
 
 	"cwm/internal/base"
 	"cwm/internal/basebuild"
+	"cwm/internal/env"
 	"cwm/internal/logparse"
+	"cwm/internal/reward"
 	"cwm/internal/task"
 )
 
@@ -54,7 +56,8 @@ func BenchmarkGoldRun(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	sbs := Sandboxes{Runtime: rt, Store: base.NewStore(filepath.Join(work, "home"))}
+	home := filepath.Join(work, "home")
+	sbs := Sandboxes{Runtime: rt, Store: base.NewStore(home), Envs: env.NewStore(home)}
 	bs, err := basebuild.Import(ctx, sbs.Store, oci, basebuild.Options{Runtime: rt})
 	if err != nil {
 		b.Fatal(err)
@@ -72,9 +75,12 @@ func BenchmarkGoldRun(b *testing.B) {
 		if _, err := basebuild.Import(ctx, sbs.Store, oci, basebuild.Options{Runtime: rt}); err != nil {
 			b.Fatal(err)
 		}
+		if err := sbs.record(ctx, &k); err != nil {
+			b.Fatal(err)
+		}
 		run, err := sbs.grade(ctx, &k, k.Patch)
-		if err != nil || run.status[want] != logparse.Passed {
-			b.Fatalf("cwm's gold run: %v, %s is %q\n%s", err, want, run.status[want], run.log)
+		if err != nil || run.Status[want] != logparse.Passed {
+			b.Fatalf("cwm's gold run: %v, %s is %q\n%s", err, want, run.Status[want], run.Log)
 		}
 		cwm = append(cwm, time.Since(start))
 
@@ -129,7 +135,7 @@ func runcBundle(b *testing.B, bundle string, k *task.Task) {
 	delete(proc, "rlimits")
 	proc["terminal"] = false
 	proc["cwd"] = "/"
-	proc["args"] = append([]any{"bash", "-c", gradeScript, "grade", k.Imported.Workdir, k.BaseCommit, "0", ""}, anyList(k.Imported.TestFiles)...)
+	proc["args"] = append([]any{"bash", "-c", reward.HarnessScript, "grade", k.Imported.Workdir, k.BaseCommit, "0", ""}, anyList(k.Imported.TestFiles)...)
 	proc["env"] = []any{"PATH=" + condaBin + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}
 	raw, _ = json.Marshal(cfg)
 	if err := os.WriteFile(cfgPath, raw, 0o644); err != nil {

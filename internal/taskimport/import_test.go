@@ -13,6 +13,7 @@ import (
 
 	"cwm/internal/base"
 	"cwm/internal/basebuild"
+	"cwm/internal/env"
 	"cwm/internal/envoci/ocitest"
 	"cwm/internal/task"
 )
@@ -59,7 +60,7 @@ func TestImport(t *testing.T) {
 	push(t, rebenchTestImage(t, r, site), reg.Host+"/swerebench/sweb.eval.x86_64.cwm-test_1776_calc-1:latest")
 
 	home := t.TempDir()
-	o := Options{Mirror: reg.Host, Sandboxes: Sandboxes{Runtime: rt, Store: base.NewStore(home)},
+	o := Options{Mirror: reg.Host, Sandboxes: Sandboxes{Runtime: rt, Store: base.NewStore(home), Envs: env.NewStore(home)},
 		Base: basebuild.Options{Runtime: rt}, Runs: 3}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()

@@ -155,6 +155,9 @@ func Import(ctx context.Context, path string, o Options) ([]task.Task, *Report, 
 			continue
 		}
 		t.Imported.Base = rep.Images[ref]
+		if err := o.Sandboxes.record(ctx, &t); err != nil {
+			return nil, nil, fmt.Errorf("import %s: %w", t.InstanceID, err)
+		}
 		class, why, err := o.Sandboxes.validate(ctx, &t, o.Runs)
 		if err != nil {
 			return nil, nil, fmt.Errorf("validate %s: %w", t.InstanceID, err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"cwm/internal/logparse"
+	"cwm/internal/reward"
 	"cwm/internal/task"
 )
 
@@ -34,17 +35,17 @@ func (s Sandboxes) validate(ctx context.Context, t *task.Task, runs int) (class,
 	if why, err := s.inspect(ctx, t); err != nil || why != "" {
 		return ReasonPatch, why, err
 	}
-	var gold, empty []*run
+	var gold, empty []*reward.HarnessRun
 	for i := 0; i < runs; i++ {
 		r, err := s.grade(ctx, t, t.Patch)
 		if err != nil {
 			return "", "", err
 		}
-		if r.problem != "" {
-			return ReasonPatch, fmt.Sprintf("gold, run %d: %s", i+1, r.problem), nil
+		if r.Problem != "" {
+			return ReasonPatch, fmt.Sprintf("gold, run %d: %s", i+1, r.Problem), nil
 		}
-		if len(r.status) == 0 {
-			return ReasonNoTests, fmt.Sprintf("gold, run %d: %s found no test in the output (%s)", i+1, t.Imported.LogParser, tail(r.log)), nil
+		if len(r.Status) == 0 {
+			return ReasonNoTests, fmt.Sprintf("gold, run %d: %s found no test in the output (%s)", i+1, t.Imported.LogParser, tail(r.Log)), nil
 		}
 		gold = append(gold, r)
 	}
@@ -58,8 +59,8 @@ func (s Sandboxes) validate(ctx context.Context, t *task.Task, runs int) (class,
 		if err != nil {
 			return "", "", err
 		}
-		if r.problem != "" {
-			return ReasonPatch, fmt.Sprintf("empty patch, run %d: %s", i+1, r.problem), nil
+		if r.Problem != "" {
+			return ReasonPatch, fmt.Sprintf("empty patch, run %d: %s", i+1, r.Problem), nil
 		}
 		empty = append(empty, r)
 	}
@@ -77,7 +78,7 @@ func (s Sandboxes) validate(ctx context.Context, t *task.Task, runs int) (class,
 	for _, id := range t.FailToPass {
 		passed := 0
 		for _, r := range empty {
-			if passes(r.status[id]) {
+			if passes(r.Status[id]) {
 				passed++
 			}
 		}
@@ -90,7 +91,7 @@ func (s Sandboxes) validate(ctx context.Context, t *task.Task, runs int) (class,
 	}
 	v.Checks = append(v.Checks, fmt.Sprintf("empty patch fails all %d FAIL_TO_PASS tests (%d runs)", len(t.FailToPass), runs))
 	for _, r := range append(gold, empty...) {
-		v.TestsRun += len(r.status)
+		v.TestsRun += len(r.Status)
 	}
 	v.Seconds = time.Since(t0).Seconds()
 	t.Validation = v
@@ -103,11 +104,11 @@ func passes(status string) bool { return status == logparse.Passed || status == 
 // allPass checks that every test of want passes in every run: a test that
 // fails in every run is a gold failure, one that fails in some a flaky
 // test.
-func allPass(want []string, runs []*run) (class, reason string) {
+func allPass(want []string, runs []*reward.HarnessRun) (class, reason string) {
 	for _, id := range want {
 		failed, last := 0, ""
 		for _, r := range runs {
-			if st := r.status[id]; !passes(st) {
+			if st := r.Status[id]; !passes(st) {
 				failed++
 				if last = st; st == "" {
 					last = "not run"
@@ -126,12 +127,12 @@ func allPass(want []string, runs []*run) (class, reason string) {
 
 // expectedHolds checks the gold runs against R2E-Gym's
 // expected_output_json: each test's status as expected, in every run.
-func expectedHolds(exp map[string]string, runs []*run) (class, reason string) {
+func expectedHolds(exp map[string]string, runs []*reward.HarnessRun) (class, reason string) {
 	for _, id := range sortedKeys(exp) {
 		bad := 0
 		got := ""
 		for _, r := range runs {
-			if st := r.status[id]; st != exp[id] {
+			if st := r.Status[id]; st != exp[id] {
 				bad++
 				if got = st; st == "" {
 					got = "not run"
@@ -151,12 +152,12 @@ func expectedHolds(exp map[string]string, runs []*run) (class, reason string) {
 // splitExpected derives R2E-Gym's FAIL_TO_PASS (expected to pass, failing
 // without the fix) and PASS_TO_PASS (expected to pass, passing without
 // it) from a run with the empty patch.
-func splitExpected(exp map[string]string, empty *run) (f2p, p2p []string) {
+func splitExpected(exp map[string]string, empty *reward.HarnessRun) (f2p, p2p []string) {
 	for _, id := range sortedKeys(exp) {
 		if !passes(exp[id]) {
 			continue
 		}
-		if passes(empty.status[id]) {
+		if passes(empty.Status[id]) {
 			p2p = append(p2p, id)
 		} else {
 			f2p = append(f2p, id)
