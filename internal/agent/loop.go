@@ -129,7 +129,7 @@ func (r *Runner) Run(ctx context.Context, a Attempt) (*trajectory.Trajectory, er
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", tr.TaskID, err)
 	}
-	ep, err := episode.Start(ectx, sb, a.Task, episode.Options{History: r.History, CommandTimeout: l.CommandTimeout})
+	ep, err := episode.Start(ectx, sb, a.Task, episode.Options{History: r.History, CommandTimeout: l.CommandTimeout, RepoRoot: a.Env.RepoDir()})
 	if err != nil {
 		sb.Close()
 		return nil, err

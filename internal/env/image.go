@@ -118,3 +118,32 @@ func imagePython(ctx context.Context, sbs *Sandboxes, e *Env) (string, error) {
 	}
 	return strings.TrimSpace(string(res.Stdout)), nil
 }
+
+// AddPassing adds ids to the baseline of e, an image's environment, as
+// tests that pass there: cwm tasks import adds the PASS_TO_PASS tests of
+// each task it keeps on the image (they pass with and without its fix),
+// which are the tests trace repo records and select may run.
+func (e *Env) AddPassing(ids []string) error {
+	if e.Image == nil {
+		return fmt.Errorf("environment %s is not an image's: its baseline is its build's", e.ID)
+	}
+	have := map[string]bool{}
+	for _, t := range e.Baseline {
+		have[t.ID] = true
+	}
+	added := false
+	for _, id := range ids {
+		if !have[id] {
+			have[id] = true
+			added = true
+			e.Baseline = append(e.Baseline, TestResult{ID: id, Status: string(testrun.Pass), Outcomes: []testrun.Outcome{testrun.Pass}, Seconds: []float64{0}})
+		}
+	}
+	if !added {
+		return nil
+	}
+	if err := e.saveBaseline(); err != nil {
+		return fmt.Errorf("record the passing tests of %s: %w", e.ID, err)
+	}
+	return nil
+}

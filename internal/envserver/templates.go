@@ -104,7 +104,7 @@ func (ts *templates) prepare(ctx context.Context, e *env.Env, t *task.Task) (*ep
 	if err != nil {
 		return nil, err
 	}
-	ep, err := episode.Start(ctx, sb, t, episode.Options{History: ts.history, CommandTimeout: ts.timeout})
+	ep, err := episode.Start(ctx, sb, t, episode.Options{History: ts.history, CommandTimeout: ts.timeout, RepoRoot: e.RepoDir()})
 	if err != nil {
 		sb.Close()
 		return nil, fmt.Errorf("prepare task %s: %w", t.InstanceID, err)

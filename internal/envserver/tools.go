@@ -102,14 +102,14 @@ func (s *Server) startShell(ctx context.Context, p *resetPlan) (episodeImpl, Res
 	if err != nil {
 		return nil, Result{}, err
 	}
-	tb, err := episode.NewToolbox(ctx, sb, env.RepoRoot, s.opts.Limits.CommandTimeout)
+	tb, err := episode.NewToolbox(ctx, sb, p.env.RepoDir(), s.opts.Limits.CommandTimeout)
 	if err != nil {
 		sb.Close()
 		return nil, Result{}, err
 	}
 	t := s.newToolEpisode(p, tb)
 	t.sb = sb
-	msgs := p.proto.Prompt(agent.Prompt{RepoRoot: env.RepoRoot, Limits: t.limits})[:1]
+	msgs := p.proto.Prompt(agent.Prompt{RepoRoot: p.env.RepoDir(), Limits: t.limits})[:1]
 	if p.data.Instruction != "" {
 		msgs = append(msgs, model.Message{Role: model.RoleUser, Content: p.data.Instruction})
 	}
@@ -159,7 +159,7 @@ func (t *toolEpisode) opening(msgs []model.Message) Result {
 
 func (t *toolEpisode) meta() map[string]any {
 	m := map[string]any{"task_id": t.tr.TaskID, "env_id": t.env.ID, "protocol": t.proto.Name(), "sample": t.tr.Sample,
-		"repo_root": env.RepoRoot}
+		"repo_root": t.env.RepoDir()}
 	if t.ep != nil {
 		m["base_commit"] = t.ep.Base()
 	}

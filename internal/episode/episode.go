@@ -50,7 +50,8 @@ type Episode struct {
 }
 
 // Start prepares sb, a sandbox on t's environment, for an episode of t:
-// t's bug is planted and folded into git's history (opts.History), every
+// an imported task's repository is put at its base_commit and its hidden
+// tests removed, t's bug is planted and folded into git's history (opts.History), every
 // trace of where the repository came from is removed, and the bash
 // session starts in the repository. The episode owns sb from then on: its
 // Close closes it. An error (a bug patch that does not apply, a sandbox
@@ -64,6 +65,9 @@ func Start(ctx context.Context, sb *sandbox.Sandbox, t *task.Task, opts Options)
 	}
 	if opts.RepoRoot == "" {
 		opts.RepoRoot = env.RepoRoot
+	}
+	if err := prepareImported(ctx, sb, opts.RepoRoot, t, setupTimeout); err != nil {
+		return nil, fmt.Errorf("task %s: %w", t.InstanceID, err)
 	}
 	base, err := prepareRepo(ctx, sb, opts.RepoRoot, t.BugPatch, opts.History, setupTimeout)
 	if err != nil {
@@ -99,6 +103,9 @@ func (e *Episode) Reset(ctx context.Context) error {
 	e.sh.Close()
 	if err := e.sb.Reset(ctx); err != nil {
 		return fmt.Errorf("reset the sandbox of task %s: %w", e.task.InstanceID, err)
+	}
+	if err := prepareImported(ctx, e.sb, e.opts.RepoRoot, e.task, setupTimeout); err != nil {
+		return fmt.Errorf("task %s: %w", e.task.InstanceID, err)
 	}
 	base, err := prepareRepo(ctx, e.sb, e.opts.RepoRoot, e.task.BugPatch, e.opts.History, setupTimeout)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"cwm/internal/errkind"
 	"cwm/internal/sandbox"
+	"cwm/internal/task"
 )
 
 // History says how the task's bug is folded into the repository's history
@@ -70,6 +71,35 @@ git repack -a -d -q
 git prune --expire=now
 git rev-parse HEAD
 `
+
+// importedScript puts an imported task's repository at its base_commit
+// (when the image's HEAD is elsewhere) and removes its hidden tests (R2E-Gym's
+// /r2e_tests), which only grading copies in: the agent works on what the
+// dataset's agents see. Arguments: $1 the repository, $2 base_commit, $3
+// the hidden tests' directory or "".
+const importedScript = `set -uo pipefail
+cd "$1" || exit 3
+git config --global --add safe.directory '*' 2>/dev/null
+if [ -n "$2" ] && [ "$(git rev-parse -q --verify HEAD)" != "$(git rev-parse -q --verify "$2^{commit}")" ]; then
+	git checkout -q -f "$2" || { echo "base_commit $2 is not in the repository" >&2; exit 4; }
+fi
+if [ -n "$3" ]; then rm -rf -- "$3"; fi
+`
+
+// prepareImported runs importedScript for t when it is an imported task.
+func prepareImported(ctx context.Context, sb *sandbox.Sandbox, repo string, t *task.Task, timeout time.Duration) error {
+	if t.Imported == nil {
+		return nil
+	}
+	r, err := sb.Exec(ctx, sandbox.Cmd{Args: []string{"/bin/bash", "-c", importedScript, "imported", repo, t.BaseCommit, t.Imported.HiddenTests}, Timeout: timeout})
+	if err != nil {
+		return fmt.Errorf("prepare repository %s: %w", repo, err)
+	}
+	if !r.Success() {
+		return fmt.Errorf("prepare repository %s: %s: %s", repo, r.Describe(), strings.TrimSpace(string(r.Stderr)))
+	}
+	return nil
+}
 
 // prepareRepo runs setupScript in the sandbox and returns the commit the
 // episode starts from.

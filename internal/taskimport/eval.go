@@ -44,6 +44,16 @@ func (s Sandboxes) record(ctx context.Context, t *task.Task) error {
 	return nil
 }
 
+// keep adds the PASS_TO_PASS tests of t, a task kept, to the baseline of
+// its image's environment (env.Env.AddPassing).
+func (s Sandboxes) keep(t *task.Task) error {
+	e, err := s.env(t)
+	if err != nil {
+		return err
+	}
+	return e.AddPassing(t.PassToPass)
+}
+
 func (s Sandboxes) env(t *task.Task) (*env.Env, error) {
 	e := s.Envs.Get(t.EnvID)
 	if e == nil {

@@ -158,6 +158,7 @@ func TestImport(t *testing.T) {
 		}
 		t.Log(rep.Summary())
 		checkWritten(t, ts)
+		checkStages(t, ctx, home, k, r)
 	})
 
 	t.Run("r2e-gym", func(t *testing.T) {

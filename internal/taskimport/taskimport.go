@@ -166,6 +166,9 @@ func Import(ctx context.Context, path string, o Options) ([]task.Task, *Report, 
 			leave(r, t.InstanceID, class, why)
 			continue
 		}
+		if err := o.Sandboxes.keep(&t); err != nil {
+			return nil, nil, err
+		}
 		if o.Progress != nil {
 			o.Progress(t.InstanceID, "", "")
 		}

@@ -86,6 +86,14 @@ func TraceRepo(ctx context.Context, sbs *env.Sandboxes, opts RepoRunOptions) (*R
 	if !e.Usable {
 		return nil, errkind.Errorf(errkind.Input, "environment %s is not usable: %s", e.ID, e.Reason)
 	}
+	// The repository is where the environment has it (an imported
+	// image's working directory, or /repo).
+	if opts.Repo.Root == "" {
+		opts.Repo.Root = e.RepoDir()
+	}
+	if opts.Episode.Root == "" {
+		opts.Episode.Root = e.RepoDir()
+	}
 	if err := CheckPython(e); err != nil {
 		return nil, err
 	}
@@ -231,7 +239,7 @@ func traceInto(ctx context.Context, sbs *env.Sandboxes, opts RepoRunOptions, st 
 		eopts.Context = ContextDefs
 	}
 	eopts.Source = func(rel string) ([]byte, error) {
-		return src.ReadFile(ctx, path.Join(env.RepoRoot, rel), int64(maxSourceBytes))
+		return src.ReadFile(ctx, path.Join(opts.Repo.Root, rel), int64(maxSourceBytes))
 	}
 	var front *sampleFront
 	if opts.PerFunction > 0 {
