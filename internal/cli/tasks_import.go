@@ -53,6 +53,10 @@ left out with its reason (bad row, duplicate instance_id, image missing,
 patch does not apply, gold fails, no-op passes, flaky, parser found no
 tests) in the validation report (--report, JSON), and the rest of the file
 is imported. Prints the report's summary line; exits 1 when no task holds.
+Each image also becomes an environment of the store (image-..., named by
+the image), which the tasks name in env_id: forage, serve, reward,
+select, grade and trace repo run them as they run native tasks, graded
+by the dataset's harness.
 docs/tasks.md ("Importing the field's datasets") has each dataset's table.`
 }
 

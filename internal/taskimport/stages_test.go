@@ -3,6 +3,7 @@ package taskimport
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -112,8 +113,10 @@ func checkStages(t *testing.T, ctx context.Context, home string, k task.Task, r 
 			p, _ := agent.NewProtocol("cwm", "")
 			out := filepath.Join(t.TempDir(), "trajectories.jsonl")
 			m := reward.Mapping{Kind: "binary"}
+			var failures []string
 			f, err := agent.NewForage(&agent.Runner{Sandboxes: sbs, Client: client, Protocol: p, Limits: agent.Limits{MaxTurns: 8}},
-				agent.ForageOptions{Tasks: []task.Task{k}, Out: out, Store: store, Grade: &m})
+				agent.ForageOptions{Tasks: []task.Task{k}, Out: out, Store: store, Grade: &m,
+					OnFailure: func(_ *task.Task, _ int, _ *trajectory.Trajectory, err error) { failures = append(failures, fmt.Sprint(err)) }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,7 +125,7 @@ func checkStages(t *testing.T, ctx context.Context, home string, k task.Task, r 
 			}
 			var trs []trajectory.Trajectory
 			if err := jsonl.Decode(out, func(_ int, tr trajectory.Trajectory) error { trs = append(trs, tr); return nil }); err != nil || len(trs) != 1 {
-				t.Fatalf("%s: %d trajectories (%v), want 1", c.name, len(trs), err)
+				t.Fatalf("%s: %d trajectories (%v), want 1; episodes that failed: %q", c.name, len(trs), err, failures)
 			}
 			tr := trs[0]
 			if tr.Reward == nil || *tr.Reward != c.want || tr.SubmittedPatch == nil {
