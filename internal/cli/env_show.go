@@ -54,6 +54,9 @@ func (c *envShowCmd) Run(ctx context.Context, e *command.Env, args []string) err
 	fmt.Fprintf(w, "repository:  %s (%s)\n", en.Repository.Location, en.Repository.Kind)
 	fmt.Fprintf(w, "revision:    %s\n", en.Revision)
 	fmt.Fprintf(w, "origin:      %s\n", en.Origin())
+	if im := en.Image; im != nil {
+		fmt.Fprintf(w, "image:       %s, repository at %s, PATH first: %s\n", im.Ref, im.Workdir, orNone(strings.Join(im.Path, ":")))
+	}
 	fmt.Fprintf(w, "base:        %s, Python %s\n", baseLine(e.Home, en.Base), en.Python)
 	fmt.Fprintf(w, "portable:    %s\n", portableLine(en.Base))
 	fmt.Fprintf(w, "limits:      %s (env.json: %s)\n", en.SandboxLimits(), en.Limits)

@@ -67,6 +67,8 @@ func (o *Origin) String() string {
 		return "built on this machine"
 	case o.Kind == OriginPulled:
 		return "pulled from " + o.From + " (manifest " + o.Manifest + ")"
+	case o.Kind == OriginDataset:
+		return "recorded for the image " + o.From + " by cwm tasks import"
 	case o.Kind == OriginImported:
 		return "imported from " + o.From + " (file " + o.FileDigest + ", manifest " + o.Manifest + ")"
 	}

@@ -188,6 +188,7 @@ func TestImport(t *testing.T) {
 			t.Errorf("PASS_TO_PASS (-want +got):\n%s", diff)
 		}
 		checkWritten(t, ts)
+		checkEpisode(t, ctx, home, k)
 	})
 
 	t.Run("swe-smith", func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"cwm/internal/agent"
 	"cwm/internal/env"
 	"cwm/internal/envserver"
+	"cwm/internal/episode"
 	"cwm/internal/grade"
 	"cwm/internal/jsonl"
 	"cwm/internal/model"
@@ -44,6 +45,9 @@ func checkStages(t *testing.T, ctx context.Context, home string, k task.Task, r 
 	}
 	if e.Image == nil || e.RepoDir() != testbed || !strings.HasPrefix(e.Python, "3.11.") || e.Base != k.Imported.Base {
 		t.Errorf("the image's environment: image %+v, repository %s, Python %q, base %s; want /testbed, 3.11, %s", e.Image, e.RepoDir(), e.Python, e.Base, k.Imported.Base)
+	}
+	if o := e.Origin(); o == nil || o.Kind != env.OriginDataset || o.Base != k.Imported.Base || !strings.Contains(o.String(), k.Imported.Image) {
+		t.Errorf("the environment's origin = %+v; want the dataset's image, granted its base", o)
 	}
 	if diff := cmp.Diff(k.PassToPass, e.Passing()); diff != "" {
 		t.Errorf("the environment's passing tests are the task's PASS_TO_PASS (-want +got):\n%s", diff)
@@ -227,4 +231,28 @@ func firstObservation(tr trajectory.Trajectory) string {
 		return ""
 	}
 	return tr.Steps[0].Observation
+}
+
+// checkEpisode starts an episode on k, the R2E-Gym task TestImport kept:
+// the agent is in the image's working directory with its venv first on
+// PATH, and the hidden tests (/r2e_tests) are not in its sandbox.
+func checkEpisode(t *testing.T, ctx context.Context, home string, k task.Task) {
+	e := env.NewStore(home).Get(k.EnvID)
+	if e == nil {
+		t.Fatalf("the task's env_id %q names no environment", k.EnvID)
+	}
+	sb, err := env.NewSandboxes(rt).Open(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := episode.Start(ctx, sb, &k, episode.Options{RepoRoot: e.RepoDir()})
+	if err != nil {
+		sb.Close()
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	o, err := ep.Bash(ctx, "pwd; command -v python; ls /r2e_tests r2e_tests 2>&1 | wc -l")
+	if want := testbed + "\n" + testbed + "/.venv/bin/python\n2"; err != nil || o.Text != want {
+		t.Errorf("the episode's first command printed %q (%v); want %q: in %s, the venv first, no hidden tests", o.Text, err, want, testbed)
+	}
 }
