@@ -195,3 +195,32 @@ func TestOnlineUVFallback(t *testing.T) {
 	}
 	t.Logf("note: %s", st.Note)
 }
+
+// TestPruneKeepsUV: cwm env gc's pruning of the wheel cache keeps uv's
+// wheel, which no lock names, and drops what no lock names otherwise.
+func TestPruneKeepsUV(t *testing.T) {
+	home := t.TempDir()
+	name, sum, ok := uvWheel()
+	if !ok {
+		t.Skip("no uv wheel pinned for this machine")
+	}
+	other := strings.Repeat("a", 64)
+	for _, f := range []string{filepath.Join(sum, name), filepath.Join(other, "x-1-py3-none-any.whl")} {
+		p := filepath.Join(wheelCacheDir(home), f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := PruneWheelCache(home, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(wheelCacheDir(home), sum, name)); err != nil {
+		t.Errorf("PruneWheelCache removed uv's wheel: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(wheelCacheDir(home), other)); !os.IsNotExist(err) {
+		t.Errorf("PruneWheelCache kept a file no lock names (%v)", err)
+	}
+}
