@@ -141,22 +141,52 @@ plain_command() {
 # it reports passing: pytest's short summary (only there: a test's own
 # output may hold such lines) (PASSED nodeid, and XPASS: an
 # expected failure whose body passed, which cwm counts as a pass, as pytest's
-# JUnit report does) and unittest's
-# verbose lines ("name (id) ... ok", the docstring line in between or not;
-# a doctest's line is "name (module)", its id module.name). A test pytest
-# also reports as ERROR or FAILED (its body passed, its teardown did not)
-# did not pass, as cwm counts it.
+# JUnit report does) and unittest's verbose lines, read by the rules of
+# cwm's own parser (internal/testrun/unittest.go), so both sides of a row
+# are read alike: "name (id) ... STATUS", where the status may come lines
+# later, after a docstring or whatever the test printed ("name (id) ...
+# CHARACTER MATCH 'a'" then "ok"); a subtest's line ("  name (id) (i=2)")
+# adds its status to its test's; the summary's "FAIL: name (id)" and
+# "ERROR: name (id)" mark the test failed; a test whose status never came
+# passed when the run got as far as "Ran N tests", as cwm counts it. A
+# doctest's line is "name (module)", its id module.name. A test pytest also
+# reports as ERROR or FAILED (its body passed, its teardown did not) did
+# not pass, as cwm counts it.
 passing_ids() {
 	perl -ne '
+		s/\r?\n$//;
 		if (/^=+ short test summary info =+$/) { $summary = 1; next }
 		if ($summary && /^PASSED (.+?)\s*$/) { $pass{$1} = 1; next }
 		if ($summary && /^XPASS ((?:[^\s\[]|\[[^\]]*\])+)/) { $pass{$1} = 1; next }
 		if ($summary && /^(?:ERROR|FAILED) ((?:[^\s\[]|\[[^\]]*\])+)/) { $bad{$1} = 1; next }
-		if (/^(\w+) \(([\w.]+)\)(.*)$/) { $id = $2; $rest = $3;
-			$id = "$2.$1" unless $2 =~ /\.\Q$1\E$/;
-			if ($rest =~ / \.\.\. ok$/) { $pass{$id} = 1; $id = "" } next }
-		if ($id ne "" && / \.\.\. ok$/) { $pass{$id} = 1 } $id = "";
-		END { print "$_\n" for grep { !$bad{$_} } keys %pass }
+		sub uid { my ($n, $w) = @_;
+			return $n if $w =~ /^unittest\.loader\._FailedTest/;
+			return $w if $n =~ /^(?:setUpClass|tearDownClass|setUpModule|tearDownModule)$/;
+			return $w if $w =~ /\.\Q$n\E$/;
+			return "$w.$n" }
+		# the status words of a verbose line: 1 pass, 2 skip, 3 failed; 0 none
+		sub status { my $s = shift; $s =~ s/^\s+|\s+$//g;
+			return 1 if $s eq "ok";
+			return 2 if $s eq "expected failure" || $s =~ /^skipped/;
+			return 3 if $s eq "FAIL" || $s eq "ERROR" || $s eq "unexpected success";
+			return 0 }
+		sub mark { my ($id, $st) = @_; $ut{$id} = $st if $st > ($ut{$id} // 0) }
+		if (/^Ran \d+ tests? in /) { $finished = 1; next }
+		if (/^======/) { $insum = 1; $pending = ""; next }
+		if (/^(?:FAIL|ERROR|UNEXPECTED SUCCESS): (\w+) \(([\w.]+)\)/) { mark(uid($1, $2), 3); next }
+		next if $insum;
+		if (/^(\s*)(\w+) \(([\w.]+)\)(?: \((.*?)\))?(?: \.\.\. (.*))?$/) {
+			my ($sub, $id) = ($1 ne "" || defined $4, uid($2, $3));
+			$ut{$id} //= 0;
+			if (my $st = status($5 // "")) { mark($id, $st); $pending = "" unless $sub }
+			elsif (!$sub) { $pending = $id }
+			next }
+		next if $pending eq "";
+		my $s = $_; $s = substr($s, rindex($s, " ... ") + 5) if index($s, " ... ") >= 0;
+		if (my $st = status($s)) { mark($pending, $st); $pending = "" }
+		END {
+			for (keys %ut) { $pass{$_} = 1 if $ut{$_} == 1 || ($ut{$_} == 0 && $finished) }
+			print "$_\n" for grep { !$bad{$_} } keys %pass }
 	' | sort -u
 }
 

@@ -66,13 +66,20 @@ The Python is --python X.Y, or the one the project asks for
 (requires-python, classifiers, the CI matrix, tox's envlist): the host's
 when it fits and --portable is not given, else a stored base's. --locked
 ENV|FILE reinstalls exactly a lock (an environment's, or a requirements
-file with hashes as cwm env lock prints it), hashes required; --wheelhouse
-DIR installs from staged wheels with no index and no network.
+file with hashes as cwm env lock prints it), hashes required, with pip;
+--wheelhouse DIR installs from staged wheels with no index and no network.
+Where the CI installs with uv (uv sync, uv pip install, the sync uv run
+performs), an online build runs those steps with a pinned uv fetched from
+the index through the relay (kept in cwm's wheel cache): the venv is uv's
+project environment and Python, the date bound is uv's exclude-newer, and
+uv sync takes --frozen where the project has uv.lock. --offline and
+--wheelhouse builds, and an online one that cannot fetch uv (its step's
+note says why), translate them to pip.
 
 Recipe detection, first hit per step: --install/--test; the Python job of
 .github/workflows/*.yml (expressions evaluated, the matrix collapsed to the
-Linux entry with the sandbox's Python, uv/uvx/pipx/poetry/pdm commands
-unwrapped); tox (tox.ini, tox.toml, pyproject's [tool.tox]; the environment
+Linux entry with the sandbox's Python, uvx/pipx/poetry/pdm commands
+unwrapped, uv run's command run with the venv's Python); tox (tox.ini, tox.toml, pyproject's [tool.tox]; the environment
 -e names) or noxfile.py; pyproject.toml, setup.cfg, setup.py and
 requirements*.txt; a Makefile test target; then python -m pytest, then
 python -m unittest discover. A source whose program the sandbox lacks is

@@ -29,6 +29,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -239,6 +240,11 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 		if err := stageTools(ctx, layer, pipWheel, opts.Wheelhouse, caBundle, cached); err != nil {
 			return nil, err
 		}
+		if mode == env.ModeOnline {
+			if err := stageUV(layer, opts.Home); err != nil {
+				return nil, err
+			}
+		}
 	}
 	e.Base = base
 	isb, err := sbs.OpenWith(ctx, e, env.RunLimits{Timeout: opts.InstallTimeout, Memory: opts.Limits.Memory, Pids: opts.Limits.Pids, Disk: opts.Limits.Disk})
@@ -311,6 +317,9 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 			fmt.Fprintf(say, "wheel cache: %v\n", err) // a cache: the build stands without it
 		}
 		e.Lock = lock
+		if err := keepUVWheel(installed, opts.Home); err != nil {
+			fmt.Fprintf(say, "wheel cache: %v\n", err)
+		}
 	}
 	sandbox.RemoveAll(installed)
 	sandbox.RemoveAll(compiled)
@@ -527,6 +536,10 @@ func envID(in idInputs, r Recipe) string {
 	fmt.Fprintf(h, "cwm environment v%d\ncommit %s\ntree %s\nbase %s\npython %s\nmode %s\n", idVersion, in.commit, in.tree, in.base, in.python, in.mode)
 	if in.mode != env.ModeOffline {
 		fmt.Fprintf(h, "pip %s\nexclude-newer %s\n", pipWheelSHA256, in.excludeNewer)
+	}
+	if in.mode == env.ModeOnline && len(in.lock) == 0 && slices.ContainsFunc(r.Install, func(s env.Step) bool { return isUVInstall(s.Command) }) {
+		// Its uv steps run with this uv (docs/environments.md, "uv").
+		fmt.Fprintf(h, "uv %s\n", uvVersion)
 	}
 	if len(in.lock) > 0 {
 		fmt.Fprintf(h, "lock %s\n", lockDigest(in.lock))

@@ -67,15 +67,30 @@ type installer struct {
 	// proxyEnv is the running relay's environment for the step's commands.
 	egress   *egress.Policy
 	proxyEnv []string
+	// uv is whether uv install lines run with uv (online builds).
+	uv uvState
 }
 
 // run runs one step and records how it went in st.
 func (in *installer) run(ctx context.Context, st *env.Step) error {
+	uv := isUVInstall(st.Command)
+	if uv {
+		ok, err := in.useUV(ctx, st.Command)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return in.runTranslated(ctx, st)
+		}
+	}
 	start := time.Now()
 	defer func() { st.Seconds = roundSeconds(time.Since(start)) }()
 	defer in.relay(ctx, st)()
 	if in.locked && st.Command == lockSteps(nil)[0].Command {
 		return in.runLocked(ctx, st)
+	}
+	if uv {
+		return in.runUV(ctx, st)
 	}
 	cmds, complex, err := testrun.Words(st.Command)
 	if err != nil {
@@ -185,7 +200,12 @@ func (in *installer) exec(ctx context.Context, line, dir string) (sandbox.Result
 
 // execQuiet is exec without the line in the log.
 func (in *installer) execQuiet(ctx context.Context, line, dir string) (sandbox.Result, error) {
-	res, err := in.s.Exec(ctx, sandbox.Cmd{Shell: line, Dir: dir, Timeout: in.timeout, Env: slices.Concat(in.proxyEnv, in.env),
+	return in.execEnv(ctx, line, dir, nil)
+}
+
+// execEnv is execQuiet with more environment variables (uv's).
+func (in *installer) execEnv(ctx context.Context, line, dir string, extra []string) (sandbox.Result, error) {
+	res, err := in.s.Exec(ctx, sandbox.Cmd{Shell: line, Dir: dir, Timeout: in.timeout, Env: slices.Concat(in.proxyEnv, in.env, extra),
 		Stdout: in.log, Stderr: in.log, Capture: 64 << 10})
 	if err != nil {
 		return res, fmt.Errorf("run %q: %w", line, err)

@@ -181,16 +181,22 @@ func indexEnv(p egress.Policy) []string {
 	// An index the host reaches over plain HTTP (a local mirror) is one
 	// the host trusts: without saying so, pip would ignore it (or, on the
 	// loopback, use it but cache nothing it downloads from it).
-	var trusted []string
-	for _, u := range append([]string{p.IndexURL}, p.ExtraIndexURLs...) {
-		if pu, err := url.Parse(u); err == nil && pu.Scheme == "http" && pu.Host != "" {
-			trusted = append(trusted, pu.Host)
-		}
-	}
-	if len(trusted) > 0 {
+	if trusted := httpIndexHosts(p); len(trusted) > 0 {
 		vars = append(vars, "PIP_TRUSTED_HOST="+strings.Join(trusted, " "))
 	}
 	return vars
+}
+
+// httpIndexHosts are the hosts of a policy's indexes reached over plain
+// HTTP.
+func httpIndexHosts(p egress.Policy) []string {
+	var hosts []string
+	for _, u := range append([]string{p.IndexURL}, p.ExtraIndexURLs...) {
+		if pu, err := url.Parse(u); err == nil && pu.Scheme == "http" && pu.Host != "" {
+			hosts = append(hosts, pu.Host)
+		}
+	}
+	return hosts
 }
 
 // unreachedNote names the allowed hosts the relay could not reach (an

@@ -216,8 +216,14 @@ func makeTarget(repo, target string) (env.Step, bool) {
 				break
 			}
 			cmd := expand(strings.TrimLeft(strings.TrimSpace(r), "@-+"))
+			// A recipe that runs its tests through uv (seaborn's uv run
+			// --no-sync pytest ...): the command uv would run.
+			note := ""
+			if c, ok := uvCommand(cmd); ok {
+				cmd, note = c, uvRunNote
+			}
 			if classify(cmd) == kindTest && !strings.HasPrefix(cmd, "make ") {
-				return env.Step{Command: cmd, Provenance: prov}, true
+				return env.Step{Command: cmd, Provenance: prov + note}, true
 			}
 		}
 		return env.Step{Command: "make " + target, Provenance: prov}, true

@@ -213,6 +213,10 @@ func missingProgram(line string, have func(string) bool) string {
 		switch path.Base(prog) {
 		case "pip", "pip3", "apt-get", "apt", "sudo":
 			continue
+		case "uv":
+			if uvInstallWords(words) {
+				continue // uv from the index, or the install translated to pip
+			}
 		}
 		if !have(prog) {
 			return prog

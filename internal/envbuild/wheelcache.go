@@ -157,6 +157,9 @@ func cachedWheels(home string, lock []env.LockedPackage) map[string]string {
 // fetches its artifacts again.
 func PruneWheelCache(home string, locks [][]env.LockedPackage) (int64, error) {
 	keep := map[string]bool{}
+	if _, sum, ok := uvWheel(); ok {
+		keep[sum] = true // the uv of online builds (uvinstall.go), named by no lock
+	}
 	for _, l := range locks {
 		for _, p := range l {
 			keep[p.SHA256] = true

@@ -136,11 +136,12 @@ func chooseWorkflowJob(repo, python string) (*workflowJobChoice, error) {
 					dir = job.Defaults.Run.WorkingDir
 				}
 				dir = substituteExpressions(dir, sctx, python)
-				var lines []string
+				var lines []ciLine
 				for _, line := range logicalLines(substituteExpressions(st.Run, sctx, python)) {
-					lines = append(lines, unwrapLine(line, repo)...)
+					lines = append(lines, keepUV(line, repo)...)
 				}
-				for _, line := range lines {
+				for _, cl := range lines {
+					line := cl.line
 					if systemInstall().MatchString(line) {
 						c.score -= 2 // more than the install step it is counts
 					}
@@ -170,7 +171,7 @@ func chooseWorkflowJob(repo, python string) (*workflowJobChoice, error) {
 							c.install = append(c.install, env.Step{Command: line, Provenance: prov})
 						}
 					case kindTest:
-						c.tests = append(c.tests, env.Step{Command: line, Provenance: prov})
+						c.tests = append(c.tests, env.Step{Command: line, Provenance: prov + cl.note})
 					}
 				}
 			}

@@ -117,8 +117,11 @@ jobs:
       - if: runner.os == 'Windows'
         run: pip install pywin32
 `},
-			[]string{"pip install -e . 'pytest>=8' hypothesis <- .github/workflows/app.yml: job test, step #2"},
-			"pytest tests/ <- .github/workflows/app.yml: job test, step #2"},
+			// uv run's sync as uv would do it (offline, it is pip install
+			// -e . 'pytest>=8' hypothesis: TestUnwrapLine), the command
+			// unwrapped.
+			[]string{"uv sync --inexact --group dev <- .github/workflows/app.yml: job test, step #2"},
+			"pytest tests/ <- .github/workflows/app.yml: job test, step #2" + uvRunNote},
 		{"uv run tox run, tox in pyproject", map[string]string{
 			"pyproject.toml": project + `[dependency-groups]
 tests = ["pytest"]
@@ -148,8 +151,9 @@ jobs:
       - uses: actions/setup-python@v5
       - run: uv run --locked tox run -e ${{ matrix.tox || format('py{0}', matrix.python) }} -- ${{ inputs.extra }}
 `},
-			[]string{"pip install -e . <- .github/workflows/tests.yaml: job tests, step #2", "pip install pytest <- pyproject.toml [tool.tox] [testenv] deps"},
-			"pytest -v --tb=short --basetemp=/tmp/cwm-tox-env-tmp <- .github/workflows/tests.yaml: job tests, step #2 -> pyproject.toml [tool.tox] [testenv] commands"},
+			[]string{"uv sync --inexact --locked <- .github/workflows/tests.yaml: job tests, step #2",
+				"pip install -e . <- pyproject.toml [tool.tox] [testenv] (the package)", "pip install pytest <- pyproject.toml [tool.tox] [testenv] deps"},
+			"pytest -v --tb=short --basetemp=/tmp/cwm-tox-env-tmp <- .github/workflows/tests.yaml: job tests, step #2" + uvRunNote + " -> pyproject.toml [tool.tox] [testenv] commands"},
 		{"a job named for tests over primer, Pyodide and docker jobs", map[string]string{
 			".github/workflows/ci.yml": `
 jobs:
