@@ -104,6 +104,7 @@ func harborDirs(path string) ([]string, error) {
 func readHarbor(dir string) (task.Task, *harborConfig, error) {
 	var t task.Task
 	var cfg harborConfig
+	t.InstanceID = filepath.Base(dir)
 	raw, err := os.ReadFile(filepath.Join(dir, "task.toml"))
 	if err != nil {
 		return t, nil, bad("no task.toml")
@@ -111,7 +112,6 @@ func readHarbor(dir string) (task.Task, *harborConfig, error) {
 	if _, err := toml.Decode(string(raw), &cfg); err != nil {
 		return t, nil, bad("task.toml: %v", err)
 	}
-	t.InstanceID = filepath.Base(dir)
 	if cfg.Task != nil && cfg.Task.Name != "" {
 		t.InstanceID = cfg.Task.Name
 	}
