@@ -63,7 +63,9 @@ type harborConfig struct {
 
 // harborDirs are the task directories path names: a task directory (it
 // has task.toml), its task.toml, or a directory of task directories
-// (each subdirectory, sorted; one without task.toml is a bad row).
+// (each subdirectory with task.toml or instruction.md, sorted; one
+// without task.toml is a bad row; others, such as the images/ an export
+// writes beside its tasks, are not tasks).
 func harborDirs(path string) ([]string, error) {
 	fi, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -87,8 +89,9 @@ func harborDirs(path string) ([]string, error) {
 	}
 	var dirs []string
 	for _, e := range ents {
-		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
-			dirs = append(dirs, filepath.Join(path, e.Name()))
+		d := filepath.Join(path, e.Name())
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") && (exists(filepath.Join(d, "task.toml")) || exists(filepath.Join(d, "instruction.md"))) {
+			dirs = append(dirs, d)
 		}
 	}
 	sort.Strings(dirs)
@@ -145,6 +148,11 @@ func readHarbor(dir string) (task.Task, *harborConfig, error) {
 	t.Imported = &task.Imported{Format: "harbor", Image: cfg.Environment.DockerImage,
 		TestCommand: "bash /tests/test.sh", HiddenTests: HarborStage + "/tests"}
 	return t, &cfg, nil
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 var canaryLine = lazyre.New(`(?i)^(<!--.*canary.*-->|#.*canary.*)$`)
@@ -216,18 +224,9 @@ func importHarbor(ctx context.Context, path string, o Options, t0 time.Time) ([]
 		if err != nil {
 			return nil, nil, fmt.Errorf("validate %s: %w", t.InstanceID, err)
 		}
-		if class != "" {
-			rep.leave(o, n, t.InstanceID, class, why)
-			continue
-		}
-		if o.Progress != nil {
-			o.Progress(t.InstanceID, "", "")
-		}
-		kept = append(kept, t)
+		kept = rep.decided(o, n, t, class, why, kept)
 	}
-	rep.Kept = len(kept)
-	rep.Seconds = time.Since(t0).Seconds()
-	return kept, rep, nil
+	return rep.done(kept, t0)
 }
 
 // harborImage is what the report says a task's environment came from.

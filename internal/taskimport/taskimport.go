@@ -161,18 +161,9 @@ func Import(ctx context.Context, path string, o Options) ([]task.Task, *Report, 
 		if err != nil {
 			return nil, nil, fmt.Errorf("validate %s: %w", t.InstanceID, err)
 		}
-		if class != "" {
-			leave(r, t.InstanceID, class, why)
-			continue
-		}
-		if o.Progress != nil {
-			o.Progress(t.InstanceID, "", "")
-		}
-		kept = append(kept, t)
+		kept = rep.decided(o, r.n, t, class, why, kept)
 	}
-	rep.Kept = len(kept)
-	rep.Seconds = time.Since(t0).Seconds()
-	return kept, rep, nil
+	return rep.done(kept, t0)
 }
 
 func newReport(o Options, path string, rows int) *Report {
@@ -186,6 +177,26 @@ func (r *Report) leave(o Options, n int, id, class, reason string) {
 	if o.Progress != nil {
 		o.Progress(id, class, reason)
 	}
+}
+
+// decided records the verdict on the task t of row n: kept (added to
+// kept, which it returns) or, with a class, left out with its reason.
+func (r *Report) decided(o Options, n int, t task.Task, class, why string, kept []task.Task) []task.Task {
+	if class != "" {
+		r.leave(o, n, t.InstanceID, class, why)
+		return kept
+	}
+	if o.Progress != nil {
+		o.Progress(t.InstanceID, "", "")
+	}
+	return append(kept, t)
+}
+
+// done closes the report on the tasks kept.
+func (r *Report) done(kept []task.Task, t0 time.Time) ([]task.Task, *Report, error) {
+	r.Kept = len(kept)
+	r.Seconds = time.Since(t0).Seconds()
+	return kept, r, nil
 }
 
 func known(format string) bool {
