@@ -23,6 +23,9 @@ import (
 // buildTimeout bounds one RUN of a Dockerfile.
 const buildTimeout = 30 * time.Minute
 
+// stepCA is where a RUN step finds the host's certificate bundle.
+const stepCA = "/tmp/cwm-ca-bundle.pem"
+
 // buildFailed is a Dockerfile that does not build: the reason, for the
 // report.
 type buildFailed struct {
@@ -115,7 +118,7 @@ func buildDockerfile(ctx context.Context, o Options, p *dockerPlan, contextDir s
 			return nil, err
 		}
 	}
-	return storeBuild(ctx, o, sb, from, d, p.file)
+	return storeBuild(ctx, o, sb, from, d, p.file, p.path)
 }
 
 // step carries out one instruction in sb.
@@ -185,7 +188,8 @@ func (d *dockerState) abs(p string) string {
 }
 
 // run runs argv in sb in dir as RUN does: with the Env and ARGs so far,
-// through a relay when pol allows the network.
+// through a relay when pol allows the network (pip pointed at the host's
+// index, as env build's install steps are).
 func (d *dockerState) run(ctx context.Context, sb *sandbox.Sandbox, pol *egress.Policy, argv []string, dir, at string) error {
 	env := mergeVars(d.args, d.env)
 	if pol != nil {
@@ -194,7 +198,21 @@ func (d *dockerState) run(ctx context.Context, sb *sandbox.Sandbox, pol *egress.
 			return fmt.Errorf("%s: %w", at, err)
 		}
 		defer r.Close()
-		env = append(env, r.Env()...)
+		env = append(append(env, r.Env()...), pol.IndexEnv()...)
+		if pol.CABundle != "" {
+			// What the host's pip trusts (a TLS-inspecting proxy's
+			// authority among it), there for this step only: it is
+			// removed before the layer is taken.
+			ca, err := os.ReadFile(pol.CABundle)
+			if err != nil {
+				return fmt.Errorf("%s: read the host's certificate bundle: %w", at, err)
+			}
+			if err := sb.WriteFile(ctx, stepCA, ca, 0o644); err != nil {
+				return fmt.Errorf("%s: %w", at, err)
+			}
+			defer sb.Exec(context.WithoutCancel(ctx), sandbox.Cmd{Args: []string{"rm", "-f", stepCA}})
+			env = append(env, "PIP_CERT="+stepCA, "SSL_CERT_FILE="+stepCA, "REQUESTS_CA_BUNDLE="+stepCA)
+		}
 	}
 	res, err := sb.Exec(ctx, sandbox.Cmd{Args: argv, Env: env, Dir: dir, Capture: 64 << 10})
 	if err != nil {

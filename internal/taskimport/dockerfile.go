@@ -44,10 +44,11 @@ type dockerStep struct {
 // dockerPlan is a Dockerfile read: its FROM (the image, and the ARGs
 // declared before it, which only FROM sees) and the steps after it.
 type dockerPlan struct {
-	file     string
-	from     dockerStep
-	fromArgs []dockerStep
-	steps    []dockerStep
+	// file names the Dockerfile in messages; path is where it is.
+	file, path string
+	from       dockerStep
+	fromArgs   []dockerStep
+	steps      []dockerStep
 }
 
 // readDockerfile reads and checks a Dockerfile: one stage, instructions
@@ -63,7 +64,7 @@ func readDockerfile(path, name string) (*dockerPlan, error) {
 	if err != nil {
 		return nil, bad("%s: %v", name, err)
 	}
-	p := &dockerPlan{file: name}
+	p := &dockerPlan{file: name, path: path}
 	seenFrom := false
 	for _, n := range res.AST.Children {
 		op := strings.ToLower(n.Value)

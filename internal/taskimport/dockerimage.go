@@ -33,7 +33,7 @@ import (
 // configuration's Env, WorkingDir and User the steps made. It goes in
 // through basebuild.ImportImage, the one way into the store, which
 // checks and unpacks every layer as it does a registry's.
-func storeBuild(ctx context.Context, o Options, sb *sandbox.Sandbox, from *base.Base, d *dockerState, file string) (*base.Base, error) {
+func storeBuild(ctx context.Context, o Options, sb *sandbox.Sandbox, from *base.Base, d *dockerState, file, path string) (*base.Base, error) {
 	tmp, err := os.MkdirTemp(o.Sandboxes.Store.Home, ".dockerfile-")
 	if err != nil {
 		return nil, err
@@ -83,7 +83,7 @@ func storeBuild(ctx context.Context, o Options, sb *sandbox.Sandbox, from *base.
 	if img, err = mutate.Config(img, c); err != nil {
 		return nil, err
 	}
-	abs, _ := filepath.Abs(file)
+	abs, _ := filepath.Abs(path)
 	b, err := basebuild.ImportImage(ctx, o.Sandboxes.Store, img, base.Source{Kind: base.KindDockerfile, Ref: abs}, o.Base)
 	if err != nil {
 		return nil, fmt.Errorf("store the build of %s: %w", file, err)

@@ -241,7 +241,7 @@ func harborImage(dir string, cfg *harborConfig) string {
 // Dockerfile's build, with tests/ and solution/ copied to HarborStage.
 func harborBase(ctx context.Context, o Options, dir string, cfg *harborConfig) (*base.Base, error) {
 	name := filepath.Base(dir)
-	p := &dockerPlan{file: name + "/task.toml", from: dockerStep{op: "from", args: []string{cfg.Environment.DockerImage}}}
+	p := &dockerPlan{file: name + "/task.toml", path: filepath.Join(dir, "task.toml"), from: dockerStep{op: "from", args: []string{cfg.Environment.DockerImage}}}
 	if cfg.Environment.DockerImage == "" {
 		var err error
 		if p, err = readDockerfile(filepath.Join(dir, "environment", "Dockerfile"), name+"/environment/Dockerfile"); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"cwm/internal/base"
 	"cwm/internal/basebuild"
+	"cwm/internal/egress"
 	"cwm/internal/envoci/ocitest"
 	"cwm/internal/sandbox"
 )
@@ -53,8 +54,9 @@ allow_internet = false
 
 // The Dockerfile uses every instruction cwm carries out: ARG before FROM
 // (the cached Debian test base in the local registry), RUN (a git
-// repository made, a file of the base deleted: a whiteout), WORKDIR,
-// COPY of a directory and a file, ENV (kept in the base's Env), USER.
+// repository made, a file of the base deleted: a whiteout; a wheel
+// fetched from the host's index through the egress relay), WORKDIR, COPY
+// of a directory and a file, ENV (kept in the base's Env), USER.
 const harborDockerfile = `# The calculator's environment.
 ARG REGISTRY
 FROM ${REGISTRY}/cwm-test/debian:bookworm AS base
@@ -66,6 +68,7 @@ COPY README.md \
 ENV CALC_HOME=$APP GREETING="hello world"
 RUN rm /etc/debian_version && git init -q . && git add -A && \
     git -c user.name=t -c user.email=t@t commit -q -m calc
+RUN python3 -m pip download -q --no-deps --no-cache-dir -d /opt/wheels iniconfig==2.0.0
 USER root
 `
 
@@ -74,7 +77,7 @@ const harborTest = `#!/bin/bash
 mkdir -p /logs/verifier
 ok=1
 [ "$GREETING" = "hello world" ] && [ "$CALC_HOME" = /app ] && [ "$(pwd)" = /app ] || ok=0
-[ ! -e /etc/debian_version ] && [ -f /app/README.md ] || ok=0
+[ ! -e /etc/debian_version ] && [ -f /app/README.md ] && [ -f /opt/wheels/iniconfig-2.0.0-py3-none-any.whl ] || ok=0
 [ -d /tests ] && [ ! -e /app/tests ] || ok=0
 python3 -c "import sys; from calc import add; sys.exit(0 if add(2, -3) == $CALC_EXPECT else 1)" || ok=0
 echo $ok > /logs/verifier/reward.txt
@@ -140,9 +143,13 @@ func TestHarborDockerfile(t *testing.T) {
 	variant("noop", map[string]string{"tests/test.sh": "#!/bin/bash\nmkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt\n"})
 	variant("no-solution", nil, "solution/solve.sh")
 
+	policy, err := egress.DefaultPolicy(context.Background())
+	if err != nil {
+		t.Fatalf("the host's package index: %v", err)
+	}
 	home := t.TempDir()
 	o := Options{Format: "harbor", Sandboxes: Sandboxes{Runtime: rt, Store: base.NewStore(home)},
-		Base: basebuild.Options{Runtime: rt}, Runs: 2}
+		Base: basebuild.Options{Runtime: rt}, Runs: 2, Egress: &policy}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	t0 := time.Now()
@@ -165,7 +172,7 @@ func TestHarborDockerfile(t *testing.T) {
 		t.Errorf("gold patch is not solve.sh's change of calc/__init__.py:\n%s", k.Patch)
 	}
 	b := o.Sandboxes.Store.Get(k.Imported.Base)
-	if b == nil || b.Source.Kind != base.KindDockerfile || b.User != "root" {
+	if b == nil || b.Source.Kind != base.KindDockerfile || b.Source.Ref != filepath.Join(root, "calc", "environment", "Dockerfile") || b.User != "root" {
 		t.Fatalf("base %+v, want one built from the Dockerfile, USER root", b)
 	}
 	want := map[string]string{
@@ -182,7 +189,7 @@ func TestHarborDockerfile(t *testing.T) {
 		if w, ok := want[name]; !ok || !strings.Contains(l.Reason, w) || l.Class != classes[name] {
 			t.Errorf("%s left out as %s: %s; want %s: ...%s...", l.InstanceID, l.Class, l.Reason, classes[name], w)
 		}
-		if name == "healthcheck" && !strings.Contains(l.Reason, "healthcheck/environment/Dockerfile:13: ") {
+		if name == "healthcheck" && !strings.Contains(l.Reason, "healthcheck/environment/Dockerfile:14: ") {
 			t.Errorf("the refusal does not name the file and line: %s", l.Reason)
 		}
 		delete(want, name)
