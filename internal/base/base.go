@@ -33,6 +33,9 @@ const (
 	KindArchive  = "archive"
 	KindDebian   = "debian"
 	KindDir      = "dir"
+	// KindDockerfile is a base cwm built from a Dockerfile (a Harbor
+	// task's environment): Ref is the Dockerfile.
+	KindDockerfile = "dockerfile"
 )
 
 // FileName is a base's manifest in its directory.

@@ -292,8 +292,15 @@ func (c *envBuildCmd) readLock(e *command.Env) ([]env.LockedPackage, error) {
 // policy is the egress relay's allowlist of an online build: the index the
 // host's pip is configured with (egress.DefaultPolicy) and --allow-host.
 func (c *envBuildCmd) policy(ctx context.Context) (*egress.Policy, error) {
+	return egressPolicy(ctx, c.allowHosts)
+}
+
+// egressPolicy is the allowlist of the host's index (and Debian mirror)
+// and allowHosts, what env build's install steps and a Harbor task's
+// Dockerfile RUN steps reach.
+func egressPolicy(ctx context.Context, allowHosts []string) (*egress.Policy, error) {
 	var hosts []egress.Host
-	for _, a := range c.allowHosts {
+	for _, a := range allowHosts {
 		h, err := egress.ParseAllowHost(a)
 		if err != nil {
 			return nil, err

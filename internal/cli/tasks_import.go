@@ -12,6 +12,7 @@ import (
 	"cwm/internal/base"
 	"cwm/internal/basebuild"
 	"cwm/internal/command"
+	"cwm/internal/egress"
 	"cwm/internal/env"
 	"cwm/internal/errkind"
 	"cwm/internal/jsonl"
@@ -27,6 +28,10 @@ type tasksImportCmd struct {
 	runs     int
 	platform string
 	quiet    bool
+	// offline and allowHosts say what a Harbor task's Dockerfile RUN
+	// steps reach.
+	offline    bool
+	allowHosts command.StringList
 }
 
 func (*tasksImportCmd) Name() string { return "tasks import" }
@@ -34,7 +39,7 @@ func (*tasksImportCmd) Synopsis() string {
 	return "import a SWE-bench-family dataset's tasks, images and all, validated"
 }
 func (*tasksImportCmd) Usage() string {
-	return `--format FORMAT [flags] FILE
+	return `--format FORMAT [flags] FILE|DIR
 Imports the instances of a published dataset: FILE holds its rows as the
 dataset publishes them (JSONL, a JSON list, or Parquet), FORMAT is one of
 swebench, swe-gym, r2e-gym, swe-smith, swe-rebench-v2. FAIL_TO_PASS and
@@ -57,6 +62,20 @@ Each image also becomes an environment of the store (image-..., named by
 the image), which the tasks name in env_id: forage, serve, reward,
 select, grade and trace repo run them as they run native tasks, graded
 by the dataset's harness.
+
+With --format harbor, DIR is a Harbor task directory (instruction.md,
+task.toml, environment/, tests/test.sh, solution/solve.sh) or a directory
+of them. The environment is task.toml's [environment] docker_image, or
+else environment/Dockerfile carried out by cwm without Docker: FROM, RUN
+(in a sandbox; through cwm's egress relay to the host's package index and
+Debian mirror and --allow-host, or with no network under --offline), COPY
+and ADD from environment/ (never outside it), WORKDIR, ENV, ARG, USER;
+any other instruction is refused by its line. tests/ and solution/ wait
+at /cwm-harbor until grading copies them to /tests and /solution. A task
+holds when solution/solve.sh then tests/test.sh gives reward 1 (in
+/logs/verifier/reward.txt or reward.json) --runs times, and tests/test.sh
+alone gives less --runs times (an environment that does not build: the
+reason "environment build fails").
 docs/tasks.md ("Importing the field's datasets") has each dataset's table.`
 }
 
@@ -68,11 +87,13 @@ func (c *tasksImportCmd) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.runs, "runs", 3, "grade each task `N` times with the gold patch and N times with the empty one")
 	fs.StringVar(&c.platform, "platform", "linux/amd64", "the `OS/ARCH` to take from an image index")
 	fs.BoolVar(&c.quiet, "quiet", false, "no progress")
+	fs.BoolVar(&c.offline, "offline", false, "harbor: a Dockerfile's RUN steps get no network")
+	fs.Var(&c.allowHosts, "allow-host", "harbor: let a Dockerfile's RUN steps reach `HOST` too (NAME, NAME:PORT, *.SUFFIX or IP:PORT; repeatable)")
 }
 
 func (c *tasksImportCmd) Run(ctx context.Context, e *command.Env, args []string) error {
 	if len(args) != 1 {
-		return command.Usagef("want one FILE of rows")
+		return command.Usagef("want one FILE of rows (or, for harbor, one DIR)")
 	}
 	if c.format == "" {
 		return command.Usagef("--format is required (%s)", strings.Join(taskimport.Formats, ", "))
@@ -84,6 +105,19 @@ func (c *tasksImportCmd) Run(ctx context.Context, e *command.Env, args []string)
 	if report == "" {
 		report = strings.TrimSuffix(c.out, ".jsonl") + ".report.json"
 	}
+	if c.format != "harbor" && (c.offline || len(c.allowHosts) > 0) {
+		return command.Usagef("--offline and --allow-host are for --format harbor (a Dockerfile's RUN steps)")
+	}
+	if c.offline && len(c.allowHosts) > 0 {
+		return command.Usagef("--allow-host is for RUN steps with a network: --offline has none")
+	}
+	var policy *egress.Policy
+	if c.format == "harbor" && !c.offline {
+		var err error
+		if policy, err = egressPolicy(ctx, c.allowHosts); err != nil {
+			return err
+		}
+	}
 	rt, err := sandbox.NewRuntime(sandbox.Options{Home: e.Home, Log: e.Log})
 	if err != nil {
 		return fmt.Errorf("start sandbox runtime: %w", err)
@@ -91,7 +125,7 @@ func (c *tasksImportCmd) Run(ctx context.Context, e *command.Env, args []string)
 	defer rt.Close()
 	o := taskimport.Options{Format: c.format, Mirror: c.mirror, Runs: c.runs,
 		Sandboxes: taskimport.Sandboxes{Runtime: rt, Store: base.NewStore(e.Home), Envs: env.NewStore(e.Home)},
-		Base:      basebuild.Options{Runtime: rt, Platform: c.platform}}
+		Base:      basebuild.Options{Runtime: rt, Platform: c.platform}, Egress: policy}
 	if !c.quiet {
 		o.Progress = func(id, class, reason string) {
 			if class == "" {

@@ -217,3 +217,36 @@ func (p *Policy) match(host string, port int) (Host, string) {
 	}
 	return Host{}, "not on the allowlist"
 }
+
+// IndexEnv points pip at the policy's index (the host's, found by
+// DefaultPolicy, without credentials), which pip reaches through the
+// relay's proxy: what env build's install steps and a Dockerfile's RUN
+// steps (Harbor tasks) are given.
+func (p *Policy) IndexEnv() []string {
+	var vars []string
+	if p.IndexURL != "" {
+		vars = append(vars, "PIP_INDEX_URL="+p.IndexURL)
+	}
+	if len(p.ExtraIndexURLs) > 0 {
+		vars = append(vars, "PIP_EXTRA_INDEX_URL="+strings.Join(p.ExtraIndexURLs, " "))
+	}
+	// An index the host reaches over plain HTTP (a local mirror) is one
+	// the host trusts: without saying so, pip would ignore it (or, on the
+	// loopback, use it but cache nothing it downloads from it).
+	if trusted := p.HTTPIndexHosts(); len(trusted) > 0 {
+		vars = append(vars, "PIP_TRUSTED_HOST="+strings.Join(trusted, " "))
+	}
+	return vars
+}
+
+// HTTPIndexHosts are the hosts of the policy's indexes reached over plain
+// HTTP, which pip and uv must be told to trust.
+func (p *Policy) HTTPIndexHosts() []string {
+	var hosts []string
+	for _, u := range append([]string{p.IndexURL}, p.ExtraIndexURLs...) {
+		if pu, err := url.Parse(u); err == nil && pu.Scheme == "http" && pu.Host != "" {
+			hosts = append(hosts, pu.Host)
+		}
+	}
+	return hosts
+}

@@ -421,7 +421,7 @@ func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo
 	if opts.Egress != nil {
 		in.egress = opts.Egress
 		if e.Mode == env.ModeOnline {
-			in.env = indexEnv(*opts.Egress)
+			in.env = opts.Egress.IndexEnv()
 		}
 	}
 	if len(opts.Lock) > 0 {

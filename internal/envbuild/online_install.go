@@ -3,7 +3,6 @@ package envbuild
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 
@@ -165,38 +164,6 @@ func (in *installer) runLocked(ctx context.Context, st *env.Step) error {
 		st.Note = "the wheel cache lacked some of the lock's files: those came from the index"
 	}
 	return nil
-}
-
-// indexEnv points pip at a relay policy's index (the host's, found by
-// egress.DefaultPolicy, without credentials); pip reaches it through the
-// relay's proxy.
-func indexEnv(p egress.Policy) []string {
-	var vars []string
-	if p.IndexURL != "" {
-		vars = append(vars, "PIP_INDEX_URL="+p.IndexURL)
-	}
-	if len(p.ExtraIndexURLs) > 0 {
-		vars = append(vars, "PIP_EXTRA_INDEX_URL="+strings.Join(p.ExtraIndexURLs, " "))
-	}
-	// An index the host reaches over plain HTTP (a local mirror) is one
-	// the host trusts: without saying so, pip would ignore it (or, on the
-	// loopback, use it but cache nothing it downloads from it).
-	if trusted := httpIndexHosts(p); len(trusted) > 0 {
-		vars = append(vars, "PIP_TRUSTED_HOST="+strings.Join(trusted, " "))
-	}
-	return vars
-}
-
-// httpIndexHosts are the hosts of a policy's indexes reached over plain
-// HTTP.
-func httpIndexHosts(p egress.Policy) []string {
-	var hosts []string
-	for _, u := range append([]string{p.IndexURL}, p.ExtraIndexURLs...) {
-		if pu, err := url.Parse(u); err == nil && pu.Scheme == "http" && pu.Host != "" {
-			hosts = append(hosts, pu.Host)
-		}
-	}
-	return hosts
 }
 
 // unreachedNote names the allowed hosts the relay could not reach (an

@@ -225,7 +225,7 @@ func (in *installer) uvEnv() []string {
 		if len(in.egress.ExtraIndexURLs) > 0 {
 			vars = append(vars, "UV_INDEX="+strings.Join(in.egress.ExtraIndexURLs, " "))
 		}
-		if hosts := httpIndexHosts(*in.egress); len(hosts) > 0 {
+		if hosts := in.egress.HTTPIndexHosts(); len(hosts) > 0 {
 			vars = append(vars, "UV_INSECURE_HOST="+strings.Join(hosts, " "))
 		}
 	}

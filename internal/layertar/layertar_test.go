@@ -281,19 +281,7 @@ func TestWhiteouts(t *testing.T) {
 		dst := t.TempDir()
 		lower := tarOf(t, dir("a/"), file("a/x", "1"), file("a/y", "2"), dir("b/"), file("b/old", "3"), dir("c/"), file("c/z", "4"))
 		upper := tarOf(t, file("a/.wh.x", ""), file("b/new", "5"), file("b/.wh..wh..opq", ""), file(".wh.c", ""), file(".wh.nothing", ""))
-		u, err := New(dst, Options{Whiteouts: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer u.Close()
-		for i, data := range [][]byte{lower, upper} {
-			if err := u.Layer(bytes.NewReader(data), Layer{Name: fmt.Sprint(i), Size: int64(len(data))}); err != nil {
-				t.Fatalf("layer %d: %v", i, err)
-			}
-		}
-		if err := u.Finish(); err != nil {
-			t.Fatal(err)
-		}
+		stack(t, dst, lower, upper)
 		var got []string
 		for n := range tree(t, dst) {
 			got = append(got, n)
@@ -303,6 +291,43 @@ func TestWhiteouts(t *testing.T) {
 			t.Errorf("after the whiteouts (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// TestLayersReplace: an image's layer replaces what a lower one put at the
+// same name (a file rewritten, a link made a file, a directory made a
+// file), as OCI layers stack; a directory over a directory merges.
+func TestLayersReplace(t *testing.T) {
+	bothWays(t, func(t *testing.T) {
+		dst := t.TempDir()
+		lower := tarOf(t, dir("a/"), file("a/x", "1"), symlink("a/l", "x"), dir("d/"), file("d/y", "2"), dir("m/"), file("m/old", "3"))
+		upper := tarOf(t, file("a/x", "new"), file("a/l", "file"), file("d", "was a directory"), dir("m/"), file("m/new", "4"))
+		stack(t, dst, lower, upper)
+		for name, want := range map[string]string{"a/x": "new", "a/l": "file", "d": "was a directory", "m/old": "3", "m/new": "4"} {
+			fi, err := os.Lstat(filepath.Join(dst, name))
+			b, _ := os.ReadFile(filepath.Join(dst, name))
+			if err != nil || !fi.Mode().IsRegular() || string(b) != want {
+				t.Errorf("%s: %v, %v, %q; want the file %q", name, fi, err, b, want)
+			}
+		}
+	})
+}
+
+// stack unpacks an image's layers into dst, lowest first.
+func stack(t *testing.T, dst string, layers ...[]byte) {
+	t.Helper()
+	u, err := New(dst, Options{Whiteouts: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	for i, data := range layers {
+		if err := u.Layer(bytes.NewReader(data), Layer{Name: fmt.Sprint(i), Size: int64(len(data))}); err != nil {
+			t.Fatalf("layer %d: %v", i, err)
+		}
+	}
+	if err := u.Finish(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 var cmpSorted = cmp.Transformer("sort", func(s []string) []string {

@@ -101,6 +101,11 @@ func (run *layerRun) entry(hdr *tar.Header, r io.Reader) error {
 	if err != nil {
 		return err
 	}
+	if u.opts.Whiteouts {
+		if err := run.replace(what, name, pfd, base, hdr.Typeflag == tar.TypeDir); err != nil {
+			return err
+		}
+	}
 	if run.made != nil {
 		run.made[name] = true
 	}
@@ -117,6 +122,35 @@ func (run *layerRun) entry(hdr *tar.Header, r io.Reader) error {
 		return run.own(what, pfd, base, hdr)
 	case tar.TypeLink:
 		return run.link(what, pfd, base, hdr)
+	}
+	return nil
+}
+
+// replace removes what a lower layer (or an earlier entry) left where an
+// entry of an image's layer goes, as a layer's entry replaces it: all
+// but a directory where a directory goes, which the entry merges into.
+// It acts beneath the destination only and never follows a link.
+func (run *layerRun) replace(what, name string, pfd int, base string, isDir bool) error {
+	var st unix.Stat_t
+	if err := unix.Fstatat(pfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil // nothing there (or nothing cwm can see, which the create reports)
+	}
+	wasDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+	if wasDir && isDir {
+		return nil
+	}
+	if err := removeAt(pfd, base); err != nil && !errors.Is(err, unix.ENOENT) {
+		return refused(run.l, "%s: replace what a lower layer put there: %v", what, err)
+	}
+	if wasDir {
+		u := run.u
+		u.mu.Lock()
+		for d := range u.dirs {
+			if d == name || strings.HasPrefix(d, name+"/") {
+				delete(u.dirs, d)
+			}
+		}
+		u.mu.Unlock()
 	}
 	return nil
 }

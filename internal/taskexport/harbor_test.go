@@ -55,11 +55,14 @@ print("ok")
 
 // checkHarbor exports ts for Harbor, checks every task.toml against
 // Harbor's schema and runs every tests/test.sh in cwm's sandbox on the
-// task's buggy tree: reward 1 after solution/solve.sh, 0 without it.
-func checkHarbor(t *testing.T, e *env.Env, ts []task.Task) {
+// task's buggy tree (its environment's, with its bug): reward 1 after
+// solution/solve.sh, 0 without it. It returns how many of each. The first
+// roundTrip directories are imported back (roundTripHarbor), for which
+// the images are written; without a round trip they are not.
+func checkHarbor(t *testing.T, ts []task.Task, roundTrip int) (ones, zeros int) {
 	ctx := context.Background()
 	out := t.TempDir()
-	sum, err := Harbor(ctx, testSandboxes, ts, out, Options{Store: env.NewStore(testHome)})
+	sum, err := Harbor(ctx, testSandboxes, ts, out, Options{Store: env.NewStore(testHome), NoImages: roundTrip == 0})
 	if err != nil {
 		t.Fatalf("Harbor: %v", err)
 	}
@@ -83,15 +86,22 @@ func checkHarbor(t *testing.T, e *env.Env, ts []task.Task) {
 	if b, err := exec.Command("/usr/bin/python3", append([]string{"-c", harborCheck}, tomls...)...).CombinedOutput(); err != nil {
 		t.Fatalf("task.toml against Harbor's schema: %v\n%s", err, b)
 	}
-	sb, err := testSandboxes.Open(ctx, e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Close()
-	ones, zeros := 0, 0
+	sbs := map[string]*sandbox.Sandbox{}
+	defer func() {
+		for _, sb := range sbs {
+			sb.Close()
+		}
+	}()
 	for _, p := range tomls {
 		dir := filepath.Dir(p)
 		tk := byDir[filepath.Base(dir)]
+		sb := sbs[tk.EnvID]
+		if sb == nil {
+			if sb, err = testSandboxes.Open(ctx, env.NewStore(testHome).Get(tk.EnvID)); err != nil {
+				t.Fatal(err)
+			}
+			sbs[tk.EnvID] = sb
+		}
 		for _, gold := range []bool{true, false} {
 			r := reward(t, sb, dir, tk.BugPatch, gold)
 			switch {
@@ -105,6 +115,10 @@ func checkHarbor(t *testing.T, e *env.Env, ts []task.Task) {
 		}
 	}
 	t.Logf("harbor: %d tasks, reward 1 for gold %d, reward 0 for empty %d", len(tomls), ones, zeros)
+	if roundTrip > 0 {
+		roundTripHarbor(t, out, ts, roundTrip)
+	}
+	return ones, zeros
 }
 
 // reward runs a Harbor task's tests/test.sh in sb on the buggy tree,
@@ -127,7 +141,10 @@ func reward(t *testing.T, sb *sandbox.Sandbox, dir, bugPatch string, gold bool) 
 	if err := sb.WriteFile(ctx, "/tmp/bug.patch", []byte(bugPatch), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sh := "git apply /tmp/bug.patch && "
+	sh := "true && "
+	if bugPatch != "" { // an issue-fix task's tree is its environment's
+		sh = "git apply /tmp/bug.patch && "
+	}
 	if gold {
 		sh += "bash /tmp/solve.sh && "
 	}

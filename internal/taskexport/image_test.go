@@ -11,10 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"cwm/internal/base/basetest"
-	"cwm/internal/egress"
 	"cwm/internal/env"
-	"cwm/internal/envbuild"
 	"cwm/internal/logparse"
 )
 
@@ -42,21 +39,8 @@ func imageTools(t *testing.T) {
 // test base.
 func bookwormTextkit(t *testing.T) *env.Env {
 	t.Helper()
-	b := basetest.Link(t, basetest.Debian(t, "bookworm"), testHome)
-	policy, err := egress.DefaultPolicy(context.Background())
-	if err != nil {
-		t.Fatalf("the host's package index: %v", err)
-	}
-	e, err := envbuild.Build(context.Background(), testSandboxes, envbuild.Options{Source: "../../examples/textkit",
-		Home: testHome, Runs: 1, Base: b.Digest, Mode: env.ModeOnline, Egress: &policy, Name: "textkit-bookworm",
-		Limits: env.RunLimits{Timeout: 5 * time.Minute}})
-	if err != nil {
-		t.Fatalf("build textkit on bookworm: %v", err)
-	}
-	if !e.Usable {
-		t.Fatalf("textkit on bookworm is not usable: %s", e.Reason)
-	}
-	return env.NewStore(testHome).Get(e.ID)
+	e, _ := bookwormEnv(t, "../../examples/textkit", "textkit-bookworm", "")
+	return e
 }
 
 // runImage unpacks the image ref of the layout dir with umoci and runs

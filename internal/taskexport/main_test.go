@@ -14,12 +14,13 @@ import (
 // The tests share one runtime and one $CWM_HOME.
 var (
 	testSandboxes *env.Sandboxes
+	testRuntime   *sandbox.Runtime
 	testHome      string
 )
 
 func TestMain(m *testing.M) {
 	sandboxtest.Main(m, "taskexport", func(rt *sandbox.Runtime, home string) {
-		testSandboxes, testHome = env.NewSandboxes(rt), home
+		testSandboxes, testRuntime, testHome = env.NewSandboxes(rt), rt, home
 	})
 }
 

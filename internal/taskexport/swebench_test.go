@@ -3,9 +3,11 @@ package taskexport
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -56,7 +58,9 @@ else:
 // reads the logs: RESOLVED_FULL for every gold run, RESOLVED_NO for every
 // empty one. base_commit is checked to be a real commit of the mirror
 // holding the bug, at which the gold patch applies. The same tasks
-// exported for Harbor give reward 1 for the gold patch, 0 for none. The
+// exported for Harbor give reward 1 for the gold patch, 0 for none, and
+// two of the directories, imported back with cwm tasks import --format
+// harbor (their images pushed to a local registry), hold again. The
 // environment is built on the Debian bookworm base, so the export writes
 // images; the first task's runs with umoci and runc (checkImages).
 func TestExportGrading(t *testing.T) {
@@ -68,17 +72,52 @@ func TestExportGrading(t *testing.T) {
 	t0 := time.Now()
 	e, ts := textkitTasks(t, 8)
 	t.Logf("environment on bookworm and %d tasks in %.0fs", len(ts), time.Since(t0).Seconds())
+	out, insts, _ := checkSWEBench(t, py, ts, true)
+	for _, in := range insts {
+		checkBaseCommit(t, out, e, in)
+	}
+	checkHarbor(t, ts, 2)
+	checkImages(t, e, out, insts[:1])
+}
+
+// exportCounts are what an export's check counted.
+type exportCounts struct {
+	tasks, exported, leftOutTests, gold, empty int
+	dropped                                    []string
+}
+
+func (c exportCounts) String() string {
+	return fmt.Sprintf("%d tasks, %d exported (dropped %d: %v), %d test ids left out; swebench 5.0.2: gold RESOLVED_FULL %d of %d, empty RESOLVED_NO %d of %d",
+		c.tasks, c.exported, len(c.dropped), c.dropped, c.leftOutTests, c.gold, c.exported, c.empty, c.exported)
+}
+
+// checkSWEBench exports ts for SWE-bench and grades them with swebench
+// 5.0.2's own code: each instance's eval script, as swebench's
+// make_test_spec gives it, runs in cwm's sandbox on the instance's tree
+// (its environment's, with the task's bug applied: base_commit's tree)
+// with the gold patch and with no patch, and swebench's get_eval_report
+// reads the logs: RESOLVED_FULL for every gold run, RESOLVED_NO for
+// every empty one. Every test id kept must be its own parser key. With
+// images, every environment's image must be written; without, none is
+// (the grading runs in cwm's sandbox and does not need them).
+func checkSWEBench(t *testing.T, py string, ts []task.Task, images bool) (string, []Instance, exportCounts) {
+	t.Helper()
 	ctx := context.Background()
 	out := t.TempDir()
-	sum, err := SWEBench(ctx, testSandboxes, ts, out, Options{Store: env.NewStore(testHome)})
+	store := env.NewStore(testHome)
+	sum, err := SWEBench(ctx, testSandboxes, ts, out, Options{Store: store, NoImages: !images})
 	if err != nil {
 		t.Fatalf("SWEBench: %v", err)
 	}
-	t.Logf("%d tasks, %d exported, %d test ids left out, dropped: %v", sum.Tasks, sum.Exported, sum.LeftOutTests, sum.Dropped)
+	c := exportCounts{tasks: sum.Tasks, exported: sum.Exported, leftOutTests: sum.LeftOutTests}
+	for _, d := range sum.Dropped {
+		c.dropped = append(c.dropped, fmt.Sprintf("%s: %s", d.InstanceID, d.Reason))
+	}
+	sort.Strings(c.dropped)
 	if sum.Exported+len(sum.Dropped) != len(ts) {
 		t.Fatalf("exported %d + dropped %d != %d tasks", sum.Exported, len(sum.Dropped), len(ts))
 	}
-	if sum.Exported == 0 || len(sum.NoImage) != 0 {
+	if sum.Exported == 0 || (images && len(sum.NoImage) != 0) {
 		t.Fatalf("exported %d, no image: %v", sum.Exported, sum.NoImage)
 	}
 	insts, err := ReadInstances(filepath.Join(out, InstancesFile))
@@ -90,22 +129,29 @@ func TestExportGrading(t *testing.T) {
 		byID[tk.InstanceID] = tk
 	}
 	for _, in := range insts {
-		checkBaseCommit(t, out, e, in)
 		for _, id := range append(append([]string{}, in.FailToPass...), in.PassToPass...) {
 			if logparse.PytestKey(id) != id {
 				t.Errorf("%s: test id %q is not its own parser key", in.InstanceID, id)
 			}
 		}
 	}
-
 	scripts := t.TempDir()
 	python(t, py, "specs", filepath.Join(out, InstancesFile), scripts)
-	sb, err := testSandboxes.Open(ctx, e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Close()
+	sbs := map[string]*sandbox.Sandbox{}
+	defer func() {
+		for _, sb := range sbs {
+			sb.Close()
+		}
+	}()
 	for _, in := range insts {
+		tk := byID[in.InstanceID]
+		sb := sbs[tk.EnvID]
+		if sb == nil {
+			if sb, err = testSandboxes.Open(ctx, store.Get(tk.EnvID)); err != nil {
+				t.Fatal(err)
+			}
+			sbs[tk.EnvID] = sb
+		}
 		script, err := os.ReadFile(filepath.Join(scripts, in.InstanceID+".sh"))
 		if err != nil {
 			t.Fatal(err)
@@ -115,7 +161,7 @@ func TestExportGrading(t *testing.T) {
 			if run == "gold" {
 				patch = in.Patch
 			}
-			log := runEval(t, sb, byID[in.InstanceID].BugPatch, patch, string(script))
+			log := runEval(t, sb, tk.BugPatch, patch, string(script))
 			if err := os.WriteFile(filepath.Join(scripts, in.InstanceID+"."+run+".log"), log, 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -125,23 +171,21 @@ func TestExportGrading(t *testing.T) {
 	if err := json.Unmarshal(python(t, py, "grade", filepath.Join(out, InstancesFile), scripts), &got); err != nil {
 		t.Fatal(err)
 	}
-	gold, empty := 0, 0
 	for _, in := range insts {
 		r := got[in.InstanceID]
 		if r["gold"] == "RESOLVED_FULL" {
-			gold++
+			c.gold++
 		} else {
 			t.Errorf("%s: gold patch graded %s by swebench, want RESOLVED_FULL; log %s", in.InstanceID, r["gold"], filepath.Join(scripts, in.InstanceID+".gold.log"))
 		}
 		if r["empty"] == "RESOLVED_NO" {
-			empty++
+			c.empty++
 		} else {
 			t.Errorf("%s: empty patch graded %s by swebench, want RESOLVED_NO", in.InstanceID, r["empty"])
 		}
 	}
-	t.Logf("swebench 5.0.2: gold RESOLVED_FULL %d of %d, empty RESOLVED_NO %d of %d", gold, len(insts), empty, len(insts))
-	checkHarbor(t, e, ts)
-	checkImages(t, e, out, insts[:1])
+	t.Logf("swebench: %s", c)
+	return out, insts, c
 }
 
 // checkBaseCommit checks, with the host's git on the export's mirror,
@@ -188,7 +232,10 @@ func runEval(t *testing.T, sb *sandbox.Sandbox, bugPatch, patch, script string) 
 			t.Fatal(err)
 		}
 	}
-	apply := "git apply /tmp/bug.patch"
+	apply := "true"
+	if bugPatch != "" { // an issue-fix task's tree is its environment's
+		apply += " && git apply /tmp/bug.patch"
+	}
 	if patch != "" {
 		apply += " && git apply -v /tmp/patch.diff"
 	}

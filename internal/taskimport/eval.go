@@ -62,6 +62,20 @@ func (s Sandboxes) env(t *task.Task) (*env.Env, error) {
 	return e, nil
 }
 
+// open starts a fresh sandbox on the environment of t's image (record
+// named it), in the repository's directory.
+func (s Sandboxes) open(ctx context.Context, t *task.Task) (*sandbox.Sandbox, error) {
+	e, err := s.env(t)
+	if err != nil {
+		return nil, err
+	}
+	sb, err := env.NewSandboxes(s.Runtime).Open(ctx, e)
+	if err != nil {
+		return nil, fmt.Errorf("start a sandbox for %s: %w", t.InstanceID, err)
+	}
+	return sb, nil
+}
+
 // grade runs t's tests with candidate applied by the dataset's harness
 // (reward.Harness), in a fresh sandbox.
 func (s Sandboxes) grade(ctx context.Context, t *task.Task, candidate string) (*reward.HarnessRun, error) {
@@ -99,13 +113,9 @@ func (s Sandboxes) inspect(ctx context.Context, t *task.Task) (string, error) {
 	if t.BaseCommit != "" && t.BugPatch == "" {
 		return "", nil
 	}
-	e, err := s.env(t)
+	sb, err := s.open(ctx, t)
 	if err != nil {
-		return "", err
-	}
-	sb, err := env.NewSandboxes(s.Runtime).Open(ctx, e)
-	if err != nil {
-		return "", fmt.Errorf("inspect the image of %s: %w", t.InstanceID, err)
+		return "", fmt.Errorf("inspect the image: %w", err)
 	}
 	defer sb.Close()
 	if err := sb.WriteFile(ctx, "/tmp/cwm-import-bug.diff", []byte(t.BugPatch), 0o644); err != nil {

@@ -13,7 +13,7 @@ import (
 )
 
 // Formats are the datasets import reads, by the --format names.
-var Formats = []string{"swebench", "swe-gym", "r2e-gym", "swe-smith", "swe-rebench-v2"}
+var Formats = []string{"swebench", "swe-gym", "r2e-gym", "swe-smith", "swe-rebench-v2", "harbor"}
 
 // MaxProblem bounds a problem statement: the published datasets' longest
 // are some tens of KiB; a longer one is a dump, not an issue.

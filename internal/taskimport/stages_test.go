@@ -120,7 +120,9 @@ func checkStages(t *testing.T, ctx context.Context, home string, k task.Task, r 
 			var failures []string
 			f, err := agent.NewForage(&agent.Runner{Sandboxes: sbs, Client: client, Protocol: p, Limits: agent.Limits{MaxTurns: 8}},
 				agent.ForageOptions{Tasks: []task.Task{k}, Out: out, Store: store, Grade: &m,
-					OnFailure: func(_ *task.Task, _ int, _ *trajectory.Trajectory, err error) { failures = append(failures, fmt.Sprint(err)) }})
+					OnFailure: func(_ *task.Task, _ int, _ *trajectory.Trajectory, err error) {
+						failures = append(failures, fmt.Sprint(err))
+					}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"cwm/internal/basebuild"
+	"cwm/internal/egress"
 	"cwm/internal/errkind"
 	"cwm/internal/task"
 )
@@ -29,6 +30,10 @@ type Options struct {
 	Sandboxes Sandboxes
 	// Base is how images are imported (its Runtime finds their Python).
 	Base basebuild.Options
+	// Egress, when set, lets a Dockerfile's RUN steps (Harbor tasks)
+	// reach the network through cwm's relay, as env build's install
+	// steps do; nil keeps them offline.
+	Egress *egress.Policy
 	// Runs is how many times each task is graded with the gold patch and
 	// with the empty one (default 3).
 	Runs int
@@ -97,18 +102,15 @@ func Import(ctx context.Context, path string, o Options) ([]task.Task, *Report, 
 	if o.Runs <= 0 {
 		o.Runs = 3
 	}
+	if o.Format == "harbor" {
+		return importHarbor(ctx, path, o, t0)
+	}
 	rows, err := readRows(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	rep := &Report{Format: o.Format, File: path, Rows: len(rows), Reasons: map[string]int{}, Images: map[string]string{}, Runs: o.Runs}
-	leave := func(r row, id, class, reason string) {
-		rep.Left = append(rep.Left, Left{Row: r.n, InstanceID: id, Class: class, Reason: reason})
-		rep.Reasons[class]++
-		if o.Progress != nil {
-			o.Progress(id, class, reason)
-		}
-	}
+	rep := newReport(o, path, len(rows))
+	leave := func(r row, id, class, reason string) { rep.leave(o, r.n, id, class, reason) }
 	seen := map[string]int{}
 	var kept []task.Task
 	pulled := map[string]error{}
@@ -162,21 +164,47 @@ func Import(ctx context.Context, path string, o Options) ([]task.Task, *Report, 
 		if err != nil {
 			return nil, nil, fmt.Errorf("validate %s: %w", t.InstanceID, err)
 		}
-		if class != "" {
-			leave(r, t.InstanceID, class, why)
-			continue
+		if class == "" {
+			if err := o.Sandboxes.keep(&t); err != nil {
+				return nil, nil, err
+			}
 		}
-		if err := o.Sandboxes.keep(&t); err != nil {
-			return nil, nil, err
-		}
-		if o.Progress != nil {
-			o.Progress(t.InstanceID, "", "")
-		}
-		kept = append(kept, t)
+		kept = rep.decided(o, r.n, t, class, why, kept)
 	}
-	rep.Kept = len(kept)
-	rep.Seconds = time.Since(t0).Seconds()
-	return kept, rep, nil
+	return rep.done(kept, t0)
+}
+
+func newReport(o Options, path string, rows int) *Report {
+	return &Report{Format: o.Format, File: path, Rows: rows, Reasons: map[string]int{}, Images: map[string]string{}, Runs: o.Runs}
+}
+
+// leave records row n (task id) as kept out, and tells o.Progress.
+func (r *Report) leave(o Options, n int, id, class, reason string) {
+	r.Left = append(r.Left, Left{Row: n, InstanceID: id, Class: class, Reason: reason})
+	r.Reasons[class]++
+	if o.Progress != nil {
+		o.Progress(id, class, reason)
+	}
+}
+
+// decided records the verdict on the task t of row n: kept (added to
+// kept, which it returns) or, with a class, left out with its reason.
+func (r *Report) decided(o Options, n int, t task.Task, class, why string, kept []task.Task) []task.Task {
+	if class != "" {
+		r.leave(o, n, t.InstanceID, class, why)
+		return kept
+	}
+	if o.Progress != nil {
+		o.Progress(t.InstanceID, "", "")
+	}
+	return append(kept, t)
+}
+
+// done closes the report on the tasks kept.
+func (r *Report) done(kept []task.Task, t0 time.Time) ([]task.Task, *Report, error) {
+	r.Kept = len(kept)
+	r.Seconds = time.Since(t0).Seconds()
+	return kept, r, nil
 }
 
 func known(format string) bool {
