@@ -284,7 +284,7 @@ func (t *toolEpisode) step(ctx context.Context, raw json.RawMessage) (Result, er
 		}
 		o.Text = agent.TruncateText(o.Text, l.MaxObservationTokens*4)
 		st := trajectory.Step{Turn: turn, Tool: c.Tool, Action: c.Input, Observation: o.Text, OK: o.OK,
-			FormatError: o.Invalid, Seconds: time.Since(t0).Seconds()}
+			FormatError: o.Invalid, Seconds: time.Since(t0).Seconds(), Sim: o.Sim}
 		if c.Tool == "bash" && !o.Invalid {
 			code := o.ExitCode
 			st.ExitCode = &code
