@@ -13,6 +13,7 @@ import (
 	"cwm/internal/episode"
 	"cwm/internal/model"
 	"cwm/internal/sandbox"
+	"cwm/internal/sim"
 	"cwm/internal/task"
 	"cwm/internal/trajectory"
 )
@@ -92,6 +93,8 @@ type toolEpisode struct {
 	broken       error // the sandbox failed mid-step: the episode cannot go on
 	reward       *float64
 	final        map[string]any // the metadata of the episode's end
+	sim          *sim.Backend   // swe on the sim backend, or recording contexts
+	simOpts      *sim.Options
 	calls        int            // tool call ids made up for one-call actions
 }
 
@@ -125,6 +128,11 @@ func (s *Server) startSWE(ctx context.Context, p *resetPlan) (episodeImpl, Resul
 	}
 	t := s.newToolEpisode(p, ep.Toolbox)
 	t.ep, t.task = ep, p.task
+	if o := s.simOptions(p); o != nil {
+		t.simOpts = o
+		t.sim = sim.New(ep, o)
+		ep.Exec = t.sim
+	}
 	msgs := p.proto.Prompt(agent.Prompt{Issue: p.task.ProblemStatement, RepoRoot: ep.RepoRoot(), Limits: t.limits})
 	return t, t.opening(msgs), nil
 }
@@ -343,7 +351,15 @@ func (t *toolEpisode) finish(ctx context.Context, why trajectory.ExitReason, obs
 		if t.tr.SubmittedPatch != nil {
 			patch = *t.tr.SubmittedPatch
 		}
-		t.grade(ctx, patch, meta)
+		if t.simOpts != nil {
+			t.tr.Sim = sim.Summarize(t.simOpts.Summary(), t.tr.Steps)
+			meta["backend"] = t.tr.Sim.Backend
+		}
+		if t.simOpts != nil && t.simOpts.Reward != nil && !t.simOpts.RecordOnly {
+			t.predictReward(ctx, patch, meta)
+		} else {
+			t.grade(ctx, patch, meta)
+		}
 	} else if t.tr.SubmittedPatch != nil {
 		meta["patch"] = *t.tr.SubmittedPatch
 	}
@@ -399,6 +415,10 @@ func (t *toolEpisode) clone(ctx context.Context) (episodeImpl, error) {
 			return nil, err
 		}
 		c.ep, c.tb = ep, ep.Toolbox
+		if t.sim != nil {
+			c.sim = t.sim.Clone(ep)
+			ep.Exec = c.sim
+		}
 		return &c, nil
 	}
 	tb, err := t.tb.Branch(ctx)
