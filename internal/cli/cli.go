@@ -50,6 +50,7 @@ var Program = &command.Program{
 		func() command.Command { return &exportSFTCmd{} },
 		func() command.Command { return &exportPretrainCmd{} },
 		func() command.Command { return &exportTripletsCmd{} },
+		func() command.Command { return &exportTransitionsCmd{} },
 		func() command.Command { return &traceFuncCmd{} },
 		func() command.Command { return &traceRepoCmd{} },
 		func() command.Command { return &traceProgCmd{} },

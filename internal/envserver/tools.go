@@ -353,6 +353,7 @@ func (t *toolEpisode) finish(ctx context.Context, why trajectory.ExitReason, obs
 		}
 		if t.simOpts != nil {
 			t.tr.Sim = sim.Summarize(t.simOpts.Summary(), t.tr.Steps)
+			t.tr.Sim.Statement = t.task.ProblemStatement
 			meta["backend"] = t.tr.Sim.Backend
 		}
 		if t.simOpts != nil && t.simOpts.Reward != nil && !t.simOpts.RecordOnly {

@@ -86,14 +86,14 @@ func BuildContext(ctx context.Context, ep *episode.Episode, command string, rece
 	return c, nil
 }
 
-// cut keeps the first max bytes of s (at a character boundary), noting
-// the cut under part.
+// cut keeps the start of s in at most max bytes, "[...]" marking the
+// cut, noting it under part. Cutting again changes nothing.
 func cut(notes *[]string, part, s string, max int) string {
 	if len(s) <= max {
 		return s
 	}
 	*notes = appendOnce(*notes, part)
-	return strings.ToValidUTF8(s[:max], "") + "[...]"
+	return strings.ToValidUTF8(s[:max-len("[...]")], "") + "[...]"
 }
 
 func appendOnce(list []string, s string) []string {

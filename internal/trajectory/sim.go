@@ -83,7 +83,10 @@ type SimObservation struct {
 type SimSummary struct {
 	// Backend is "sim", or "real" for a real episode whose contexts were
 	// recorded.
-	Backend   string `json:"backend"`
+	Backend string `json:"backend"`
+	// Statement is the task's problem statement, which the reward model
+	// is given (and cwm export's reward rows).
+	Statement string `json:"statement,omitempty"`
 	SimModel  string `json:"sim_model,omitempty"`
 	RealEvery int    `json:"real_every,omitempty"`
 	Observe   string `json:"observe,omitempty"`
