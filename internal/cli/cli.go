@@ -65,6 +65,7 @@ var Program = &command.Program{
 		func() command.Command { return &evalHaltCmd{} },
 		func() command.Command { return &evalFidelityCmd{} },
 		func() command.Command { return &evalObserveCmd{} },
+		func() command.Command { return &evalSimCmd{} },
 		func() command.Command { return &reportCmd{} },
 		func() command.Command { return &selectCmd{} },
 	}),

@@ -105,7 +105,8 @@ func HasPairs(trs []*trajectory.Trajectory) bool {
 }
 
 // Measure computes the fidelity of trajectories' recorded pairs, with
-// modelLatency the assumed seconds of one world-model answer.
+// modelLatency the assumed seconds of one world-model answer (negative:
+// the mean measured in the records).
 func Measure(trs []*trajectory.Trajectory, modelLatency float64) *Fidelity {
 	f := &Fidelity{Trajectories: len(trs), Failures: map[string]int{}, ByKind: map[string]Agreement{}}
 	f.Cost.ModelLatency = modelLatency
@@ -161,6 +162,10 @@ func Measure(trs []*trajectory.Trajectory, modelLatency float64) *Fidelity {
 	}
 	if modelSteps > 0 {
 		f.Cost.MeasuredModelSeconds = modelSecs / float64(modelSteps)
+	}
+	if modelLatency < 0 {
+		modelLatency = f.Cost.MeasuredModelSeconds
+		f.Cost.ModelLatency = modelLatency
 	}
 	for _, id := range slices.Sorted(maps.Keys(real)) {
 		secs := real[id]
