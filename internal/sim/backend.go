@@ -117,6 +117,7 @@ func (b *Backend) Bash(ctx context.Context, command string, real func(context.Co
 		}
 	}
 	if pred != nil {
+		rec.Predicted = pred
 		b.simulated++
 	}
 	runReal := pred == nil || (b.opts.RealEvery > 0 && b.simulated%b.opts.RealEvery == 0)

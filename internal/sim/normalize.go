@@ -13,7 +13,7 @@ var (
 	durationRe = lazyre.New(`\b\d+(?:\.\d+)?\s?(?:s|ms|us|µs|sec|secs|seconds|minutes|min)\b`)
 	addressRe  = lazyre.New(`0x[0-9a-fA-F]{4,}`)
 	tmpPathRe  = lazyre.New(`/tmp/[^\s'":,)\]]*`)
-	ruleRe     = lazyre.New(`([=_\-*])\1{2,}`)
+	ruleRe     = lazyre.New(`={3,}|_{3,}|-{3,}|\*{3,}`)
 	spaceRe    = lazyre.New(`[ \t]+`)
 )
 
@@ -26,7 +26,7 @@ func Normalize(s string) string {
 	s = durationRe().ReplaceAllString(s, "<T>")
 	s = addressRe().ReplaceAllString(s, "0x<ADDR>")
 	s = tmpPathRe().ReplaceAllString(s, "/tmp/<TMP>")
-	s = ruleRe().ReplaceAllString(s, "$1$1$1")
+	s = ruleRe().ReplaceAllStringFunc(s, func(r string) string { return r[:3] })
 	var out []string
 	for _, l := range strings.Split(s, "\n") {
 		l = strings.TrimSpace(spaceRe().ReplaceAllString(l, " "))
