@@ -54,7 +54,8 @@ const classified = 8
 // simHarness is a runtime, the scripted policy's endpoint and the test
 // repository's task.
 type simHarness struct {
-	sbs    *env.Sandboxes
+	replies []modeltest.Reply
+	sbs     *env.Sandboxes
 	policy *model.Client
 	env    *env.Env
 	task   *task.Task
@@ -67,7 +68,7 @@ const (
 	testMarker = "HIDDEN-TEST-MARKER-91bc"
 )
 
-func newSimHarness(t *testing.T) *simHarness {
+func newSimHarness(t *testing.T, replies []modeltest.Reply) *simHarness {
 	t.Helper()
 	rt, err := sandbox.NewRuntime(sandbox.Options{Home: t.TempDir()})
 	if err != nil {
@@ -75,8 +76,8 @@ func newSimHarness(t *testing.T) *simHarness {
 	}
 	t.Cleanup(func() { rt.Close() })
 	srv, err := modeltest.Start(func(r *modeltest.Request) modeltest.Reply {
-		if n := r.Turn(); n < len(policy) {
-			return policy[n]
+		if n := r.Turn(); n < len(replies) {
+			return replies[n]
 		}
 		return modeltest.Text("done")
 	}, false)
@@ -92,7 +93,7 @@ func newSimHarness(t *testing.T) *simHarness {
 	tk.Patch += "\n# " + goldMarker + "\n"
 	tk.TestPatch = "diff --git a/test_hidden.py b/test_hidden.py\n+# " + testMarker + "\n"
 	e := envtest.Put(t, t.TempDir(), tk.EnvID, layer)
-	return &simHarness{sbs: env.NewSandboxes(rt), policy: client, env: e, task: tk}
+	return &simHarness{replies: replies, sbs: env.NewSandboxes(rt), policy: client, env: e, task: tk}
 }
 
 // run runs the policy's episode with the sim options o.
@@ -103,7 +104,7 @@ func (h *simHarness) run(t *testing.T, o *sim.Options) *trajectory.Trajectory {
 		t.Fatal(err)
 	}
 	r := &agent.Runner{Sandboxes: h.sbs, Client: h.policy, Protocol: p, Sim: o,
-		Limits: agent.Limits{MaxTurns: len(policy) + 1, CommandTimeout: time.Minute}}
+		Limits: agent.Limits{MaxTurns: len(h.replies) + 1, CommandTimeout: time.Minute}}
 	tr, err := r.Run(context.Background(), agent.Attempt{Task: h.task, Env: h.env})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
@@ -198,7 +199,7 @@ func replay(outs map[string]trajectory.Execution, wrong func(n int, e *trajector
 // checks that no request held the gold patch or the hidden tests, and
 // that cwm export's transition rows are the requests the world model got.
 func TestReplayAndWrongWorldModels(t *testing.T) {
-	h := newSimHarness(t)
+	h := newSimHarness(t, policy)
 	outs, realTr := recordReal(t, h)
 
 	t.Run("replay", func(t *testing.T) {
