@@ -63,7 +63,7 @@ by the world model --sim-model at --sim-base-url (its key from
 --sim-api-key-env), corrected by real runs every --real-every commands;
 each such step's record holds the context sent and the (predicted, real)
 pair. --record-context records the same contexts on the real backend,
-for cwm export --kind transitions. See docs/sim.md.
+for cwm export transitions. See docs/sim.md.
 
 Examples:
   cwm forage --tasks tasks.jsonl --model Qwen/Qwen3-32B --base-url http://localhost:8000/v1 --out traj.jsonl

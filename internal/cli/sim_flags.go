@@ -36,7 +36,7 @@ func (f *simFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.observe, "sim-observe", "sim", "what the agent sees of a command run both ways: sim or real")
 	fs.StringVar(&f.simCommands, "sim-commands", "", "`regexp`: commands it matches go to the world model too")
 	fs.StringVar(&f.realCommands, "real-commands", "", "`regexp`: commands it matches always run for real (wins over --sim-commands)")
-	fs.BoolVar(&f.recordContext, "record-context", false, "on the real backend, record each classified command's world-model context (for cwm export --kind transitions)")
+	fs.BoolVar(&f.recordContext, "record-context", false, "on the real backend, record each classified command's world-model context (for cwm export transitions)")
 }
 
 // options are the sim options the flags ask for: nil for the real

@@ -33,7 +33,7 @@ type Options struct {
 	Observe string
 	// RecordOnly is the real backend with contexts recorded: every
 	// classified command runs for real, and its record holds the context
-	// the sim backend would have sent (for cwm export --kind transitions).
+	// the sim backend would have sent (for cwm export transitions).
 	RecordOnly bool
 	// Reward, when set, predicts the episode's reward in place of the
 	// real grading (--sim-reward).

@@ -136,7 +136,7 @@ const systemPrompt = "You are a world model of a Linux sandbox in which an agent
 
 // Messages renders a context as the chat messages a world model is sent:
 // the system prompt, then one user message with the context's parts in
-// tagged sections. cwm export --kind transitions writes the same
+// tagged sections. cwm export transitions writes the same
 // messages, so a model trained on them needs no other prompt.
 func Messages(c *trajectory.SimContext) []model.Message {
 	var b strings.Builder

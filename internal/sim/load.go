@@ -14,9 +14,9 @@ import (
 func Load(paths []string) ([]*trajectory.Trajectory, error) {
 	var trs []*trajectory.Trajectory
 	for _, p := range paths {
-		err := jsonl.DecodeInput(p, func(line int, tr trajectory.Trajectory) error {
+		err := jsonl.DecodeInput(p, func(_ int, tr trajectory.Trajectory) error {
 			if tr.TaskID == "" {
-				return errkind.Errorf(errkind.Input, "%s:%d: not a trajectory (no task_id)", p, line)
+				return errkind.New(errkind.Input, "not a trajectory (no task_id)")
 			}
 			trs = append(trs, Slim(&tr))
 			return nil

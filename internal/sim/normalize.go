@@ -13,20 +13,20 @@ var (
 	durationRe = lazyre.New(`\b\d+(?:\.\d+)?\s?(?:s|ms|us|µs|sec|secs|seconds|minutes|min)\b`)
 	addressRe  = lazyre.New(`0x[0-9a-fA-F]{4,}`)
 	tmpPathRe  = lazyre.New(`/tmp/[^\s'":,)\]]*`)
-	ruleRe     = lazyre.New(`={3,}|_{3,}|-{3,}|\*{3,}`)
+	ruleRe     = lazyre.New(`={2,}|_{2,}|-{2,}|\*{2,}`)
 	spaceRe    = lazyre.New(`[ \t]+`)
 )
 
 // Normalize is the output two runs of one command share when neither is
 // wrong: durations become <T>, addresses 0x<ADDR>, paths under /tmp
-// /tmp/<TMP>, runs of = _ - * of three or more become three, runs of
+// /tmp/<TMP>, runs of two or more = _ - * become two, runs of
 // spaces and tabs one space, and each line is trimmed, blank lines
 // dropped.
 func Normalize(s string) string {
 	s = durationRe().ReplaceAllString(s, "<T>")
 	s = addressRe().ReplaceAllString(s, "0x<ADDR>")
 	s = tmpPathRe().ReplaceAllString(s, "/tmp/<TMP>")
-	s = ruleRe().ReplaceAllStringFunc(s, func(r string) string { return r[:3] })
+	s = ruleRe().ReplaceAllStringFunc(s, func(r string) string { return r[:2] })
 	var out []string
 	for _, l := range strings.Split(s, "\n") {
 		l = strings.TrimSpace(spaceRe().ReplaceAllString(l, " "))

@@ -33,7 +33,7 @@ const rewardPrompt = "You are a reward model for an agent that fixes issues in a
 	`{"resolved": <true or false>, "reward": <a number>}`
 
 // RewardMessages renders an episode's final state as the messages a
-// reward model is sent; cwm export --kind transitions writes the same.
+// reward model is sent; cwm export transitions writes the same.
 func RewardMessages(statement, patch string) []model.Message {
 	var notes []string
 	st := cut(&notes, "statement", statement, maxStatement)

@@ -5,7 +5,7 @@ package trajectory
 // --record-context): what a world model was (or would have been) asked,
 // what it predicted, what the real sandbox printed, and which of the two
 // the agent saw. Its fields are the pair that cwm eval sim measures and
-// the transition that cwm export --kind transitions writes. See
+// the transition that cwm export transitions writes. See
 // docs/sim.md.
 type Sim struct {
 	// Kind is the classifier's kind of the command: test, python, build
