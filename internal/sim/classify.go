@@ -277,6 +277,10 @@ func simpleCommands(s string) [][]string {
 				}
 			}
 			heredocs = nil
+		case ch == '&' && (i > 0 && s[i-1] == '>' || i+1 < len(s) && s[i+1] == '>'):
+			// A redirection (2>&1, &>file), not a separator.
+			word.WriteByte(ch)
+			inWord = true
 		case ch == ';' || ch == '&' || ch == '|' || ch == '(' || ch == ')' || ch == '`':
 			flushCmd()
 		case ch == '$' && i+1 < len(s) && s[i+1] == '(':
