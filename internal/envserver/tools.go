@@ -95,7 +95,7 @@ type toolEpisode struct {
 	final        map[string]any // the metadata of the episode's end
 	sim          *sim.Backend   // swe on the sim backend, or recording contexts
 	simOpts      *sim.Options
-	calls        int            // tool call ids made up for one-call actions
+	calls        int // tool call ids made up for one-call actions
 }
 
 // startShell opens a sandbox on the environment and a session in its

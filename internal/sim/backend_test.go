@@ -56,9 +56,9 @@ const classified = 8
 type simHarness struct {
 	replies []modeltest.Reply
 	sbs     *env.Sandboxes
-	policy *model.Client
-	env    *env.Env
-	task   *task.Task
+	policy  *model.Client
+	env     *env.Env
+	task    *task.Task
 }
 
 // goldMarker and testMarker are planted in the task's gold patch and
