@@ -93,9 +93,11 @@ type toolEpisode struct {
 	broken       error // the sandbox failed mid-step: the episode cannot go on
 	reward       *float64
 	final        map[string]any // the metadata of the episode's end
-	sim          *sim.Backend   // swe on the sim backend, or recording contexts
-	simOpts      *sim.Options
-	calls        int // tool call ids made up for one-call actions
+	calls        int            // tool call ids made up for one-call actions
+	// sim is the sim backend of a swe episode on it, or recording its
+	// contexts; simOpts its options.
+	sim     *sim.Backend
+	simOpts *sim.Options
 }
 
 // startShell opens a sandbox on the environment and a session in its
