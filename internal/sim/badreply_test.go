@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -118,6 +119,54 @@ func TestBadWorldModelReplies(t *testing.T) {
 			}
 			if tt.fallback != "" && (rec.Real == nil || tr.Sim.Fallbacks != 1 || tr.Sim.Failures[tt.fallback] != 2) {
 				t.Errorf("real %+v, summary %+v: want the real run and the fallback counted", rec.Real, tr.Sim)
+			}
+		})
+	}
+}
+
+// TestPredictedReward: with a reward model, a forage episode records the
+// predicted reward apart from the real one, which stays null; a reward
+// model that never answers validly is recorded, not an error of the run.
+func TestPredictedReward(t *testing.T) {
+	h := newSimHarness(t, []modeltest.Reply{modeltest.Tool("bash", "python3 -c 'print(6*7)'")})
+	for _, tt := range []struct {
+		name   string
+		reward string
+		want   *float64
+	}{
+		{"valid", `{"resolved": false, "reward": -1}`, new(float64)},
+		{"invalid", `the tests pass`, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var prompt string
+			w := startWorldModel(t, sim.WorldModelConfig{Attempts: 2}, func(_ string, r *modeltest.Request) modeltest.Reply {
+				if strings.Contains(r.Messages[0].Content, "reward model") {
+					mu.Lock()
+					prompt = r.Messages[1].Content
+					mu.Unlock()
+					return modeltest.Text(tt.reward)
+				}
+				return reply(trajectory.Execution{Stdout: "42\n"})
+			})
+			rm, err := sim.NewRewardModel(sim.WorldModelConfig{BaseURL: w.srv.URL, Model: "reward", Attempts: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := h.run(t, &sim.Options{World: w.wm, Reward: rm})
+			if tr.Reward != nil || tr.Sim == nil {
+				t.Fatalf("reward %v, sim %+v: want no real reward and a sim summary", tr.Reward, tr.Sim)
+			}
+			if tt.want != nil && (tr.Sim.PredictedReward == nil || *tr.Sim.PredictedReward != -1) {
+				t.Errorf("predicted reward %v, want -1", tr.Sim.PredictedReward)
+			}
+			if tt.want == nil && (tr.Sim.PredictedReward != nil || !strings.Contains(tr.Sim.RewardError, "invalid_json")) {
+				t.Errorf("predicted %v, error %q: want none and the cause", tr.Sim.PredictedReward, tr.Sim.RewardError)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !strings.Contains(prompt, h.task.ProblemStatement) || strings.Contains(prompt, goldMarker) {
+				t.Errorf("reward prompt %q: want the statement and not the gold patch", prompt)
 			}
 		})
 	}

@@ -68,3 +68,23 @@ func TestMessagesBounded(t *testing.T) {
 		t.Errorf("Messages gave %d messages, the user's %d bytes", len(msgs), len(msgs[1].Content))
 	}
 }
+
+func TestParseRewardReply(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    RewardReply
+		wantErr bool
+	}{
+		{in: `{"resolved": true, "reward": 1}`, want: RewardReply{Resolved: true, Reward: 1}},
+		{in: "```json\n{\"resolved\": false, \"reward\": -1}\n```", want: RewardReply{Reward: -1}},
+		{in: `{"resolved": true}`, wantErr: true},
+		{in: `{"resolved": "yes", "reward": 1}`, wantErr: true},
+		{in: `{"resolved": true, "reward": 1, "why": "tests pass"}`, wantErr: true},
+	}
+	for _, tt := range tests {
+		got, err := ParseRewardReply(tt.in)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("ParseRewardReply(%q) = %+v, %v; want %+v, error %v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+}

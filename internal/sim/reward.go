@@ -1,9 +1,7 @@
 package sim
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -54,18 +52,11 @@ type RewardReply struct {
 // ParseRewardReply reads a reward model's reply: one JSON object with a
 // boolean resolved and a number reward, alone or in a ```json fence.
 func ParseRewardReply(content string) (RewardReply, error) {
-	s := strings.TrimSpace(content)
-	if strings.HasPrefix(s, "```") {
-		s = strings.TrimPrefix(strings.TrimPrefix(s, "```json"), "```")
-		s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "```"))
-	}
 	var r struct {
 		Resolved *bool    `json:"resolved"`
 		Reward   *float64 `json:"reward"`
 	}
-	d := json.NewDecoder(bytes.NewReader([]byte(s)))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&r); err != nil {
+	if err := decodeReply(content, &r); err != nil {
 		return RewardReply{}, fmt.Errorf("reward model reply: %w", err)
 	}
 	if r.Resolved == nil || r.Reward == nil {

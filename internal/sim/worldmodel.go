@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -171,23 +170,13 @@ func (w *WorldModel) complete(ctx context.Context, msgs []model.Message) (string
 // stdout, a string stderr and an integer exit_code (0 to 255, or -1),
 // alone or inside one ```json fence, with no other field.
 func ParseReply(content string) (*trajectory.Execution, error) {
-	s := strings.TrimSpace(content)
-	if strings.HasPrefix(s, "```") {
-		s = strings.TrimPrefix(strings.TrimPrefix(s, "```json"), "```")
-		s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "```"))
-	}
 	var r struct {
 		Stdout   *string `json:"stdout"`
 		Stderr   *string `json:"stderr"`
 		ExitCode *int    `json:"exit_code"`
 	}
-	d := json.NewDecoder(bytes.NewReader([]byte(s)))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&r); err != nil {
+	if err := decodeReply(content, &r); err != nil {
 		return nil, fmt.Errorf("world model reply: %w", err)
-	}
-	if d.More() {
-		return nil, errors.New("world model reply: text after the JSON object")
 	}
 	switch {
 	case r.Stdout == nil || r.Stderr == nil || r.ExitCode == nil:
@@ -196,4 +185,24 @@ func ParseReply(content string) (*trajectory.Execution, error) {
 		return nil, fmt.Errorf("world model reply: exit_code %d out of range", *r.ExitCode)
 	}
 	return &trajectory.Execution{Stdout: *r.Stdout, Stderr: *r.Stderr, ExitCode: *r.ExitCode}, nil
+}
+
+// decodeReply decodes a model's reply into v, strictly: one JSON object,
+// alone or inside one ```json fence, with no field v lacks and nothing
+// after it.
+func decodeReply(content string, v any) error {
+	s := strings.TrimSpace(content)
+	if strings.HasPrefix(s, "```") {
+		s = strings.TrimPrefix(strings.TrimPrefix(s, "```json"), "```")
+		s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "```"))
+	}
+	d := json.NewDecoder(strings.NewReader(s))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return err
+	}
+	if d.More() {
+		return errors.New("text after the JSON object")
+	}
+	return nil
 }
