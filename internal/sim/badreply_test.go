@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -90,8 +91,8 @@ func TestBadWorldModelReplies(t *testing.T) {
 				}
 				wm = w
 			} else {
-				n := 0
-				wm = startWorldModel(t, cfg, func(string, *modeltest.Request) modeltest.Reply { n++; return tt.answer(n) }).wm
+				var n atomic.Int32
+				wm = startWorldModel(t, cfg, func(string, *modeltest.Request) modeltest.Reply { return tt.answer(int(n.Add(1))) }).wm
 			}
 			tr := h.run(t, &sim.Options{World: wm})
 			var rec *trajectory.Sim
