@@ -175,7 +175,7 @@ func (f *Forage) Run(ctx context.Context) (*ForageSummary, error) {
 			}
 			tr, err := f.r.Run(ctx, a)
 			// A predicted reward stands in for the real grading.
-			predicted := tr != nil && tr.Sim != nil && f.r.Sim != nil && f.r.Sim.Reward != nil
+			predicted := tr != nil && tr.Sim != nil && f.r.Sim != nil && f.r.Sim.Reward != nil && !f.r.Sim.RecordOnly
 			if err != nil || tr.ExitReason == trajectory.ExitModelError || f.opts.Grade == nil || predicted {
 				return outcome{tr}, err
 			}

@@ -171,7 +171,7 @@ func (r *Runner) Run(ctx context.Context, a Attempt) (*trajectory.Trajectory, er
 	if r.Sim != nil {
 		tr.Sim = sim.Summarize(r.Sim.Summary(), tr.Steps)
 		tr.Sim.Statement = a.Task.ProblemStatement
-		if r.Sim.Reward != nil && tr.ExitReason != trajectory.ExitModelError {
+		if r.Sim.Reward != nil && !r.Sim.RecordOnly && tr.ExitReason != trajectory.ExitModelError {
 			r.predictReward(dctx, a, tr)
 		}
 	}

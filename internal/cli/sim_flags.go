@@ -40,8 +40,8 @@ func (f *simFlags) register(fs *flag.FlagSet) {
 }
 
 // options are the sim options the flags ask for: nil for the real
-// backend without recorded contexts. sim is whether --backend sim was
-// given (serve also takes it per reset).
+// backend without recorded contexts. isSim is whether --backend sim was
+// given (serve also takes the backend per reset).
 func (f *simFlags) options() (opts *sim.Options, isSim bool, err error) {
 	switch f.backend {
 	case "real", "sim":
