@@ -174,7 +174,9 @@ func (f *Forage) Run(ctx context.Context) (*ForageSummary, error) {
 				a.Seed = &s
 			}
 			tr, err := f.r.Run(ctx, a)
-			if err != nil || tr.ExitReason == trajectory.ExitModelError || f.opts.Grade == nil {
+			// A predicted reward stands in for the real grading.
+			predicted := tr != nil && tr.Sim != nil && f.r.Sim != nil && f.r.Sim.Reward != nil && !f.r.Sim.RecordOnly
+			if err != nil || tr.ExitReason == trajectory.ExitModelError || f.opts.Grade == nil || predicted {
 				return outcome{tr}, err
 			}
 			g, err := f.grade(ctx, a, tr)

@@ -12,6 +12,7 @@ import (
 	"cwm/internal/env"
 	"cwm/internal/episode"
 	"cwm/internal/model"
+	"cwm/internal/sim"
 	"cwm/internal/task"
 	"cwm/internal/trajectory"
 )
@@ -94,6 +95,10 @@ type Runner struct {
 	// patch (a test-generation episode submits its test).
 	Instruction string
 	SubmitFile  bool
+	// Sim, when set, runs the episodes on the sim backend (or, with its
+	// RecordOnly, records the contexts of the real backend's commands);
+	// see docs/sim.md.
+	Sim *sim.Options
 }
 
 // Attempt is one episode to run: a sample of a task.
@@ -136,6 +141,13 @@ func (r *Runner) Run(ctx context.Context, a Attempt) (*trajectory.Trajectory, er
 	}
 	defer ep.Close()
 	ep.SubmitFile = r.SubmitFile
+	if r.Sim != nil {
+		o := *r.Sim
+		if o.Classifier.TestCommand == "" && a.Env != nil {
+			o.Classifier.TestCommand = a.Env.Test.Command
+		}
+		ep.Exec = sim.New(ep, &o)
+	}
 	tr.SetupSeconds = time.Since(start).Seconds()
 
 	reason, err := r.converse(ectx, ep, tr, l, a)
@@ -156,12 +168,36 @@ func (r *Runner) Run(ctx context.Context, a Attempt) (*trajectory.Trajectory, er
 	if tr.Patch, err = ep.Diff(dctx); err != nil {
 		return nil, fmt.Errorf("task %s sample %d: %w", tr.TaskID, tr.Sample, err)
 	}
+	if r.Sim != nil {
+		tr.Sim = sim.Summarize(r.Sim.Summary(), tr.Steps)
+		tr.Sim.Statement = a.Task.ProblemStatement
+		if r.Sim.Reward != nil && !r.Sim.RecordOnly && tr.ExitReason != trajectory.ExitModelError {
+			r.predictReward(dctx, a, tr)
+		}
+	}
 	tr.Seconds = time.Since(start).Seconds()
 	if r.Log != nil {
 		r.Log.Debug("episode done", "task", tr.TaskID, "sample", tr.Sample, "exit", tr.ExitReason,
 			"turns", tr.Turns, "seconds", tr.Seconds, "setup_seconds", tr.SetupSeconds)
 	}
 	return tr, nil
+}
+
+// predictReward asks the reward model for the episode's reward
+// (--sim-reward): the submitted patch, or the diff when nothing was
+// submitted, as the real grading takes them. A reward model that fails is
+// recorded, not an error of the run.
+func (r *Runner) predictReward(ctx context.Context, a Attempt, tr *trajectory.Trajectory) {
+	patch := tr.Patch
+	if tr.SubmittedPatch != nil {
+		patch = *tr.SubmittedPatch
+	}
+	rep, err := r.Sim.Reward.Predict(ctx, a.Task.ProblemStatement, patch)
+	if err != nil {
+		tr.Sim.RewardError = err.Error()
+		return
+	}
+	tr.Sim.PredictedReward = &rep.Reward
 }
 
 // converse is the episode loop: ask the model, run its call, report back.
@@ -242,7 +278,7 @@ func (r *Runner) converse(ctx context.Context, ep *episode.Episode, tr *trajecto
 			}
 			obs.Text = TruncateText(obs.Text, l.MaxObservationTokens*4)
 			st := trajectory.Step{Turn: turn, Tool: c.Tool, Action: c.Input, Observation: obs.Text, OK: obs.OK,
-				FormatError: obs.Invalid, ModelSeconds: modelSecs, Seconds: time.Since(t0).Seconds()}
+				FormatError: obs.Invalid, ModelSeconds: modelSecs, Seconds: time.Since(t0).Seconds(), Sim: obs.Sim}
 			modelSecs = 0
 			if c.Tool == "bash" && !obs.Invalid {
 				code := obs.ExitCode

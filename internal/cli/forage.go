@@ -31,6 +31,7 @@ type forageCmd struct {
 
 	gradeFlags
 	noGrade bool
+	sim     simFlags
 }
 
 func (*forageCmd) Name() string { return "forage" }
@@ -55,6 +56,14 @@ summary at the end (--json: as JSON). Exits 1 when an episode could not
 run, or the model server failed it after its retries (model_error: such
 episodes go to TRAJ.jsonl.model_errors.jsonl, not --out); a re-run retries
 both. See docs/forage.md.
+
+--backend sim runs the episodes on the sim backend: file actions and
+reading commands run for real, commands that execute code are answered
+by the world model --sim-model at --sim-base-url (its key from
+--sim-api-key-env), corrected by real runs every --real-every commands;
+each such step's record holds the context sent and the (predicted, real)
+pair. --record-context records the same contexts on the real backend,
+for cwm export transitions. See docs/sim.md.
 
 Examples:
   cwm forage --tasks tasks.jsonl --model Qwen/Qwen3-32B --base-url http://localhost:8000/v1 --out traj.jsonl
@@ -87,6 +96,7 @@ func (c *forageCmd) Flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.quiet, "quiet", false, "print no progress")
 	c.gradeFlags.register(fs)
 	fs.BoolVar(&c.noGrade, "no-grade", false, "do not grade episodes (reward fields stay null; grade later with cwm reward)")
+	c.sim.register(fs)
 }
 
 func (c *forageCmd) Run(ctx context.Context, e *command.Env, args []string) error {
@@ -110,6 +120,13 @@ func (c *forageCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	part, err := shard.Parse(c.shard)
 	if err != nil {
 		return command.Usagef("--shard: %v", err)
+	}
+	simOpts, isSim, err := c.sim.options()
+	if err != nil {
+		return err
+	}
+	if !isSim && simOpts != nil && !simOpts.RecordOnly {
+		simOpts = nil // a world model named for nothing: the real backend
 	}
 	proto, err := agent.NewProtocol(c.protocol, c.toolRole)
 	if err != nil {
@@ -149,7 +166,7 @@ func (c *forageCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		opts.Progress = e.Stderr
 	}
 	runner := &agent.Runner{Sandboxes: sbs, Client: client, Protocol: proto, Limits: c.limits,
-		History: episode.History(c.history), Log: e.Log}
+		History: episode.History(c.history), Log: e.Log, Sim: simOpts}
 	f, err := agent.NewForage(runner, opts)
 	if err != nil {
 		return err

@@ -38,6 +38,7 @@ type serveCmd struct {
 	logFormat, logLevel      string
 	traceWorkers             int
 	gradeFlags
+	sim simFlags
 }
 
 func (*serveCmd) Name() string { return "serve" }
@@ -67,6 +68,12 @@ server stops. SIGTERM (or SIGINT) drains: no new episodes, in-flight steps
 get --drain-grace to finish, every sandbox closes, exit status 0. A token
 (--token, --token-file or $CWM_SERVE_TOKEN) is required on any address
 but loopback unless --no-auth. See docs/serve.md.
+
+With --sim-model and --sim-base-url, a swe reset may ask for
+"backend": "sim" (--backend sim makes it the default): a world model
+answers the commands that execute code, corrected every --real-every
+commands by a real run; --sim-reward predicts the reward instead of the
+real grading, flagged reward_predicted. See docs/sim.md.
 
 Examples:
   cwm serve --tasks tasks.jsonl --trajectories traj.jsonl
@@ -104,6 +111,7 @@ func (c *serveCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.addrFile, "addr-file", "", "write the server's URL to this `file` once it listens (for --listen with port 0)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log lines as text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug (one line per request), info, warn, error")
+	c.sim.register(fs)
 	fs.IntVar(&c.traceWorkers, "trace-workers", 2, "tracer workers for trace resets that bring code and a call")
 	c.gradeFlags.register(fs)
 }
@@ -229,6 +237,10 @@ func (c *serveCmd) Run(ctx context.Context, e *command.Env, args []string) error
 	if skipped > 0 {
 		log.Info("traces skipped: not complete", "skipped", skipped)
 	}
+	simOpts, _, err := c.sim.options()
+	if err != nil {
+		return err
+	}
 	rt, err := sandbox.NewRuntime(sandbox.Options{Home: e.Home, Log: log, Warm: 16})
 	if err != nil {
 		return fmt.Errorf("start sandbox runtime: %w", err)
@@ -237,7 +249,7 @@ func (c *serveCmd) Run(ctx context.Context, e *command.Env, args []string) error
 	opts := envserver.Options{
 		Sandboxes: env.NewSandboxes(rt), Store: env.NewStore(e.Home), Tasks: tasks, Traces: traces,
 		Kind: c.kind, Protocol: c.protocol, ToolRole: c.toolRole, History: episode.History(c.history),
-		Limits: c.limits, Mapping: c.mapping, MaxSessions: c.maxSessions, IdleTimeout: c.idleTimeout,
+		Limits: c.limits, Mapping: c.mapping, Sim: simOpts, Backend: c.sim.backend, MaxSessions: c.maxSessions, IdleTimeout: c.idleTimeout,
 		MaxMessageBytes: int64(c.maxMessage), DrainGrace: c.drainGrace, BodyTimeout: c.bodyTimeout, Templates: c.templates,
 		Token: token, Trajectories: c.trajectories, Version: Version, Log: log, EnvName: c.envName,
 		NewTracer: func(ctx context.Context) (*tracer.Pool, error) {

@@ -35,6 +35,8 @@ type resetData struct {
 	Protocol string `json:"protocol"`
 	Model    string `json:"model"`
 	Sample   *int   `json:"sample"`
+	// swe: real or sim (docs/sim.md); the server's --backend by default.
+	Backend string `json:"backend"`
 	// shell: the environment, and an optional first user message.
 	Env         string `json:"env"`
 	Instruction string `json:"instruction"`
@@ -50,7 +52,7 @@ type resetData struct {
 
 // kindFields are the fields of each kind beyond the common ones.
 var kindFields = map[string][]string{
-	KindSWE:   {"task_id", "instance_id", "task", "split", "index", "protocol", "model", "sample"},
+	KindSWE:   {"task_id", "instance_id", "task", "split", "index", "protocol", "model", "sample", "backend"},
 	KindShell: {"env", "instruction", "protocol", "model", "sample"},
 	KindTrace: {"trace_id", "trace", "code", "call", "split", "index", "reward"},
 }
@@ -205,6 +207,17 @@ func (s *Server) planSWE(p *resetPlan) error {
 			return errkind.Errorf(errkind.NotFound, "no task %q among the %d tasks served", id, len(s.tasks))
 		}
 		p.task = t
+	}
+	switch d.Backend {
+	case "":
+		d.Backend = s.opts.Backend
+	case "real":
+	case "sim":
+		if s.opts.Sim == nil || s.opts.Sim.World == nil {
+			return invalid("value_error", "backend sim: the server has no world model (cwm serve --sim-model, --sim-base-url)", "data", "backend")
+		}
+	default:
+		return invalid("enum", fmt.Sprintf("backend %q: want real or sim", d.Backend), "data", "backend")
 	}
 	e, err := s.opts.Store.Resolve(p.task.EnvID)
 	if err != nil {

@@ -126,6 +126,7 @@ func resetProps(kind string) map[string]any {
 		"protocol":    prop("string", "cwm or openai (default: the server's --protocol)"),
 		"model":       prop("string", "The model, for the trajectory record"),
 		"sample":      prop("integer", "The sample number of the trajectory record (default: the next unused)"),
+		"backend":     prop("string", "real or sim: a world model answers the commands that execute code (default: the server's --backend; docs/sim.md)"),
 		"env":         prop("string", "The environment (id or name) of a shell episode"),
 		"instruction": prop("string", "A first user message for a shell episode"),
 		"trace_id":    prop("string", "A trace of the server's --traces"),

@@ -15,6 +15,7 @@ import (
 	"cwm/internal/env"
 	"cwm/internal/episode"
 	"cwm/internal/reward"
+	"cwm/internal/sim"
 	"cwm/internal/task"
 	"cwm/internal/tracer"
 )
@@ -64,6 +65,12 @@ type Options struct {
 	Limits agent.Limits
 	// Mapping turns a graded patch into the reward (cwm, threshold 0.5).
 	Mapping reward.Mapping
+	// Sim is the sim backend of swe episodes (docs/sim.md): nil serves
+	// the real backend only; with a world model, a reset may ask for
+	// backend sim, and Backend "sim" makes it the default. With its
+	// RecordOnly, real episodes record their commands' contexts.
+	Sim     *sim.Options
+	Backend string
 
 	// MaxSessions is how many episodes may be open at once, a /ws
 	// connection without one counting as one (64).

@@ -13,6 +13,7 @@ import (
 	"cwm/internal/episode"
 	"cwm/internal/model"
 	"cwm/internal/sandbox"
+	"cwm/internal/sim"
 	"cwm/internal/task"
 	"cwm/internal/trajectory"
 )
@@ -93,6 +94,10 @@ type toolEpisode struct {
 	reward       *float64
 	final        map[string]any // the metadata of the episode's end
 	calls        int            // tool call ids made up for one-call actions
+	// sim is the sim backend of a swe episode on it, or recording its
+	// contexts; simOpts its options.
+	sim     *sim.Backend
+	simOpts *sim.Options
 }
 
 // startShell opens a sandbox on the environment and a session in its
@@ -125,6 +130,11 @@ func (s *Server) startSWE(ctx context.Context, p *resetPlan) (episodeImpl, Resul
 	}
 	t := s.newToolEpisode(p, ep.Toolbox)
 	t.ep, t.task = ep, p.task
+	if o := s.simOptions(p); o != nil {
+		t.simOpts = o
+		t.sim = sim.New(ep, o)
+		ep.Exec = t.sim
+	}
 	msgs := p.proto.Prompt(agent.Prompt{Issue: p.task.ProblemStatement, RepoRoot: ep.RepoRoot(), Limits: t.limits})
 	return t, t.opening(msgs), nil
 }
@@ -284,7 +294,7 @@ func (t *toolEpisode) step(ctx context.Context, raw json.RawMessage) (Result, er
 		}
 		o.Text = agent.TruncateText(o.Text, l.MaxObservationTokens*4)
 		st := trajectory.Step{Turn: turn, Tool: c.Tool, Action: c.Input, Observation: o.Text, OK: o.OK,
-			FormatError: o.Invalid, Seconds: time.Since(t0).Seconds()}
+			FormatError: o.Invalid, Seconds: time.Since(t0).Seconds(), Sim: o.Sim}
 		if c.Tool == "bash" && !o.Invalid {
 			code := o.ExitCode
 			st.ExitCode = &code
@@ -343,7 +353,16 @@ func (t *toolEpisode) finish(ctx context.Context, why trajectory.ExitReason, obs
 		if t.tr.SubmittedPatch != nil {
 			patch = *t.tr.SubmittedPatch
 		}
-		t.grade(ctx, patch, meta)
+		if t.simOpts != nil {
+			t.tr.Sim = sim.Summarize(t.simOpts.Summary(), t.tr.Steps)
+			t.tr.Sim.Statement = t.task.ProblemStatement
+			meta["backend"] = t.tr.Sim.Backend
+		}
+		if t.simOpts != nil && t.simOpts.Reward != nil && !t.simOpts.RecordOnly {
+			t.predictReward(ctx, patch, meta)
+		} else {
+			t.grade(ctx, patch, meta)
+		}
 	} else if t.tr.SubmittedPatch != nil {
 		meta["patch"] = *t.tr.SubmittedPatch
 	}
@@ -399,6 +418,10 @@ func (t *toolEpisode) clone(ctx context.Context) (episodeImpl, error) {
 			return nil, err
 		}
 		c.ep, c.tb = ep, ep.Toolbox
+		if t.sim != nil {
+			c.sim = t.sim.Clone(ep)
+			ep.Exec = c.sim
+		}
 		return &c, nil
 	}
 	tb, err := t.tb.Branch(ctx)

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"cwm/internal/sandbox"
+	"cwm/internal/trajectory"
 )
 
 // Observation is what one tool run produced.
@@ -28,6 +29,16 @@ type Observation struct {
 	// Invalid marks a call the protocol could not run as asked (an
 	// unknown tool, malformed arguments); it counts as a format error.
 	Invalid bool
+	// Sim is the sim backend's record of a bash command it classified
+	// (see Executor); the episode loops copy it into the step.
+	Sim *trajectory.Sim
+}
+
+// Executor answers bash commands in the session's place: the sim backend
+// (cwm/internal/sim), which sends commands that execute code to a world
+// model and runs the others, through real, in the session.
+type Executor interface {
+	Bash(ctx context.Context, command string, real func(context.Context, string) (Observation, error)) (Observation, error)
 }
 
 // Toolbox runs the agent's tools in one sandbox: a persistent bash session
@@ -41,6 +52,8 @@ type Toolbox struct {
 	// SubmitFile lets Submit take any non-empty file, not only a diff: a
 	// test-generation episode submits its test.
 	SubmitFile bool
+	// Exec, when set, answers Bash in place of the session.
+	Exec Executor
 }
 
 // maxSubmitBytes is CWM's session buffer (480 KiB): submitting a larger
@@ -80,6 +93,14 @@ func (t *Toolbox) Sandbox() *sandbox.Sandbox { return t.sb }
 // CWM's restart message alone, as in CWM (the partial output is dropped).
 // Otherwise the feedback is the merged output without its final newline.
 func (t *Toolbox) Bash(ctx context.Context, command string) (Observation, error) {
+	if t.Exec != nil {
+		return t.Exec.Bash(ctx, command, t.bash)
+	}
+	return t.bash(ctx, command)
+}
+
+// bash runs command in the session, whatever Exec says.
+func (t *Toolbox) bash(ctx context.Context, command string) (Observation, error) {
 	r, err := t.sh.Run(ctx, command, 0)
 	if err != nil {
 		return Observation{}, fmt.Errorf("run bash command: %w", err)

@@ -34,6 +34,9 @@ const (
 	SFT      Kind = "sft"
 	Pretrain Kind = "pretrain"
 	Triplets Kind = "triplets"
+	// Transitions are a world model's and a reward model's training rows
+	// (docs/sim.md).
+	Transitions Kind = "transitions"
 )
 
 // Options configure Run.
@@ -114,8 +117,10 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		return run(ctx, o, tripletRecord(sb, o.Dedup > 0))
 	case Pretrain:
 		return run(ctx, o, pretrainRecord)
+	case Transitions:
+		return run(ctx, o, transitionRecord(o.Dedup > 0))
 	}
-	return nil, errkind.Errorf(errkind.Usage, "unknown export kind %q (want sft, pretrain or triplets)", o.Kind)
+	return nil, errkind.Errorf(errkind.Usage, "unknown export kind %q (want sft, pretrain, triplets or transitions)", o.Kind)
 }
 
 // output is one output file being written.

@@ -16,8 +16,10 @@ import (
 	"cwm/internal/errkind"
 	"cwm/internal/eval"
 	"cwm/internal/jsonl"
+	"cwm/internal/sim"
 	"cwm/internal/trace"
 	"cwm/internal/traceline"
+	"cwm/internal/trajectory"
 )
 
 // Kind is what a file holds, told from its first line.
@@ -146,6 +148,9 @@ type TrajSection struct {
 	// Resolved counts trajectories whose patch passed the hidden tests
 	// (of those graded).
 	Resolved, Graded int
+	// Sim is cwm eval sim's table of the file's sim records, when it has
+	// any.
+	Sim string
 }
 
 // TrajTask is a task's row in the trajectories table.
@@ -340,11 +345,15 @@ func (r *Report) addTrajectories(name, path string, in *Input) error {
 			Role    string `json:"role"`
 			Content string `json:"content"`
 		} `json:"messages"`
-		Turns    int      `json:"turns"`
-		Reward   *float64 `json:"reward"`
-		Resolved *bool    `json:"resolved"`
+		Turns    int                    `json:"turns"`
+		Reward   *float64               `json:"reward"`
+		Resolved *bool                  `json:"resolved"`
+		EnvID    string                 `json:"env_id"`
+		Steps    []trajectory.Step      `json:"steps"`
+		Sim      *trajectory.SimSummary `json:"sim"`
 	}
 	sec := TrajSection{File: name}
+	var simTrs []*trajectory.Trajectory
 	tasks := map[string]*TrajTask{}
 	var order []string
 	err := jsonl.Decode(path, func(_ int, t traj) error {
@@ -359,6 +368,10 @@ func (r *Report) addTrajectories(name, path string, in *Input) error {
 		}
 		tt.Samples++
 		tt.Turns += float64(t.Turns)
+		if s := sim.Slim(&trajectory.Trajectory{TaskID: t.TaskID, Sample: t.Sample, EnvID: t.EnvID, Reward: t.Reward,
+			Steps: t.Steps, Sim: t.Sim}); len(s.Steps) > 0 {
+			simTrs = append(simTrs, s)
+		}
 		if t.Reward != nil {
 			sec.Rewards = append(sec.Rewards, *t.Reward)
 			tt.MeanReward += *t.Reward
@@ -396,6 +409,11 @@ func (r *Report) addTrajectories(name, path string, in *Input) error {
 		if len(sec.Tasks) < MaxTableRows {
 			sec.Tasks = append(sec.Tasks, *tt)
 		}
+	}
+	if len(simTrs) > 0 {
+		var b strings.Builder
+		sim.Measure(simTrs, -1).Write(&b)
+		sec.Sim = b.String()
 	}
 	r.Traj = append(r.Traj, sec)
 	return nil

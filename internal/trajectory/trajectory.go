@@ -87,6 +87,10 @@ type Trajectory struct {
 	Resolved   *bool    `json:"resolved"`
 	Similarity *float64 `json:"similarity"`
 	Advantage  *float64 `json:"advantage"`
+
+	// Sim is the sim backend's settings and totals (docs/sim.md); absent
+	// for a real episode without recorded contexts.
+	Sim *SimSummary `json:"sim,omitempty"`
 }
 
 // Tokens is an episode's token usage.
@@ -142,6 +146,9 @@ type Step struct {
 	// reply's first step); Seconds the tool's run.
 	ModelSeconds float64 `json:"model_seconds"`
 	Seconds      float64 `json:"seconds"`
+	// Sim is the sim backend's record of a classified bash command: the
+	// context, the (predicted, real) pair, what the agent saw.
+	Sim *Sim `json:"sim,omitempty"`
 }
 
 // Grade is a grading's verdict on an episode. Nil fields are left unset.
