@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -90,7 +91,7 @@ func (in *initState) build(s *setupMsg, files []*os.File) error {
 	if err := tmpfsPlan(s, s.Gen).run(); err != nil {
 		return err
 	}
-	return overlayPlan(s, s.Gen).run()
+	return overlayPlan(s, s.Gen, nil).run()
 }
 
 // becomeRoot makes every thread of init the sandbox's root.
@@ -247,8 +248,8 @@ func (in *initState) prepare(gen int, files []*os.File) error {
 // gen (prepared beforehand, and perhaps filled by the host, or made now).
 // It returns the generation mounted: the current one when nothing was
 // written to it and gen was not prepared. The old generation's tmpfs is
-// unmounted in the background, so a reset costs the same however much was
-// written.
+// unmounted after the reply (see swap), so a reset costs the same however
+// much was written.
 func (in *initState) reset(gen int, recycle bool) (int, error) {
 	in.killAll()
 	if recycle {
@@ -260,7 +261,7 @@ func (in *initState) reset(gen int, recycle bool) (int, error) {
 	cur := in.gen
 	in.mu.Unlock()
 	prepared := gen != cur && exists(genDir(gen))
-	if !prepared && isEmptyDir(genDir(cur)+"/upper") && isEmptyDir("/root/dev/shm") {
+	if !prepared && len(in.frozen) == 0 && isEmptyDir(genDir(cur)+"/upper") && isEmptyDir("/root/dev/shm") {
 		// Nothing was written: the mounted overlay already is a fresh one.
 		return cur, nil
 	}
@@ -272,34 +273,70 @@ func (in *initState) reset(gen int, recycle bool) (int, error) {
 			return cur, err
 		}
 	}
+	return gen, in.swap(cur, gen, nil, false)
+}
+
+// afterReply runs what the last swap left to do: tearing down the old
+// overlay and what it alone used. That costs time in proportion to the
+// names cached in it, so it runs once the reply has gone, and before the
+// next request is read: the sandbox's next command waits for it rather
+// than share the processor with it.
+func (in *initState) afterReply() {
+	if f := in.teardown; f != nil {
+		in.teardown = nil
+		f()
+	}
+}
+
+// swap mounts the overlay of generation gen (its tmpfs made) over the
+// frozen layers frozen in place of the current one, generation cur. With
+// keep, cur's tmpfs stays mounted (a checkpoint froze it); otherwise it
+// goes, and so do the frozen layers the new overlay no longer stands on,
+// after the reply (afterReply). Call with startMu held and every command
+// killed.
+func (in *initState) swap(cur, gen int, frozen []frozenLayer, keep bool) error {
 	// Tearing down an overlay costs time in proportion to what was cached
 	// in it, and the kernel charges it to whoever drops the last reference.
-	// Holding a reference across the detach, and dropping it on another
-	// thread, keeps that cost out of Reset.
+	// Holding a reference across the detach, and dropping it after the
+	// reply, keeps that cost out of Reset.
 	hold, err := unix.Open("/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return cur, fmt.Errorf("open overlay: %w", err)
+		return fmt.Errorf("open overlay: %w", err)
 	}
 	if err := unix.Unmount("/root", unix.MNT_DETACH); err != nil {
 		unix.Close(hold)
-		return cur, fmt.Errorf("unmount overlay: %w", err)
+		return fmt.Errorf("unmount overlay: %w", err)
 	}
 	in.mu.Lock()
 	in.gen = gen
+	old := in.frozen
+	in.frozen = frozen
 	in.mu.Unlock()
-	if err := overlayPlan(in.setup, gen).run(); err != nil {
-		return gen, err
+	if err := overlayPlan(in.setup, gen, lowerDirsOf(frozen)).run(); err != nil {
+		return err
 	}
-	go func() {
+	in.teardown = func() {
 		unix.Close(hold)
-		old := genDir(cur)
-		if in.setup.State != nil {
-			RemoveAll(old)
-		} else if unix.Unmount(old, unix.MNT_DETACH) == nil {
-			unix.Rmdir(old)
+		if !keep {
+			in.dropMount(genDir(cur))
 		}
-	}()
-	return gen, nil
+		for _, l := range old {
+			if !slices.Contains(frozen, l) {
+				in.dropMount(l.dir)
+			}
+		}
+	}
+	return nil
+}
+
+// dropMount unmounts the tmpfs at d (an upper layer's generation or a
+// frozen layer) and removes its mount point.
+func (in *initState) dropMount(d string) {
+	if in.setup.State != nil {
+		RemoveAll(d)
+	} else if unix.Unmount(d, unix.MNT_DETACH) == nil {
+		unix.Rmdir(d)
+	}
 }
 
 func isEmptyDir(p string) bool {

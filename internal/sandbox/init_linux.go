@@ -39,9 +39,15 @@ type initState struct {
 
 	mu      sync.Mutex
 	gen     int
+	frozen  []frozenLayer  // the frozen layers under the upper one, topmost first (see freeze_linux.go)
+	mounted int            // how many frozen layers were ever attached (names /f<N>)
 	running map[int]*child // pid -> running command
 	early   map[int]exitStatus
 	byID    map[uint64]*child
+
+	// teardown, set by a swap of overlays, is run by the request loop
+	// once the reply is sent (afterReply).
+	teardown func()
 }
 
 type child struct {
@@ -129,6 +135,26 @@ func (in *initState) serve() {
 			} else {
 				in.reply(reply{ID: req.ID, Op: "ok", Gen: gen})
 			}
+			in.afterReply()
+		case "freeze":
+			gen, f, err := in.freeze(req.Gen, req.Layer)
+			if err != nil {
+				in.replyErr(req.ID, err)
+			} else if f != nil {
+				in.reply(reply{ID: req.ID, Op: "ok", Gen: gen}, f)
+				f.Close()
+			} else {
+				in.reply(reply{ID: req.ID, Op: "ok", Gen: gen})
+			}
+			in.afterReply()
+		case "stack":
+			gen, err := in.stack(req.Gen, req.Layers, files)
+			if err != nil {
+				in.replyErr(req.ID, err)
+			} else {
+				in.reply(reply{ID: req.ID, Op: "ok", Gen: gen})
+			}
+			in.afterReply()
 		case "prepare":
 			in.replyErr(req.ID, in.prepare(req.Gen, files))
 		case "readfile":

@@ -177,13 +177,15 @@ func tmpfsPlan(s *setupMsg, gen int) *plan {
 
 // overlayPlan mounts the overlay of generation gen (whose tmpfs tmpfsPlan
 // made) at /root, and the host directories, /proc and /dev inside it. It
-// runs after setupPlan, in the pivoted root.
-func overlayPlan(s *setupMsg, gen int) *plan {
+// runs after setupPlan, in the pivoted root. frozen are the checkpoints'
+// frozen layers (directories of init's root, topmost first), stacked
+// between the upper layer and the environment's layers.
+func overlayPlan(s *setupMsg, gen int, frozen []string) *plan {
 	p := &plan{}
 	g := genDir(gen)
-	lowers := make([]string, len(s.Lowers))
+	lowers := append([]string{}, frozen...)
 	for i := range s.Lowers {
-		lowers[i] = fmt.Sprintf("/l%d", i)
+		lowers = append(lowers, fmt.Sprintf("/l%d", i))
 	}
 	opts := "lowerdir=" + strings.Join(lowers, ":") + ",upperdir=" + g + "/upper,workdir=" + g + "/work,userxattr"
 	p.mount("mount overlay ("+opts+")", "overlay", "/root", "overlay", unix.MS_NOSUID, opts)
