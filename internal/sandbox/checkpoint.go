@@ -255,37 +255,56 @@ func (s *Sandbox) Checkpoint(ctx context.Context) (*Checkpoint, error) {
 // the checkpoint: a fresh upper layer over the checkpoint's layers. The
 // checkpoint stays valid.
 func (s *Sandbox) Rollback(ctx context.Context, c *Checkpoint) error {
-	if !s.alive() {
-		return ErrDead
-	}
 	if c.rt != s.rt {
 		return errors.New("roll back sandbox: the checkpoint is another runtime's")
+	}
+	if err := s.stackOn(ctx, c.layers, nil); err != nil {
+		return fmt.Errorf("roll back sandbox: %w", err)
+	}
+	return nil
+}
+
+// stackOn kills every command and mounts a fresh upper layer, a copy of
+// seed when set (an upper layer's directory, Clone's), over the frozen
+// layers ls.
+func (s *Sandbox) stackOn(ctx context.Context, ls []*layer, seed *os.File) error {
+	if !s.alive() {
+		return ErrDead
 	}
 	// Layers the sandbox stands on are mounted in it already: only the
 	// others are passed.
 	s.mu.Lock()
 	gen := s.gen + 1
 	var pass []*layer
-	for _, l := range c.layers {
+	for _, l := range ls {
 		if !slices.Contains(s.stack, l) {
 			pass = append(pass, l)
 		}
 	}
 	s.mu.Unlock()
+	if seed != nil {
+		if _, err := s.call(ctx, request{Op: "prepare", Gen: gen}, seed); err != nil {
+			return fmt.Errorf("copy upper layer: %w", err)
+		}
+	}
 	files, err := detachLayers(pass)
 	if err != nil {
-		return fmt.Errorf("roll back sandbox: %w", err)
+		return err
 	}
-	r, err := s.call(ctx, request{Op: "stack", Gen: gen, Layers: c.Layers()}, files...)
+	ids := make([]string, len(ls))
+	for i, l := range ls {
+		ids[i] = l.id
+	}
+	r, err := s.call(ctx, request{Op: "stack", Gen: gen, Layers: ids}, files...)
 	closeAll(files)
 	if err != nil {
-		return fmt.Errorf("roll back sandbox: %w", err)
+		return err
 	}
-	s.rt.ref(c.layers)
+	s.rt.ref(ls)
 	s.mu.Lock()
 	s.gen = r.Gen
 	old := s.stack
-	s.stack = slices.Clone(c.layers)
+	s.stack = slices.Clone(ls)
 	s.mu.Unlock()
 	s.rt.unref(old)
 	return nil

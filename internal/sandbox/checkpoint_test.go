@@ -57,6 +57,27 @@ func TestCheckpointRollbackBranch(t *testing.T) {
 	}
 	c3.Release()
 	sh(t, s, "echo 3 > /tmp/a")
+	// A clone of a sandbox on frozen layers copies its upper layer alone
+	// and shares the layers under it; the sandbox's commands live on.
+	shell, err := s.Shell(ctx, ShellOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shell.Close()
+	if _, err := shell.Run(ctx, "export KEPT=yes", 0); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := s.Clone(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(state(t, s), state(t, cl)); diff != "" {
+		t.Errorf("clone of a sandbox on frozen layers (-want +got):\n%s", diff)
+	}
+	cl.Close()
+	if r, err := shell.Run(ctx, "echo $KEPT", 0); err != nil || r.Restarted || r.Output != "yes\n" {
+		t.Errorf("the sandbox's shell after a clone: %+v, %v, want it alive with its variable", r, err)
+	}
 
 	b, err := s.Branch(ctx, c1)
 	if err != nil {

@@ -70,7 +70,7 @@ func (in *initState) freeze(gen int, id string) (int, *os.File, error) {
 }
 
 // stack kills every command and mounts a fresh upper layer, generation
-// gen, over the frozen layers ids (topmost first): those init has mounted
+// gen (or the one prepared with a copy), over the frozen layers ids (topmost first): those init has mounted
 // already are used as they are (a rollback of the sandbox), the others
 // come as detached mounts, in order (a branch).
 func (in *initState) stack(gen int, ids []string, files []*os.File) (int, error) {
@@ -84,9 +84,11 @@ func (in *initState) stack(gen int, ids []string, files []*os.File) (int, error)
 	in.mu.Lock()
 	cur, had := in.gen, in.frozen
 	in.mu.Unlock()
-	if gen == cur || exists(genDir(gen)) {
-		return cur, fmt.Errorf("stack generation %d: it exists", gen)
+	if gen == cur {
+		return cur, fmt.Errorf("stack generation %d: it is the current one", gen)
 	}
+	// A prepared generation holds a copy of an upper layer (Clone's).
+	prepared := exists(genDir(gen))
 	var frozen, attached []frozenLayer
 	fail := func(err error) (int, error) {
 		for _, l := range attached {
@@ -117,8 +119,10 @@ func (in *initState) stack(gen int, ids []string, files []*os.File) (int, error)
 		attached = append(attached, l)
 		frozen = append(frozen, l)
 	}
-	if err := tmpfsPlan(in.setup, gen).run(); err != nil {
-		return fail(err)
+	if !prepared {
+		if err := tmpfsPlan(in.setup, gen).run(); err != nil {
+			return fail(err)
+		}
 	}
 	return gen, in.swap(cur, gen, frozen, false)
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -576,17 +577,14 @@ func (s *Sandbox) Clone(ctx context.Context) (*Sandbox, error) {
 	}
 	defer seed.Close()
 	s.mu.Lock()
-	frozen := len(s.stack) > 0
+	stack := slices.Clone(s.stack)
 	s.mu.Unlock()
-	if frozen {
-		// The upper layer alone is not the sandbox's files: branch from
-		// a checkpoint of them instead (which kills s's commands).
-		c, err := s.Checkpoint(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("clone sandbox: %w", err)
-		}
-		defer c.Release()
-		return s.Branch(ctx, c)
+	if len(stack) > 0 {
+		// The copy of the upper layer goes over the same frozen layers,
+		// shared; they are held while the clone is made.
+		s.rt.ref(stack)
+		defer s.rt.unref(stack)
+		return s.fork(ctx, func(n *Sandbox) error { return n.stackOn(ctx, stack, seed) })
 	}
 	return s.fork(ctx, func(n *Sandbox) error { return n.resetTo(ctx, "reset", seed) })
 }
