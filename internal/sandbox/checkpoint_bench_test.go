@@ -71,11 +71,20 @@ func BenchmarkCheckpoint(b *testing.B) {
 	defer s.Close()
 	var ckpt, branch = map[int][]time.Duration{}, map[int][]time.Duration{}
 	var clone, rollback, reset []time.Duration
-	// One size after the other: freeing a layer of 10,000 files leaves the
-	// kernel work to do after the call returns (memory freed after an RCU
-	// grace period), which would otherwise land in the next size's times.
-	for _, n := range []int{1, 100, 10000} {
-		for i := 0; i < b.N; i++ {
+	// The sizes take turns, so that a change in the machine's load falls
+	// on all of them, and every checkpoint is held until the last is
+	// measured: freeing a layer of 10,000 files leaves the kernel work to
+	// do after the call returns (memory freed after an RCU grace period),
+	// which would otherwise land in the next measured times. (A layer of
+	// 10,000 small files is some 50 MiB: b.N of them are held.)
+	var held []*Checkpoint
+	defer func() {
+		for _, cp := range held {
+			cp.Release()
+		}
+	}()
+	for i := 0; i < b.N; i++ {
+		for _, n := range []int{1, 100, 10000} {
 			if err := s.Reset(ctx); err != nil {
 				b.Fatal(err)
 			}
@@ -112,7 +121,7 @@ func BenchmarkCheckpoint(b *testing.B) {
 				reset = append(reset, timed(b, func() error { return s.Reset(ctx) }))
 				settle(b, s)
 			}
-			cp.Release()
+			held = append(held, cp)
 		}
 	}
 	ms := func(ds []time.Duration) float64 { return float64(p50(ds).Microseconds()) / 1000 }
