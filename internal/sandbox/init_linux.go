@@ -39,6 +39,7 @@ type initState struct {
 
 	mu      sync.Mutex
 	gen     int
+	root    string        // where the overlay commands see as / is mounted ("" for /root; see swap)
 	frozen  []frozenLayer  // the frozen layers under the upper one, topmost first (see freeze_linux.go)
 	mounted int            // how many frozen layers were ever attached (names /f<N>)
 	running map[int]*child // pid -> running command
@@ -238,7 +239,7 @@ func (in *initState) exec(req request, files []*os.File) {
 		in.replyErr(req.ID, err)
 		return
 	}
-	sys := &syscall.SysProcAttr{Chroot: "/root"}
+	sys := &syscall.SysProcAttr{}
 	if m.TTY {
 		sys.Setsid, sys.Setctty, sys.Ctty = true, true, 0
 	} else {
@@ -251,6 +252,9 @@ func (in *initState) exec(req request, files []*os.File) {
 		Sys:   sys,
 	}
 	in.startMu.Lock()
+	// The root is read under startMu: a swap of overlays (reset,
+	// checkpoint, rollback) holds it, and its commands are dead by then.
+	sys.Chroot = in.rootDir()
 	pid, err := in.forkExec(path, m.Argv, attr)
 	if err != nil {
 		in.startMu.Unlock()
