@@ -39,7 +39,7 @@ type initState struct {
 
 	mu      sync.Mutex
 	gen     int
-	root    string        // where the overlay commands see as / is mounted ("" for /root; see swap)
+	root    string         // where the overlay commands see as / is mounted ("" for /root; see swap)
 	frozen  []frozenLayer  // the frozen layers under the upper one, topmost first (see freeze_linux.go)
 	mounted int            // how many frozen layers were ever attached (names /f<N>)
 	running map[int]*child // pid -> running command
