@@ -29,6 +29,8 @@ type serveCmd struct {
 	kind, protocol, toolRole string
 	history                  string
 	maxSessions, templates   int
+	maxCheckpoints           int
+	checkpointBytes          command.ByteSize
 	idleTimeout, drainGrace  time.Duration
 	bodyTimeout              time.Duration
 	limits                   agent.Limits
@@ -52,7 +54,9 @@ reset, step, state and close; GET /health, /schema, /metadata; the Task
 API), so that OpenEnv's client (openenv 0.10, openenv-core 0.3, tested)
 works unchanged, plus cwm's extensions: a clone message that branches an episode, a REST
 API (POST /v1/episodes, /v1/episodes/ID/step, /v1/episodes/ID/clone,
-GET and DELETE /v1/episodes/ID), /metrics in Prometheus' format, and
+GET and DELETE /v1/episodes/ID), checkpoints (/ws checkpoint, checkpoints,
+rollback, branch and release_checkpoint messages; REST under
+/v1/episodes/ID/checkpoints), /metrics in Prometheus' format, and
 NeMo Gym's resources-server API (POST /seed_session, /verify,
 /aggregate_metrics, and POST /TOOL for each tool of a swe episode).
 
@@ -95,6 +99,9 @@ func (c *serveCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.toolRole, "tool-role", "tool", "`role` of tool results in the cwm protocol: tool or user")
 	fs.StringVar(&c.history, "history", "squash", "how a task's bug is hidden in git: squash or amend")
 	fs.IntVar(&c.maxSessions, "max-sessions", 64, "episodes open at once (a /ws connection without one counts)")
+	fs.IntVar(&c.maxCheckpoints, "max-checkpoints", 32, "checkpoints one episode may hold (past it: CHECKPOINT_LIMIT)")
+	c.checkpointBytes = 1 << 30
+	fs.Var(&c.checkpointBytes, "checkpoint-bytes", "memory one episode's checkpoints may hold in frozen layers (`size`; past it: CHECKPOINT_LIMIT)")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", 10*time.Minute, "close an episode or connection without a message for this long (0: never)")
 	fs.DurationVar(&c.limits.CommandTimeout, "step-timeout", d.CommandTimeout, "limit of one bash command: it is killed, the observation says so, the episode goes on")
 	fs.IntVar(&c.limits.MaxTurns, "max-turns", d.MaxTurns, "steps per episode")
@@ -173,8 +180,10 @@ func (c *serveCmd) Run(ctx context.Context, e *command.Env, args []string) error
 		return command.Usagef("unexpected arguments %q", args)
 	}
 	switch {
-	case c.maxSessions < 1 || c.templates < 1 || c.traceWorkers < 1:
-		return command.Usagef("--max-sessions, --templates and --trace-workers must be at least 1")
+	case c.maxSessions < 1 || c.templates < 1 || c.traceWorkers < 1 || c.maxCheckpoints < 1:
+		return command.Usagef("--max-sessions, --templates, --trace-workers and --max-checkpoints must be at least 1")
+	case c.checkpointBytes < 1<<20:
+		return command.Usagef("--checkpoint-bytes must be at least 1M")
 	case c.limits.MaxTurns < 1 || c.limits.ContextTokens < 1 || c.limits.MaxFormatErrors < 1:
 		return command.Usagef("--max-turns, --context and --format-errors must be at least 1")
 	case c.limits.CommandTimeout < time.Second || c.drainGrace <= 0 || c.bodyTimeout <= 0 || c.idleTimeout < 0 || c.limits.WallTime <= 0:
@@ -250,6 +259,7 @@ func (c *serveCmd) Run(ctx context.Context, e *command.Env, args []string) error
 		Sandboxes: env.NewSandboxes(rt), Store: env.NewStore(e.Home), Tasks: tasks, Traces: traces,
 		Kind: c.kind, Protocol: c.protocol, ToolRole: c.toolRole, History: episode.History(c.history),
 		Limits: c.limits, Mapping: c.mapping, Sim: simOpts, Backend: c.sim.backend, MaxSessions: c.maxSessions, IdleTimeout: c.idleTimeout,
+		MaxCheckpoints: c.maxCheckpoints, CheckpointBytes: int64(c.checkpointBytes),
 		MaxMessageBytes: int64(c.maxMessage), DrainGrace: c.drainGrace, BodyTimeout: c.bodyTimeout, Templates: c.templates,
 		Token: token, Trajectories: c.trajectories, Version: Version, Log: log, EnvName: c.envName,
 		NewTracer: func(ctx context.Context) (*tracer.Pool, error) {

@@ -273,6 +273,47 @@ func manyFilesEnv(b *testing.B, home string, n int) *env.Env {
 	return envtest.Put(b, home, "files10k", layer)
 }
 
+// changed100 starts an episode and writes 100 files in /repo/changed (the
+// session left there, CHANGED exported); its id.
+func changed100(b *testing.B, c *envclient.Client, reset map[string]any) string {
+	ctx := context.Background()
+	r, err := c.Create(ctx, reset)
+	if err != nil {
+		b.Fatal(err)
+	}
+	write100 := json.RawMessage(`{"text": "<tool: bash>\nmkdir -p /repo/changed && cd /repo/changed && for i in $(seq 100); do echo $i > f$i.txt; done; export CHANGED=100\n</tool>"}`)
+	if _, err := c.Step(ctx, r.EpisodeID, write100); err != nil {
+		b.Fatal(err)
+	}
+	return r.EpisodeID
+}
+
+// forkAndStep times fork (a clone, a branch of an episode that wrote 100
+// files in /repo/changed and exported CHANGED), then with the new
+// episode's first step, which checks its session state and files (and
+// pays whatever of the fork's work was left to it); the new one is closed.
+func forkAndStep(b *testing.B, c *envclient.Client, fork func() (envclient.State, error)) (time.Duration, time.Duration) {
+	ctx := context.Background()
+	check := json.RawMessage(`{"text": "<tool: bash>\necho $PWD $CHANGED $(ls | wc -l)\n</tool>"}`)
+	t0 := time.Now()
+	st, err := fork()
+	if err != nil {
+		b.Fatal(err)
+	}
+	t1 := time.Now()
+	o, err := c.Step(ctx, st.ID(), check)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var got struct{ Output string }
+	if err := json.Unmarshal(o.Observation, &got); err != nil || got.Output != "/repo/changed 100 100" {
+		b.Fatalf("the new episode's first step printed %q (%v), want its directory, variable and files", got.Output, err)
+	}
+	d, withStep := t1.Sub(t0), time.Since(t0)
+	c.Close(ctx, st.ID())
+	return d, withStep
+}
+
 // BenchmarkClone: b.N clones over REST of an episode that changed 100
 // files (written by one bash step), on the example environment and on an
 // environment of 10,000 files; each clone is closed before the next.
@@ -282,40 +323,15 @@ func BenchmarkClone(b *testing.B) {
 	defer os.RemoveAll(filepath.Join(bs.home, "envs", big.ID))
 	ctx := context.Background()
 	c := envclient.New(bs.url, "", nil)
-	write100 := json.RawMessage(`{"text": "<tool: bash>\nmkdir -p /repo/changed && cd /repo/changed && for i in $(seq 100); do echo $i > f$i.txt; done; export CHANGED=100\n</tool>"}`)
-	check := json.RawMessage(`{"text": "<tool: bash>\necho $PWD $CHANGED $(ls | wc -l)\n</tool>"}`)
 	measure := func(reset map[string]any) (clone, cloneStep []time.Duration) {
-		r, err := c.Create(ctx, reset)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer c.Close(ctx, r.EpisodeID)
-		if _, err := c.Step(ctx, r.EpisodeID, write100); err != nil {
-			b.Fatal(err)
-		}
+		id := changed100(b, c, reset)
+		defer c.Close(ctx, id)
 		var lat, withStep []time.Duration
 		for i := 0; i < b.N+1; i++ {
-			t0 := time.Now()
-			st, err := c.Clone(ctx, r.EpisodeID)
-			if err != nil {
-				b.Fatal(err)
-			}
-			t1 := time.Now()
-			// The branch's first step: its session state must be there
-			// (and whatever of the clone's work was left to it is paid).
-			o, err := c.Step(ctx, st.ID(), check)
-			if err != nil {
-				b.Fatal(err)
-			}
-			var got struct{ Output string }
-			if err := json.Unmarshal(o.Observation, &got); err != nil || got.Output != "/repo/changed 100 100" {
-				b.Fatalf("the clone's first step printed %q (%v), want its directory, variable and files", got.Output, err)
-			}
+			d, ds := forkAndStep(b, c, func() (envclient.State, error) { return c.Clone(ctx, id) })
 			if i > 0 { // the first warms the pool
-				lat = append(lat, t1.Sub(t0))
-				withStep = append(withStep, time.Since(t0))
+				lat, withStep = append(lat, d), append(withStep, ds)
 			}
-			c.Close(ctx, st.ID())
 		}
 		return lat, withStep
 	}
@@ -329,6 +345,53 @@ func BenchmarkClone(b *testing.B) {
 	b.ReportMetric(quantile(swe, 0.5), "textkit-swe-p50-ms")
 	b.ReportMetric(quantile(large, 0.5), "files10k-p50-ms")
 	b.ReportMetric(quantile(large, 0.5)/quantile(small, 0.5), "ratio")
+}
+
+// BenchmarkBranch: from an episode that changed 100 files, b.N clones
+// against b.N branches of a checkpoint taken then (interleaved, each
+// closed before the next, each followed by its first step, which checks
+// the branch's session and files), and b.N rollbacks against b.N resets
+// (a new episode of the task, as a trainer's reset is), over REST.
+func BenchmarkBranch(b *testing.B) {
+	bs := newBenchServer(b, 0, nil)
+	ctx := context.Background()
+	c := envclient.New(bs.url, "", nil)
+	reset := map[string]any{"task_id": "textkit-bench"}
+	id := changed100(b, c, reset)
+	defer c.Close(ctx, id)
+	cp, err := c.Checkpoint(ctx, id)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cpID := cp["checkpoint_id"].(string)
+	var clone, cloneStep, branch, branchStep, rollback, resets []time.Duration
+	for i := 0; i < b.N+1; i++ {
+		d, ds := forkAndStep(b, c, func() (envclient.State, error) { return c.Clone(ctx, id) })
+		e, es := forkAndStep(b, c, func() (envclient.State, error) { return c.Branch(ctx, id, cpID) })
+		t0 := time.Now()
+		if _, err := c.Rollback(ctx, id, cpID); err != nil {
+			b.Fatal(err)
+		}
+		rb := time.Since(t0)
+		t0 = time.Now()
+		n, err := c.Create(ctx, reset)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rs := time.Since(t0)
+		c.Close(ctx, n.EpisodeID)
+		if i > 0 { // the first warms the pools
+			clone, cloneStep, branch, branchStep = append(clone, d), append(cloneStep, ds), append(branch, e), append(branchStep, es)
+			rollback, resets = append(rollback, rb), append(resets, rs)
+		}
+	}
+	b.ReportMetric(quantile(clone, 0.5), "clone-p50-ms")
+	b.ReportMetric(quantile(branch, 0.5), "branch-p50-ms")
+	b.ReportMetric(quantile(branch, 0.5)/quantile(clone, 0.5), "branch/clone")
+	b.ReportMetric(quantile(branchStep, 0.5)/quantile(cloneStep, 0.5), "branch/clone-with-step")
+	b.ReportMetric(quantile(rollback, 0.5), "rollback-p50-ms")
+	b.ReportMetric(quantile(resets, 0.5), "reset-p50-ms")
+	b.ReportMetric(quantile(rollback, 0.5)/quantile(resets, 0.5), "rollback/reset")
 }
 
 // treeMemory sums RSS and PSS over pid and its descendants: this process

@@ -25,6 +25,8 @@ type metrics struct {
 	steps       map[string]int64
 	resets      map[string]int64
 	clones      map[string]int64
+	checkpoints map[string]int64
+	rollbacks   map[string]int64
 	errors      map[string]int64 // by code
 	ended       map[[2]string]int64
 	reapedTotal int64
@@ -42,7 +44,7 @@ type histogram struct {
 
 func newMetrics() *metrics {
 	return &metrics{sessions: map[string]int{}, steps: map[string]int64{}, resets: map[string]int64{},
-		clones: map[string]int64{}, errors: map[string]int64{}, ended: map[[2]string]int64{}, hist: map[string]*histogram{}}
+		clones: map[string]int64{}, checkpoints: map[string]int64{}, rollbacks: map[string]int64{}, errors: map[string]int64{}, ended: map[[2]string]int64{}, hist: map[string]*histogram{}}
 }
 
 func (m *metrics) with(f func()) {
@@ -58,6 +60,8 @@ func (m *metrics) sessionClosed(kind string) { m.with(func() { m.sessions[kind]-
 func (m *metrics) reset(kind string)         { m.with(func() { m.resets[kind]++ }) }
 func (m *metrics) cloned(kind string)        { m.with(func() { m.clones[kind]++ }) }
 func (m *metrics) failed(code string)        { m.with(func() { m.errors[code]++ }) }
+func (m *metrics) checkpointed(kind string)  { m.with(func() { m.checkpoints[kind]++ }) }
+func (m *metrics) rolledBack(kind string)    { m.with(func() { m.rollbacks[kind]++ }) }
 func (m *metrics) reaped()                   { m.with(func() { m.reapedTotal++ }) }
 func (m *metrics) machineRefused()           { m.with(func() { m.machineRefusals++ }) }
 func (m *metrics) finished(kind, why string) { m.with(func() { m.ended[[2]string{kind, why}]++ }) }
@@ -110,6 +114,10 @@ func (m *metrics) write(w io.Writer, maxSessions int) {
 	byKind("cwm_serve_resets_total", m.resets)
 	head("cwm_serve_clones_total", "counter", "Episodes cloned, by kind.")
 	byKind("cwm_serve_clones_total", m.clones)
+	head("cwm_serve_checkpoints_total", "counter", "Checkpoints taken, by kind.")
+	byKind("cwm_serve_checkpoints_total", m.checkpoints)
+	head("cwm_serve_rollbacks_total", "counter", "Rollbacks to a checkpoint, by kind.")
+	byKind("cwm_serve_rollbacks_total", m.rollbacks)
 	head("cwm_serve_steps_total", "counter", "Steps run, by kind.")
 	byKind("cwm_serve_steps_total", m.steps)
 	head("cwm_serve_step_seconds", "histogram", "Step latency in the server, by kind.")

@@ -163,6 +163,13 @@ func (s *Server) answerStep(w http.ResponseWriter, e *entry, action json.RawMess
 // cloneEpisode is POST /v1/episodes/{id}/clone: the body may name the
 // clone's id ({"episode_id": ...}).
 func (s *Server) cloneEpisode(w http.ResponseWriter, r *http.Request) {
+	s.forkREST(w, r, func(e *entry, id string) (*entry, error) { return s.cloneEntry(r.Context(), e, id, nil) })
+}
+
+// forkREST answers a request that makes a new episode from the one its
+// path names (a clone, a branch): the body may name the new one's id
+// ({"episode_id": ...}); the answer is its state.
+func (s *Server) forkREST(w http.ResponseWriter, r *http.Request, fork func(e *entry, id string) (*entry, error)) {
 	b, err := s.readBody(w, r)
 	var e *entry
 	if err == nil {
@@ -176,7 +183,7 @@ func (s *Server) cloneEpisode(w http.ResponseWriter, r *http.Request) {
 	}
 	if err == nil {
 		var c *entry
-		if c, err = s.cloneEntry(r.Context(), e, d.EpisodeID, nil); err == nil {
+		if c, err = fork(e, d.EpisodeID); err == nil {
 			writeJSON(w, http.StatusCreated, s.stateOf(c))
 			return
 		}

@@ -75,6 +75,12 @@ type Options struct {
 	// MaxSessions is how many episodes may be open at once, a /ws
 	// connection without one counting as one (64).
 	MaxSessions int
+	// MaxCheckpoints is how many checkpoints one episode may hold (32);
+	// CheckpointBytes how many bytes their frozen layers, which live in
+	// memory, may hold together (1 GiB). Past either a checkpoint is
+	// refused with CHECKPOINT_LIMIT.
+	MaxCheckpoints  int
+	CheckpointBytes int64
 	// IdleTimeout closes an episode or connection without a message for
 	// this long (10m); negative disables it.
 	IdleTimeout time.Duration
@@ -175,6 +181,12 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = 64
 	}
+	if opts.MaxCheckpoints <= 0 {
+		opts.MaxCheckpoints = 32
+	}
+	if opts.CheckpointBytes <= 0 {
+		opts.CheckpointBytes = 1 << 30
+	}
 	if opts.IdleTimeout == 0 {
 		opts.IdleTimeout = 10 * time.Minute
 	}
@@ -257,6 +269,11 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("DELETE /v1/episodes/{id}", s.auth(s.deleteEpisode))
 	mux.HandleFunc("POST /v1/episodes/{id}/step", s.auth(s.stepEpisode))
 	mux.HandleFunc("POST /v1/episodes/{id}/clone", s.auth(s.cloneEpisode))
+	mux.HandleFunc("POST /v1/episodes/{id}/checkpoints", s.auth(s.postCheckpoint))
+	mux.HandleFunc("GET /v1/episodes/{id}/checkpoints", s.auth(s.getCheckpoints))
+	mux.HandleFunc("DELETE /v1/episodes/{id}/checkpoints/{cp}", s.auth(s.deleteCheckpoint))
+	mux.HandleFunc("POST /v1/episodes/{id}/checkpoints/{cp}/rollback", s.auth(s.postRollback))
+	mux.HandleFunc("POST /v1/episodes/{id}/checkpoints/{cp}/branch", s.auth(s.postBranch))
 	return s.logRequests(s.bodyDeadline(mux))
 }
 

@@ -40,9 +40,11 @@ type entry struct {
 	busy    atomic.Bool
 	closing atomic.Bool
 
-	mu    sync.Mutex // held while a message runs; guards ep and steps
+	mu    sync.Mutex // held while a message runs; guards ep, steps and ckpts
 	ep    episodeImpl
 	steps int
+	// ckpts are the episode's checkpoints, oldest first (checkpoints.go).
+	ckpts []*checkpoint
 	// seed is the reset's OpenEnv seed, kept for the state.
 	seed *int64
 
@@ -161,6 +163,7 @@ func (s *Server) closeEntrySlot(e *entry, why string, keepSlot bool) bool {
 	}
 	e.cancel()
 	e.mu.Lock()
+	releaseCheckpoints(e)
 	if e.ep != nil {
 		e.ep.close()
 	}
@@ -210,6 +213,19 @@ func (s *Server) stepEntry(ctx context.Context, e *entry, action json.RawMessage
 
 // cloneEntry branches an entry into a new one that takes a new slot.
 func (s *Server) cloneEntry(ctx context.Context, e *entry, id string, owner *wsConn) (*entry, error) {
+	c, err := s.forkEntry(ctx, e, id, owner, func(ctx context.Context) (episodeImpl, int, error) {
+		ep, err := e.ep.clone(ctx)
+		return ep, e.steps, err
+	})
+	if err == nil {
+		s.metrics.cloned(e.kind)
+	}
+	return c, err
+}
+
+// forkEntry makes a new entry, which takes a new slot, of the episode
+// fork makes from e (and the step count it starts at), under e's lock.
+func (s *Server) forkEntry(ctx context.Context, e *entry, id string, owner *wsConn, fork func(ctx context.Context) (episodeImpl, int, error)) (*entry, error) {
 	if err := checkEpisodeID(id, "data", "episode_id"); err != nil {
 		return nil, err
 	}
@@ -227,8 +243,7 @@ func (s *Server) cloneEntry(ctx context.Context, e *entry, id string, owner *wsC
 	e.touch()
 	ctx, cancel := mergeCancel(ctx, e.ctx)
 	defer cancel()
-	ep, err := e.ep.clone(ctx)
-	steps := e.steps
+	ep, steps, err := fork(ctx)
 	e.mu.Unlock()
 	if err != nil {
 		s.release()
@@ -241,7 +256,6 @@ func (s *Server) cloneEntry(ctx context.Context, e *entry, id string, owner *wsC
 		return nil, err
 	}
 	c.steps = steps
-	s.metrics.cloned(e.kind)
 	return c, nil
 }
 

@@ -61,7 +61,10 @@ func classify(err error) (status int, code string) {
 	var ce *capacityError
 	var se *sessionError
 	var fe *factoryError
+	var le *checkpointLimitError
 	switch {
+	case errors.As(err, &le):
+		return http.StatusRequestEntityTooLarge, CodeCheckpointLimit
 	case errors.As(err, &ve):
 		return http.StatusUnprocessableEntity, CodeValidationError
 	case errors.As(err, &ce):

@@ -404,13 +404,8 @@ func (t *toolEpisode) clone(ctx context.Context) (episodeImpl, error) {
 	if t.broken != nil {
 		return nil, fmt.Errorf("the episode's sandbox failed: %w", t.broken)
 	}
-	c := *t
-	tr := *t.tr
-	tr.Messages = slices.Clone(t.tr.Messages)
-	tr.Steps = slices.Clone(t.tr.Steps)
-	tr.ModelCalls = slices.Clone(t.tr.ModelCalls)
-	tr.Sample = t.s.traj.sample(tr.TaskID, nil)
-	c.tr = &tr
+	c := t.copyState()
+	c.tr.Sample = t.s.traj.sample(c.tr.TaskID, nil)
 	t.s.warm.topUp(t.env, 1)
 	if t.ep != nil {
 		ep, err := t.ep.Clone(ctx)
@@ -430,6 +425,18 @@ func (t *toolEpisode) clone(ctx context.Context) (episodeImpl, error) {
 	}
 	c.tb, c.sb = tb, tb.Sandbox()
 	return &c, nil
+}
+
+// copyState is a copy of the episode whose record so far (the
+// conversation, the steps, the model calls) is its own.
+func (t *toolEpisode) copyState() toolEpisode {
+	c := *t
+	tr := *t.tr
+	tr.Messages = slices.Clone(t.tr.Messages)
+	tr.Steps = slices.Clone(t.tr.Steps)
+	tr.ModelCalls = slices.Clone(t.tr.ModelCalls)
+	c.tr = &tr
+	return c
 }
 
 func (t *toolEpisode) close() {

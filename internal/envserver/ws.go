@@ -357,6 +357,9 @@ func (c *wsConn) handle(raw []byte) (*wsReply, bool) {
 		}
 		return nil, true
 	}
+	if r, ok, err := c.checkpointMessage(typ, fields); ok {
+		return reply(r, err)
+	}
 	s.metrics.failed(CodeUnknownType)
 	return &wsReply{Type: "error", Data: map[string]any{"message": "Unknown message type: " + typ, "code": CodeUnknownType}}, false
 }

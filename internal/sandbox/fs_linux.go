@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -20,9 +21,10 @@ import (
 //	/h/usr, ...   host system directories, bound read-only (host base only)
 //	/state        the sandbox's run state (g<N>/upper, g<N>/work), read-write
 //	/proc, /dev   the sandbox's procfs and a minimal /dev
-//	/root         the overlay that commands see as /
+//	/root         the overlay that commands see as / (after a reset or a
+//	              checkpoint, /r<N>: generation N's overlay, see swap)
 //
-// Commands run chrooted to /root without CAP_SYS_CHROOT, CAP_SYS_ADMIN or
+// Commands run chrooted to that overlay without CAP_SYS_CHROOT, CAP_SYS_ADMIN or
 // CAP_SYS_PTRACE, and cannot create user namespaces, so they cannot leave
 // it. The host's own filesystem is not mounted anywhere in the namespace.
 
@@ -90,7 +92,7 @@ func (in *initState) build(s *setupMsg, files []*os.File) error {
 	if err := tmpfsPlan(s, s.Gen).run(); err != nil {
 		return err
 	}
-	return overlayPlan(s, s.Gen).run()
+	return overlayPlan(s, s.Gen, nil, "/root").run()
 }
 
 // becomeRoot makes every thread of init the sandbox's root.
@@ -247,8 +249,8 @@ func (in *initState) prepare(gen int, files []*os.File) error {
 // gen (prepared beforehand, and perhaps filled by the host, or made now).
 // It returns the generation mounted: the current one when nothing was
 // written to it and gen was not prepared. The old generation's tmpfs is
-// unmounted in the background, so a reset costs the same however much was
-// written.
+// unmounted after the reply (see swap), so a reset costs the same however
+// much was written.
 func (in *initState) reset(gen int, recycle bool) (int, error) {
 	in.killAll()
 	if recycle {
@@ -260,7 +262,7 @@ func (in *initState) reset(gen int, recycle bool) (int, error) {
 	cur := in.gen
 	in.mu.Unlock()
 	prepared := gen != cur && exists(genDir(gen))
-	if !prepared && isEmptyDir(genDir(cur)+"/upper") && isEmptyDir("/root/dev/shm") {
+	if !prepared && len(in.frozen) == 0 && isEmptyDir(genDir(cur)+"/upper") && isEmptyDir(in.rootDir()+"/dev/shm") {
 		// Nothing was written: the mounted overlay already is a fresh one.
 		return cur, nil
 	}
@@ -272,34 +274,83 @@ func (in *initState) reset(gen int, recycle bool) (int, error) {
 			return cur, err
 		}
 	}
-	// Tearing down an overlay costs time in proportion to what was cached
-	// in it, and the kernel charges it to whoever drops the last reference.
-	// Holding a reference across the detach, and dropping it on another
-	// thread, keeps that cost out of Reset.
-	hold, err := unix.Open("/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return cur, fmt.Errorf("open overlay: %w", err)
+	return gen, in.swap(cur, gen, nil, false)
+}
+
+// afterReply runs what the last swap left to do: tearing down the old
+// overlay and what it alone used. That costs time in proportion to the
+// names cached in it, so it runs once the reply has gone, and before the
+// next request is read: the sandbox's next command waits for it rather
+// than share the processor with it.
+func (in *initState) afterReply() {
+	if f := in.teardown; f != nil {
+		in.teardown = nil
+		f()
 	}
-	if err := unix.Unmount("/root", unix.MNT_DETACH); err != nil {
-		unix.Close(hold)
-		return cur, fmt.Errorf("unmount overlay: %w", err)
+}
+
+// swap mounts the overlay of generation gen (its tmpfs made) over the
+// frozen layers frozen in place of the current one, generation cur. With
+// keep, cur's tmpfs stays mounted (a checkpoint froze it); otherwise it
+// goes, and so do the frozen layers the new overlay no longer stands on,
+// after the reply (afterReply). Call with startMu held and every command
+// killed.
+func (in *initState) swap(cur, gen int, frozen []frozenLayer, keep bool) error {
+	// Tearing down an overlay costs time in proportion to what was cached
+	// in it, and even detaching one waits for an RCU grace period (in
+	// namespace_unlock): the new overlay is mounted at a path of its own,
+	// and the old one detached after the reply.
+	oldRoot := in.rootDir()
+	newRoot := fmt.Sprintf("/r%d", gen)
+	if err := unix.Mkdir(newRoot, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", newRoot, err)
+	}
+	if err := overlayPlan(in.setup, gen, lowerDirsOf(frozen), newRoot).run(); err != nil {
+		unix.Unmount(newRoot, unix.MNT_DETACH)
+		unix.Rmdir(newRoot)
+		return err
 	}
 	in.mu.Lock()
 	in.gen = gen
+	in.root = newRoot
+	old := in.frozen
+	in.frozen = frozen
 	in.mu.Unlock()
-	if err := overlayPlan(in.setup, gen).run(); err != nil {
-		return gen, err
-	}
-	go func() {
-		unix.Close(hold)
-		old := genDir(cur)
-		if in.setup.State != nil {
-			RemoveAll(old)
-		} else if unix.Unmount(old, unix.MNT_DETACH) == nil {
-			unix.Rmdir(old)
+	in.teardown = func() {
+		if unix.Unmount(oldRoot, unix.MNT_DETACH) == nil && oldRoot != "/root" {
+			unix.Rmdir(oldRoot)
 		}
-	}()
-	return gen, nil
+		if !keep {
+			in.dropMount(genDir(cur))
+		}
+		for _, l := range old {
+			if !slices.Contains(frozen, l) {
+				in.dropMount(l.dir)
+			}
+		}
+	}
+	return nil
+}
+
+// rootDir is where the overlay commands see as / is mounted: /root, then
+// a path of each generation's own (swap).
+func (in *initState) rootDir() string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.root == "" {
+		return "/root"
+	}
+	return in.root
+}
+
+// dropMount unmounts the tmpfs at d (an upper layer's generation or a
+// frozen layer) and removes its mount point.
+func (in *initState) dropMount(d string) {
+	if in.setup.State != nil {
+		RemoveAll(d)
+	} else if unix.Unmount(d, unix.MNT_DETACH) == nil {
+		unix.Rmdir(d)
+	}
 }
 
 func isEmptyDir(p string) bool {
@@ -347,8 +398,8 @@ func removeSysVIPC() {
 
 // openRoot resolves p inside the sandbox's root: ".." and symlinks, absolute
 // or not, cannot leave it.
-func openRoot(p string, flags int, mode uint32) (*os.File, error) {
-	root, err := unix.Open("/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+func (in *initState) openRoot(p string, flags int, mode uint32) (*os.File, error) {
+	root, err := unix.Open(in.rootDir(), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -390,7 +441,7 @@ func commandPaths(name string, env []string, dir string) []string {
 
 // lookPath finds an executable the way execvp would, but inside the sandbox.
 func (in *initState) lookPath(name string, env []string, dir string) (string, error) {
-	if d, err := openRoot(dir, unix.O_PATH|unix.O_DIRECTORY, 0); err != nil {
+	if d, err := in.openRoot(dir, unix.O_PATH|unix.O_DIRECTORY, 0); err != nil {
 		return "", fmt.Errorf("workdir %s: %w", dir, unwrapPath(err))
 	} else {
 		d.Close()
@@ -399,7 +450,7 @@ func (in *initState) lookPath(name string, env []string, dir string) (string, er
 		return name, nil
 	}
 	for _, p := range commandPaths(name, env, dir) {
-		f, err := openRoot(p, unix.O_PATH, 0)
+		f, err := in.openRoot(p, unix.O_PATH, 0)
 		if err != nil {
 			continue
 		}
@@ -427,7 +478,7 @@ func (in *initState) readFile(req request, files []*os.File) {
 		in.replyErr(req.ID, fmt.Errorf("malformed readfile request"))
 		return
 	}
-	f, err := openRoot(req.Path, unix.O_RDONLY, 0)
+	f, err := in.openRoot(req.Path, unix.O_RDONLY, 0)
 	if err != nil {
 		in.replyErr(req.ID, err)
 		return
@@ -463,7 +514,7 @@ func (in *initState) writeFile(req request, files []*os.File) {
 	if mode == 0 {
 		mode = 0o644
 	}
-	f, err := openRoot(req.Path, flags, mode)
+	f, err := in.openRoot(req.Path, flags, mode)
 	if err != nil {
 		io.Copy(io.Discard, files[0])
 		in.replyErr(req.ID, err)
@@ -477,7 +528,7 @@ func (in *initState) writeFile(req request, files []*os.File) {
 }
 
 func (in *initState) stat(req request) {
-	f, err := openRoot(req.Path, unix.O_PATH, 0)
+	f, err := in.openRoot(req.Path, unix.O_PATH, 0)
 	if err != nil {
 		in.replyErr(req.ID, err)
 		return

@@ -39,9 +39,16 @@ type initState struct {
 
 	mu      sync.Mutex
 	gen     int
+	root    string         // where the overlay commands see as / is mounted ("" for /root; see swap)
+	frozen  []frozenLayer  // the frozen layers under the upper one, topmost first (see freeze_linux.go)
+	mounted int            // how many frozen layers were ever attached (names /f<N>)
 	running map[int]*child // pid -> running command
 	early   map[int]exitStatus
 	byID    map[uint64]*child
+
+	// teardown, set by a swap of overlays, is run by the request loop
+	// once the reply is sent (afterReply).
+	teardown func()
 }
 
 type child struct {
@@ -129,6 +136,26 @@ func (in *initState) serve() {
 			} else {
 				in.reply(reply{ID: req.ID, Op: "ok", Gen: gen})
 			}
+			in.afterReply()
+		case "freeze":
+			gen, f, err := in.freeze(req.Gen, req.Layer)
+			if err != nil {
+				in.replyErr(req.ID, err)
+			} else if f != nil {
+				in.reply(reply{ID: req.ID, Op: "ok", Gen: gen}, f)
+				f.Close()
+			} else {
+				in.reply(reply{ID: req.ID, Op: "ok", Gen: gen})
+			}
+			in.afterReply()
+		case "stack":
+			gen, err := in.stack(req.Gen, req.Layers, files)
+			if err != nil {
+				in.replyErr(req.ID, err)
+			} else {
+				in.reply(reply{ID: req.ID, Op: "ok", Gen: gen})
+			}
+			in.afterReply()
 		case "prepare":
 			in.replyErr(req.ID, in.prepare(req.Gen, files))
 		case "readfile":
@@ -212,7 +239,7 @@ func (in *initState) exec(req request, files []*os.File) {
 		in.replyErr(req.ID, err)
 		return
 	}
-	sys := &syscall.SysProcAttr{Chroot: "/root"}
+	sys := &syscall.SysProcAttr{}
 	if m.TTY {
 		sys.Setsid, sys.Setctty, sys.Ctty = true, true, 0
 	} else {
@@ -225,6 +252,9 @@ func (in *initState) exec(req request, files []*os.File) {
 		Sys:   sys,
 	}
 	in.startMu.Lock()
+	// The root is read under startMu: a swap of overlays (reset,
+	// checkpoint, rollback) holds it, and its commands are dead by then.
+	sys.Chroot = in.rootDir()
 	pid, err := in.forkExec(path, m.Argv, attr)
 	if err != nil {
 		in.startMu.Unlock()

@@ -176,23 +176,26 @@ func tmpfsPlan(s *setupMsg, gen int) *plan {
 }
 
 // overlayPlan mounts the overlay of generation gen (whose tmpfs tmpfsPlan
-// made) at /root, and the host directories, /proc and /dev inside it. It
-// runs after setupPlan, in the pivoted root.
-func overlayPlan(s *setupMsg, gen int) *plan {
+// made) at root (/root, or a generation's own path: see swap), and the
+// host directories, /proc and /dev inside it. It runs after setupPlan, in
+// the pivoted root. frozen are the checkpoints' frozen layers (directories
+// of init's root, topmost first), stacked between the upper layer and the
+// environment's layers.
+func overlayPlan(s *setupMsg, gen int, frozen []string, root string) *plan {
 	p := &plan{}
 	g := genDir(gen)
-	lowers := make([]string, len(s.Lowers))
+	lowers := append([]string{}, frozen...)
 	for i := range s.Lowers {
-		lowers[i] = fmt.Sprintf("/l%d", i)
+		lowers = append(lowers, fmt.Sprintf("/l%d", i))
 	}
 	opts := "lowerdir=" + strings.Join(lowers, ":") + ",upperdir=" + g + "/upper,workdir=" + g + "/work,userxattr"
-	p.mount("mount overlay ("+opts+")", "overlay", "/root", "overlay", unix.MS_NOSUID, opts)
+	p.mount("mount overlay ("+opts+")", "overlay", root, "overlay", unix.MS_NOSUID, opts)
 	for _, d := range s.HostDirs {
-		p.mount("bind host "+d.Dst, "/h"+d.Dst, "/root"+d.Dst, "", unix.MS_BIND|unix.MS_REC, "")
+		p.mount("bind host "+d.Dst, "/h"+d.Dst, root+d.Dst, "", unix.MS_BIND|unix.MS_REC, "")
 	}
-	p.mount("bind proc", "/proc", "/root/proc", "", unix.MS_BIND|unix.MS_REC, "")
-	p.mount("bind dev", "/dev", "/root/dev", "", unix.MS_BIND|unix.MS_REC, "")
-	p.mount("mount /dev/shm", "shm", "/root/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV,
+	p.mount("bind proc", "/proc", root+"/proc", "", unix.MS_BIND|unix.MS_REC, "")
+	p.mount("bind dev", "/dev", root+"/dev", "", unix.MS_BIND|unix.MS_REC, "")
+	p.mount("mount /dev/shm", "shm", root+"/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV,
 		fmt.Sprintf("mode=1777,size=%d,nr_inodes=%d", s.Memory, s.Inodes))
 	return p
 }

@@ -229,7 +229,7 @@ func newOneShot(ctx context.Context, s *Sandbox, setup *setupMsg, cmd Cmd, argv 
 	}
 	o.setup.append(setupPlan(setup))
 	o.setup.append(tmpfsPlan(setup, 0))
-	o.setup.append(overlayPlan(setup, 0))
+	o.setup.append(overlayPlan(setup, 0, nil, "/root"))
 	for _, fd := range mountFDs {
 		o.setup.call("close the layers' mounts", unix.SYS_CLOSE, fd)
 	}

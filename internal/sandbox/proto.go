@@ -65,7 +65,7 @@ type rlimit struct {
 // request is a message from the host to init.
 type request struct {
 	ID  uint64 `json:"id"`
-	Op  string `json:"op"` // setup, exec, kill, prepare, reset, recycle, readfile, writefile, stat, listen
+	Op  string `json:"op"` // setup, exec, kill, prepare, reset, recycle, freeze, stack, readfile, writefile, stat, listen
 	Gen int    `json:"gen,omitempty"`
 
 	Setup *setupMsg `json:"setup,omitempty"`
@@ -82,6 +82,12 @@ type request struct {
 
 	// listen: the port on the sandbox's loopback, 0 for one the kernel picks
 	Port int `json:"port,omitempty"`
+
+	// freeze: the name the frozen layer gets; stack: the frozen layers,
+	// topmost first, a detached mount passed (in order) for each one init
+	// does not have mounted.
+	Layer  string   `json:"layer,omitempty"`
+	Layers []string `json:"layers,omitempty"`
 }
 
 type execMsg struct {

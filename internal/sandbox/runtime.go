@@ -75,6 +75,8 @@ type Runtime struct {
 	warm     int
 	warmIdle time.Duration
 
+	frozen layers // the checkpoints' frozen layers (checkpoint.go)
+
 	warnedMu sync.Mutex      // guards warned
 	warned   map[string]bool // directories logged as shown without an idmap
 
@@ -268,6 +270,7 @@ func (rt *Runtime) Close() error {
 	rt.dirMu.Lock()
 	defer rt.dirMu.Unlock()
 	if rt.dir != "" {
+		dropAllLayers(rt.dir)
 		if err := RemoveAll(rt.dir); err != nil && first == nil {
 			first = err
 		}
@@ -334,7 +337,7 @@ func (rt *Runtime) New(ctx context.Context, cfg Config) (*Sandbox, error) {
 		s.closed.Store(false)
 		return s, nil
 	}
-	s, err := rt.start(ctx, cfg, nil)
+	s, err := rt.start(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -361,7 +364,7 @@ func (rt *Runtime) Prewarm(ctx context.Context, cfg Config, want int) error {
 	if enough {
 		return nil
 	}
-	s, err := rt.start(ctx, cfg, nil)
+	s, err := rt.start(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -549,6 +552,9 @@ func Reap(run string, log *slog.Logger) error {
 				reapSandbox(filepath.Join(dir, s.Name()), log)
 			}
 		}
+		// Checkpoints' frozen layers are mounts: gone before their
+		// directories are.
+		dropAllLayers(dir)
 		// A cgroup made just before the crash may be missing from the
 		// records; its name carries the dead process's pid and start
 		// time. A live process that now has that pid keeps its own.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,10 +40,11 @@ type Sandbox struct {
 	sendMu sync.Mutex
 	nextID atomic.Uint64
 
-	// mu guards pending and gen.
+	// mu guards pending, gen and stack.
 	mu      sync.Mutex
 	pending map[uint64]chan reply // request id -> where its reply goes
 	gen     int                   // the upper layer's generation (Reset makes a new one)
+	stack   []*layer              // the frozen layers under the upper one, topmost first (one reference each)
 
 	dead      chan struct{} // closed once init has exited and been waited for
 	loopDone  chan struct{} // closed when readLoop ends: init is dead or killed
@@ -98,9 +100,8 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// start creates a new sandbox. seed, when set, is an upper layer (a
-// directory descriptor) it starts with a copy of (for Clone).
-func (rt *Runtime) start(ctx context.Context, cfg Config, seed *os.File) (_ *Sandbox, err error) {
+// start creates a new sandbox.
+func (rt *Runtime) start(ctx context.Context, cfg Config) (_ *Sandbox, err error) {
 	s := &Sandbox{rt: rt, id: randomID(), cfg: cfg, key: cfg.key(), pending: map[uint64]chan reply{}, dead: make(chan struct{}), loopDone: make(chan struct{})}
 	defer func() {
 		if err != nil {
@@ -218,11 +219,6 @@ func (rt *Runtime) start(ctx context.Context, cfg Config, seed *os.File) (_ *San
 		return nil, fmt.Errorf("set up sandbox: %w", err)
 	}
 	s.gen = r.Gen
-	if seed != nil {
-		if err := s.resetTo(ctx, "reset", seed); err != nil {
-			return nil, err
-		}
-	}
 	return s, nil
 }
 
@@ -523,6 +519,7 @@ func (s *Sandbox) resetTo(ctx context.Context, op string, seed *os.File) error {
 	s.mu.Lock()
 	s.gen = r.Gen
 	s.mu.Unlock()
+	s.dropStack()
 	return nil
 }
 
@@ -579,9 +576,28 @@ func (s *Sandbox) Clone(ctx context.Context) (*Sandbox, error) {
 		return nil, fmt.Errorf("clone sandbox: %w", err)
 	}
 	defer seed.Close()
+	s.mu.Lock()
+	stack := slices.Clone(s.stack)
+	s.mu.Unlock()
+	if len(stack) > 0 {
+		// The copy of the upper layer goes over the same frozen layers,
+		// shared; they are held while the clone is made.
+		s.rt.ref(stack)
+		defer s.rt.unref(stack)
+		return s.fork(ctx, func(n *Sandbox) error { return n.stackOn(ctx, stack, seed) })
+	}
+	return s.fork(ctx, func(n *Sandbox) error { return n.resetTo(ctx, "reset", seed) })
+}
+
+// fork returns a new sandbox with s's configuration, a warm one if the
+// runtime keeps one, whose files fill makes.
+func (s *Sandbox) fork(ctx context.Context, fill func(*Sandbox) error) (*Sandbox, error) {
+	if !s.alive() {
+		return nil, ErrDead
+	}
 	rt := s.rt
 	if warm := rt.takeWarm(s.key); warm != nil {
-		if err := warm.resetTo(ctx, "reset", seed); err == nil {
+		if err := fill(warm); err == nil {
 			if err := rt.adopt(warm); err != nil {
 				go warm.destroy()
 				return nil, err
@@ -592,8 +608,12 @@ func (s *Sandbox) Clone(ctx context.Context) (*Sandbox, error) {
 		}
 		warm.destroy()
 	}
-	c, err := rt.start(ctx, s.cfg, seed)
+	c, err := rt.start(ctx, s.cfg)
 	if err != nil {
+		return nil, err
+	}
+	if err := fill(c); err != nil {
+		c.destroy()
 		return nil, err
 	}
 	if err := rt.adopt(c); err != nil {
@@ -613,6 +633,10 @@ func (s *Sandbox) Close() error {
 		return nil
 	}
 	s.closeListeners()
+	// The frozen layers are let go of now, not when a warm sandbox is
+	// recycled: the overlay that still stands on them holds their
+	// memory until then, the checkpoints' counts do not.
+	s.dropStack()
 	return s.rt.release(s, s.alive())
 }
 
@@ -625,6 +649,7 @@ func (s *Sandbox) destroy() error {
 	} else if s.c != nil {
 		s.c.close()
 	}
+	s.dropStack()
 	var first error
 	if err := s.cg.destroy(); err != nil {
 		first = err

@@ -255,6 +255,9 @@ func (s *Sandbox) Changes() ([]Change, error) {
 	if !s.alive() {
 		return nil, ErrDead
 	}
+	if err := s.noStack("list the changes"); err != nil {
+		return nil, err
+	}
 	upper, err := unix.Open(s.upperDir(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open upper layer: %w", err)
@@ -522,6 +525,9 @@ func IsOpaque(p string) bool {
 func (s *Sandbox) Snapshot(dst string) error {
 	if !s.alive() {
 		return ErrDead
+	}
+	if err := s.noStack("snapshot"); err != nil {
+		return err
 	}
 	upper, err := unix.Open(s.upperDir(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {

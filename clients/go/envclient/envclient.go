@@ -137,6 +137,34 @@ func (c *Client) Clone(ctx context.Context, id string) (State, error) {
 	return s, c.do(ctx, "POST", "/v1/episodes/"+url.PathEscape(id)+"/clone", map[string]any{}, &s)
 }
 
+// Checkpoint freezes an episode's files, shell state and record as a
+// checkpoint and returns its description (checkpoint_id, step_count,
+// depth, bytes, layers). Past the server's caps: an Error with code
+// CHECKPOINT_LIMIT.
+func (c *Client) Checkpoint(ctx context.Context, id string) (State, error) {
+	var s State
+	return s, c.do(ctx, "POST", "/v1/episodes/"+url.PathEscape(id)+"/checkpoints", map[string]any{}, &s)
+}
+
+// Rollback brings an episode back to one of its checkpoints and returns
+// its state.
+func (c *Client) Rollback(ctx context.Context, id, checkpoint string) (State, error) {
+	var s State
+	return s, c.do(ctx, "POST", "/v1/episodes/"+url.PathEscape(id)+"/checkpoints/"+url.PathEscape(checkpoint)+"/rollback", map[string]any{}, &s)
+}
+
+// Branch starts a new episode from one of an episode's checkpoints and
+// returns the new one's state.
+func (c *Client) Branch(ctx context.Context, id, checkpoint string) (State, error) {
+	var s State
+	return s, c.do(ctx, "POST", "/v1/episodes/"+url.PathEscape(id)+"/checkpoints/"+url.PathEscape(checkpoint)+"/branch", map[string]any{}, &s)
+}
+
+// ReleaseCheckpoint drops one of an episode's checkpoints.
+func (c *Client) ReleaseCheckpoint(ctx context.Context, id, checkpoint string) error {
+	return c.do(ctx, "DELETE", "/v1/episodes/"+url.PathEscape(id)+"/checkpoints/"+url.PathEscape(checkpoint), nil, nil)
+}
+
 // State reads an episode's state.
 func (c *Client) State(ctx context.Context, id string) (State, error) {
 	var s State

@@ -10,6 +10,9 @@ The REST API needs nothing beyond the standard library::
         result = ep.step({"text": "<tool: bash>\\nls\\n</tool>"})
         print(result.observation["output"], result.reward, result.done)
         branch = ep.clone()                            # same files, same shell state
+        cp = ep.checkpoint()                           # frozen: nothing copied
+        ep.rollback(cp)                                # back to it
+        other = ep.branch(cp)                          # a new episode from it
 
 The WebSocket ``/ws`` (OpenEnv's session protocol, one episode per
 connection) is ``Client.session()``; it uses the ``websockets`` package
@@ -126,6 +129,12 @@ class Client:
         return Session(self, episode_id)
 
 
+def _checkpoint_id(checkpoint: Any) -> str:
+    if isinstance(checkpoint, dict):
+        checkpoint = checkpoint["checkpoint_id"]
+    return urllib.parse.quote(str(checkpoint), safe="")
+
+
 class Episode:
     """An episode over REST. It is owned by nobody: close it (or use it as a
     context manager), or the server's idle timeout will."""
@@ -154,6 +163,38 @@ class Episode:
         body = {"episode_id": episode_id} if episode_id else {}
         st = self.client._request("POST", self._path("/clone"), body)
         return Episode(self.client, st["episode_id"], self.observation, self.reward, st.get("done", False))
+
+    def checkpoint(self) -> Dict[str, Any]:
+        """Freezes the episode's files, shell state and record as a
+        checkpoint: its ``checkpoint_id``, ``step_count``, ``depth`` (frozen
+        layers) and ``bytes``. Running processes do not survive it. Past
+        ``--max-checkpoints`` or ``--checkpoint-bytes``: ServeError with code
+        CHECKPOINT_LIMIT."""
+        return self.client._request("POST", self._path("/checkpoints"), {})
+
+    def checkpoints(self) -> Dict[str, Any]:
+        """The episode's checkpoints (``checkpoints``, oldest first), the
+        ``bytes`` their layers hold, and the caps."""
+        return self.client._request("GET", self._path("/checkpoints"))
+
+    def rollback(self, checkpoint: Any) -> Dict[str, Any]:
+        """Brings the episode back to a checkpoint (its id, or what
+        ``checkpoint`` returned); the episode's state after."""
+        st = self.client._request("POST", self._path("/checkpoints/" + _checkpoint_id(checkpoint) + "/rollback"), {})
+        self.done = st.get("done", False)
+        return st
+
+    def branch(self, checkpoint: Any, episode_id: Optional[str] = None) -> "Episode":
+        """A new episode from a checkpoint, on its own sandbox over the
+        checkpoint's frozen layers."""
+        body = {"episode_id": episode_id} if episode_id else {}
+        st = self.client._request("POST", self._path("/checkpoints/" + _checkpoint_id(checkpoint) + "/branch"), body)
+        return Episode(self.client, st["episode_id"], None, None, st.get("done", False))
+
+    def release(self, checkpoint: Any) -> None:
+        """Drops a checkpoint; its layers are freed once nothing stands on
+        them."""
+        self.client._request("DELETE", self._path("/checkpoints/" + _checkpoint_id(checkpoint)))
 
     def close(self) -> None:
         try:
@@ -215,6 +256,27 @@ class Session:
         """Branches the episode; the clone's state (its ``episode_id``). It
         belongs to this session until another session attaches to it."""
         return self._call({"type": "clone"}, "clone")
+
+    def checkpoint(self) -> Dict[str, Any]:
+        """Freezes the episode as a checkpoint (see Episode.checkpoint)."""
+        return self._call({"type": "checkpoint"}, "checkpoint")
+
+    def checkpoints(self) -> Dict[str, Any]:
+        return self._call({"type": "checkpoints"}, "checkpoints")
+
+    def rollback(self, checkpoint: Any) -> Dict[str, Any]:
+        return self._call({"type": "rollback", "data": {"checkpoint_id": _checkpoint_id(checkpoint)}}, "rollback")
+
+    def branch(self, checkpoint: Any, episode_id: Optional[str] = None) -> Dict[str, Any]:
+        """A new episode from a checkpoint; its state. Like a clone it
+        belongs to this session until another attaches to it."""
+        data = {"checkpoint_id": _checkpoint_id(checkpoint)}
+        if episode_id:
+            data["episode_id"] = episode_id
+        return self._call({"type": "branch", "data": data}, "branch")
+
+    def release(self, checkpoint: Any) -> None:
+        self._call({"type": "release_checkpoint", "data": {"checkpoint_id": _checkpoint_id(checkpoint)}}, "release_checkpoint")
 
     def close(self) -> None:
         try:

@@ -41,6 +41,41 @@ class ClientTest(unittest.TestCase):
             ep.state()
         self.assertEqual(cm.exception.status, 404)
 
+    def test_checkpoints(self):
+        with self.client.create(task_id=TASK) as ep:
+            ep.step({"tool": "bash", "arguments": "echo one > /repo/one.txt; cd /tmp; export K=v"})
+            cp = ep.checkpoint()
+            self.assertEqual((cp["step_count"], cp["depth"]), (1, 1))
+            ep.step({"tool": "bash", "arguments": "echo two > /repo/one.txt; export K=w"})
+            st = ep.rollback(cp)
+            self.assertEqual(st["step_count"], 1)
+            r = ep.step({"tool": "bash", "arguments": "pwd; echo $K; cat /repo/one.txt"})
+            self.assertEqual(r.observation["output"], "/tmp\nv\none")
+            with ep.branch(cp["checkpoint_id"]) as b:
+                r = b.step({"tool": "bash", "arguments": "cat /repo/one.txt"})
+                self.assertEqual(r.observation["output"], "one")
+                self.assertEqual(b.state()["step_count"], 2)
+            self.assertEqual(len(ep.checkpoints()["checkpoints"]), 1)
+            ep.release(cp)
+            with self.assertRaises(ServeError) as cm:
+                ep.rollback(cp)
+            self.assertEqual(cm.exception.status, 404)
+        with self.client.session() as s:
+            s.reset(task_id=TASK)
+            s.step({"tool": "bash", "arguments": "echo ws > /repo/ws.txt"})
+            cp = s.checkpoint()
+            s.step({"tool": "bash", "arguments": "rm /repo/ws.txt"})
+            s.rollback(cp)
+            r = s.step({"tool": "bash", "arguments": "cat /repo/ws.txt"})
+            self.assertEqual(r.observation["output"], "ws")
+            branch = s.branch(cp)["episode_id"]
+            with self.client.session(episode_id=branch) as b:
+                r = b.step({"tool": "bash", "arguments": "cat /repo/ws.txt"})
+                self.assertEqual(r.observation["output"], "ws")
+            self.assertEqual(len(s.checkpoints()["checkpoints"]), 1)
+            s.release(cp)
+            self.assertEqual(s.checkpoints()["checkpoints"], [])
+
     def test_errors(self):
         with self.assertRaises(ServeError) as cm:
             self.client.create(task_id="no-such-task")
