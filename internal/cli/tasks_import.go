@@ -1,19 +1,17 @@
 package cli
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"cwm/internal/base"
 	"cwm/internal/basebuild"
 	"cwm/internal/command"
 	"cwm/internal/errkind"
-	"cwm/internal/jsonl"
 	"cwm/internal/sandbox"
 	"cwm/internal/taskimport"
 )
@@ -26,6 +24,7 @@ type tasksImportCmd struct {
 	runs     int
 	platform string
 	quiet    bool
+	nativeFlags
 }
 
 func (*tasksImportCmd) Name() string { return "tasks import" }
@@ -63,6 +62,11 @@ func (c *tasksImportCmd) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.runs, "runs", 3, "grade each task `N` times with the gold patch and N times with the empty one")
 	fs.StringVar(&c.platform, "platform", "linux/amd64", "the `OS/ARCH` to take from an image index")
 	fs.BoolVar(&c.quiet, "quiet", false, "no progress")
+	fs.BoolVar(&c.native, "native", false, "build SWE-bench's rows from source (--repos), not from their images")
+	fs.StringVar(&c.repos, "repos", "", "with --native: the `DIR` holding a clone of each repository (owner/name or owner+name)")
+	fs.StringVar(&c.python, "swebench-python", "", "with --native: the `PYTHON` whose swebench (4.x) gives the specifications (default: the first python3 on PATH that has it)")
+	fs.DurationVar(&c.timeout, "timeout", 30*time.Minute, "with --native: bound each test run to `DURATION`")
+	fs.Var(&c.allowHosts, "allow-host", "with --native: let install steps reach `HOST[:PORT]` too (repeatable)")
 }
 
 func (c *tasksImportCmd) Run(ctx context.Context, e *command.Env, args []string) error {
@@ -79,6 +83,12 @@ func (c *tasksImportCmd) Run(ctx context.Context, e *command.Env, args []string)
 	if report == "" {
 		report = strings.TrimSuffix(c.out, ".jsonl") + ".report.json"
 	}
+	if c.native {
+		return c.runNative(ctx, e, args[0], report)
+	}
+	if c.repos != "" {
+		return command.Usagef("--repos is for --native")
+	}
 	rt, err := sandbox.NewRuntime(sandbox.Options{Home: e.Home, Log: e.Log})
 	if err != nil {
 		return fmt.Errorf("start sandbox runtime: %w", err)
@@ -88,13 +98,7 @@ func (c *tasksImportCmd) Run(ctx context.Context, e *command.Env, args []string)
 		Sandboxes: taskimport.Sandboxes{Runtime: rt, Store: base.NewStore(e.Home)},
 		Base:      basebuild.Options{Runtime: rt, Platform: c.platform}}
 	if !c.quiet {
-		o.Progress = func(id, class, reason string) {
-			if class == "" {
-				fmt.Fprintf(e.Stderr, "ok   %s\n", id)
-				return
-			}
-			fmt.Fprintf(e.Stderr, "left %s: %s: %s\n", id, class, reason)
-		}
+		o.Progress = c.progress(e)
 	}
 	ts, rep, err := taskimport.Import(ctx, args[0], o)
 	if err != nil {
@@ -103,17 +107,7 @@ func (c *tasksImportCmd) Run(ctx context.Context, e *command.Env, args []string)
 		}
 		return err
 	}
-	err = jsonl.Replace(c.out, func(w *bufio.Writer) error {
-		for _, t := range ts {
-			b, err := json.Marshal(t)
-			if err != nil {
-				return err
-			}
-			w.Write(append(b, '\n'))
-		}
-		return nil
-	})
-	if err != nil {
+	if err := writeTasks(c.out, ts); err != nil {
 		return err
 	}
 	b, err := taskimport.MarshalReport(rep)
@@ -128,4 +122,15 @@ func (c *tasksImportCmd) Run(ctx context.Context, e *command.Env, args []string)
 		return errkind.Errorf(errkind.Input, "no task of %s holds (the reasons are in %s)", args[0], report)
 	}
 	return nil
+}
+
+// progress prints each task as it is decided.
+func (c *tasksImportCmd) progress(e *command.Env) func(id, class, reason string) {
+	return func(id, class, reason string) {
+		if class == "" {
+			fmt.Fprintf(e.Stderr, "ok   %s\n", id)
+			return
+		}
+		fmt.Fprintf(e.Stderr, "left %s: %s: %s\n", id, class, reason)
+	}
 }
