@@ -6,11 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"cwm/internal/base"
 	"cwm/internal/command"
 	"cwm/internal/egress"
+	"cwm/internal/env"
+	"cwm/internal/envbuild"
 	"cwm/internal/errkind"
 	"cwm/internal/jsonl"
 	"cwm/internal/swenative"
@@ -69,15 +72,39 @@ func (c *tasksImportCmd) runNative(ctx context.Context, e *command.Env, file, re
 		return err
 	}
 	store := base.NewStore(e.Home)
-	o := swenative.Options{Home: e.Home, Repos: c.repos, Python: py, Envs: sbs, Bases: bases,
-		RootFS: func(digest string) string {
-			if b := store.Get(digest); b != nil {
+	say := progressTo(e, c.quiet)
+	// Each base's Python once (the first base of a version builds).
+	var pythons []string
+	roots := map[string]string{}
+	for _, b := range bases {
+		v := b.Python
+		if f := strings.SplitN(v, ".", 3); len(f) > 1 {
+			v = f[0] + "." + f[1]
+		}
+		if _, ok := roots[v]; !ok {
+			pythons = append(pythons, v)
+			roots[v] = b.Root
+		}
+	}
+	o := swenative.Options{Repos: c.repos, Python: py, Envs: sbs, Pythons: pythons,
+		RootFS: func(python string) string {
+			if b := store.Get(roots[python]); b != nil {
 				return b.Rootfs()
 			}
 			return ""
 		},
-		Egress: &policy, Runs: c.runs, InstallTimeout: 20 * time.Minute, Timeout: c.timeout,
-		Say: progressTo(e, c.quiet), Log: e.Log}
+		Build: func(ctx context.Context, s swenative.BuildSpec) (*env.Env, error) {
+			// As the harness builds: the newest releases (no date
+			// bound), one baseline run, no test-to-code map.
+			return envbuild.Build(ctx, sbs, envbuild.Options{
+				Home: e.Home, Source: s.Source, Rev: s.Rev, Name: s.Name, Install: s.Install, Test: s.Test,
+				RecipeFrom: s.RecipeFrom, Python: s.Python, Bases: bases, Runs: 1, NoCoverage: true,
+				Mode: env.ModeOnline, ExcludeNewer: "none", Egress: &policy,
+				InstallTimeout: 20 * time.Minute, Limits: env.RunLimits{Timeout: c.timeout},
+				Progress: say, Log: e.Log,
+			})
+		},
+		Runs: c.runs, Timeout: c.timeout, Say: say}
 	if !c.quiet {
 		o.Progress = c.progress(e)
 	}

@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"sort"
 	"strings"
 	"time"
 
-	"cwm/internal/egress"
 	"cwm/internal/env"
-	"cwm/internal/envbuild"
 	"cwm/internal/logparse"
 	"cwm/internal/sandbox"
 	"cwm/internal/task"
@@ -29,31 +26,42 @@ const (
 
 // Options say how a dataset is built from source.
 type Options struct {
-	// Home is $CWM_HOME: environments are built into its store.
-	Home string
 	// Repos is the directory of clones (owner/name, owner+name, bare or
 	// not, or with the clone in a repo subdirectory).
 	Repos string
 	// Python is the interpreter whose swebench gives the specifications.
 	Python string
-	// Envs start the builds' and the grading runs' sandboxes.
+	// Build builds (or finds) a version group's environment: cwm's env
+	// build, which the command line gives (stages do not import the
+	// builder), online through the relay on the stored bases.
+	Build func(ctx context.Context, b BuildSpec) (*env.Env, error)
+	// Pythons are the bases' Python versions (X.Y), and RootFS the root
+	// filesystem of the base of one (for its Debian packages).
+	Pythons []string
+	RootFS  func(python string) string
+	// Envs start the grading runs' sandboxes.
 	Envs *env.Sandboxes
-	// Bases are the stored bases a build may run on, with their Pythons
-	// and (by Root) their root filesystems for RootFS.
-	Bases  []envbuild.BasePython
-	RootFS func(root string) string
-	// Egress is the install steps' relay policy.
-	Egress *egress.Policy
 	// Runs is how many times each instance is graded with the gold patch
 	// and with the empty one (default 3).
 	Runs int
-	// InstallTimeout bounds each install step; Timeout each test run.
-	InstallTimeout, Timeout time.Duration
-	// Progress, when set, is told of each instance as it is decided, and
+	// Timeout bounds each test run.
+	Timeout time.Duration
+	// Progress, when set, is told of each instance as it is decided; Say
 	// of each group as its environment is made.
 	Progress func(id, class, reason string)
 	Say      io.Writer
-	Log      *slog.Logger
+}
+
+// BuildSpec is what Build makes: the clone at Rev with the translated
+// recipe, on the base with Python.
+type BuildSpec struct {
+	Source, Rev, Name string
+	Install           []string
+	Test              string
+	// RecipeFrom names the specification, for the environment's
+	// provenance.
+	RecipeFrom string
+	Python     string
 }
 
 // Report is taskimport's validation report with the version groups.
@@ -185,20 +193,12 @@ func (o Options) group(ctx context.Context, sp *specs, key string, insts []taski
 	if s.Error != "" {
 		return fail(ReasonNoSpec, s.Error)
 	}
-	var pys []string
-	roots := map[string]string{}
-	for _, b := range o.Bases {
-		v := majorMinor(b.Python)
-		if _, ok := roots[v]; !ok {
-			pys = append(pys, v)
-			roots[v] = b.Root
-		}
-	}
+	pys := o.Pythons
 	r := translate(s, pys, func(py string) string {
-		if o.RootFS == nil || roots[py] == "" {
+		if o.RootFS == nil || py == "" {
 			return ""
 		}
-		return o.RootFS(roots[py])
+		return o.RootFS(py)
 	})
 	g.PythonUsed, g.Install, g.Untranslated = r.Used, r.Install, r.Untranslated
 	if r.Used == "" {
@@ -208,13 +208,11 @@ func (o Options) group(ctx context.Context, sp *specs, key string, insts []taski
 	if o.Say != nil {
 		fmt.Fprintf(o.Say, "group %s: Python %s (specified %s), %d instances\n", key, r.Used, r.Python, len(insts))
 	}
-	e, err := envbuild.Build(ctx, o.Envs, envbuild.Options{
-		Home: o.Home, Source: clones[s.Repo], Rev: s.SetupCommit,
+	e, err := o.Build(ctx, BuildSpec{
+		Source: clones[s.Repo], Rev: s.SetupCommit,
 		Name:    "swe-" + strings.ReplaceAll(s.Repo, "/", "-") + "-" + s.Version,
 		Install: r.Install, Test: testLine(r.TestPrefix, first.TestCmd), RecipeFrom: "swebench " + sp.Swebench + " " + key,
-		Runs: 1, Python: r.Used, Bases: o.Bases, Mode: env.ModeOnline, ExcludeNewer: "none", Egress: o.Egress, NoCoverage: true,
-		InstallTimeout: o.InstallTimeout, Limits: env.RunLimits{Timeout: o.Timeout},
-		Progress: o.Say, Log: o.Log,
+		Python: r.Used,
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -290,14 +288,6 @@ func (g *Group) explain(class, why string) string {
 // testLine is the harness's eval_commands, then the test command.
 func testLine(prefix []string, cmd string) string {
 	return strings.Join(append(append([]string{}, prefix...), cmd), "\n")
-}
-
-func majorMinor(v string) string {
-	parts := strings.SplitN(v, ".", 3)
-	if len(parts) < 2 {
-		return v
-	}
-	return parts[0] + "." + parts[1]
 }
 
 func short(c string) string {

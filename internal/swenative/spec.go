@@ -87,7 +87,7 @@ func FindPython(ctx context.Context, want string) (string, error) {
 }
 
 // readSpecs asks python's swebench for the specifications of insts,
-// reading requirement files from clones (repository -> git directory).
+// reading requirement files from clones (repository -> its clone).
 func readSpecs(ctx context.Context, python string, insts []task.Task, clones map[string]string) (*specs, error) {
 	type row struct {
 		ID      string `json:"instance_id"`

@@ -1,6 +1,6 @@
 """Reads SWE-bench's specifications for cwm's native import.
 
-Input (the file named by the first argument, JSON): {"clones": {repo: git dir}, "instances": [row, ...]}
+Input (the file named by the first argument, JSON): {"clones": {repo: clone}, "instances": [row, ...]}
 with each row's instance_id, repo, version, test_patch and
 environment_setup_commit. Output (stdout, JSON): {"swebench": version,
 "groups": {"repo@version": {...}}, "instances": {id: {...}}}, or
@@ -22,6 +22,8 @@ def stub(name):
     # Load a package without running its __init__, which imports the
     # harness's Docker, dataset and GitHub clients; its submodules load
     # as usual.
+    if name in sys.modules:
+        return
     spec = importlib.util.find_spec(name)
     if spec is None:
         raise ImportError(f"no module named {name}")
@@ -67,7 +69,7 @@ def main():
         gd = clones.get(owner + "/" + name)
         if not gd:
             return Answer(404, "")
-        p = subprocess.run(["git", "--git-dir", gd, "show", f"{commit}:{path}"], capture_output=True)
+        p = subprocess.run(["git", "-C", gd, "show", f"{commit}:{path}"], capture_output=True)
         if p.returncode != 0:
             return Answer(404, "")
         return Answer(200, p.stdout.decode("utf-8", "replace"))
