@@ -51,7 +51,22 @@ left out with its reason (bad row, duplicate instance_id, image missing,
 patch does not apply, gold fails, no-op passes, flaky, parser found no
 tests) in the validation report (--report, JSON), and the rest of the file
 is imported. Prints the report's summary line; exits 1 when no task holds.
-docs/tasks.md ("Importing the field's datasets") has each dataset's table.`
+docs/tasks.md ("Importing the field's datasets") has each dataset's table.
+
+With --native (SWE-bench rows), no image is pulled: each (repository,
+version) gets one environment, built by cwm env build from the clone in
+--repos DIR (owner/name or owner+name, bare or not) at the version's
+environment_setup_commit, by the specification of the swebench package
+that --swebench-python imports (4.x, which has MAP_REPO_VERSION_TO_SPECS):
+its Python (or the nearest newer one a base has), its conda packages and
+requirement files translated to pip or the base's Debian packages, its
+pip packages, pre-install and install lines, online through the relay.
+Each instance is then validated on its version's environment at its
+base_commit, with the harness's test command and parser. What could not
+be translated, and each group's Python specified and used, are in the
+report's groups; causes (clone missing, python unavailable, install
+failed: the step and pip's error) are classes of its left-out rows.
+docs/tasks.md ("SWE-bench from source") has the translation table.`
 }
 
 func (c *tasksImportCmd) Flags(fs *flag.FlagSet) {
