@@ -161,7 +161,7 @@ func TestImport(t *testing.T) {
 	venvPy := pytestenv.Python(t, filepath.Join("testdata", "swebench4.txt"))
 	ix := indextest.Start(t,
 		indextest.Wheel{Name: "calcdep", Version: "1.0"},
-		indextest.Wheel{Name: "setuptools", Version: "70.0.0"},
+		indextest.Wheel{Name: "setuptools", Version: "69.5.1"},
 		indextest.Wheel{Name: "wheel", Version: "0.43.0"})
 	allow, err := egress.ParseAllowHost(ix.Addr)
 	if err != nil {

@@ -80,8 +80,10 @@ func translate(s *Spec, pythons []string, rootfs func(py string) string) Recipe 
 		r.Untranslated = append(r.Untranslated, fmt.Sprintf("%s: Debian package %s is not in the base", what, pkg))
 	}
 	// conda's python comes with pip, setuptools and wheel, which the
-	// harness's installs rely on.
-	r.Install = append(r.Install, pipInstall([]string{"setuptools", "wheel"}))
+	// harness's installs rely on: a setuptools of the harness's time,
+	// with pkg_resources (which setuptools 82 no longer has, and older
+	// sphinx imports).
+	r.Install = append(r.Install, pipInstall([]string{"setuptools<70", "wheel"}))
 	var reqs []string
 	switch f.Packages {
 	case "":
