@@ -1,13 +1,12 @@
 package cli
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"cwm/internal/base"
 	"cwm/internal/basebuild"
@@ -15,7 +14,6 @@ import (
 	"cwm/internal/egress"
 	"cwm/internal/env"
 	"cwm/internal/errkind"
-	"cwm/internal/jsonl"
 	"cwm/internal/sandbox"
 	"cwm/internal/taskimport"
 )
@@ -29,9 +27,10 @@ type tasksImportCmd struct {
 	platform string
 	quiet    bool
 	// offline and allowHosts say what a Harbor task's Dockerfile RUN
-	// steps reach.
+	// steps (or --native's install steps) reach.
 	offline    bool
 	allowHosts command.StringList
+	nativeFlags
 }
 
 func (*tasksImportCmd) Name() string { return "tasks import" }
@@ -76,7 +75,22 @@ holds when solution/solve.sh then tests/test.sh gives reward 1 (in
 /logs/verifier/reward.txt or reward.json) --runs times, and tests/test.sh
 alone gives less --runs times (an environment that does not build: the
 reason "environment build fails").
-docs/tasks.md ("Importing the field's datasets") has each dataset's table.`
+docs/tasks.md ("Importing the field's datasets") has each dataset's table.
+
+With --native (SWE-bench rows), no image is pulled: each (repository,
+version) gets one environment, built by cwm env build from the clone in
+--repos DIR (owner/name or owner+name, bare or not) at the version's
+environment_setup_commit, by the specification of the swebench package
+that --swebench-python imports (4.x, which has MAP_REPO_VERSION_TO_SPECS):
+its Python (or the nearest newer one a base has), its conda packages and
+requirement files translated to pip or the base's Debian packages, its
+pip packages, pre-install and install lines, online through the relay.
+Each instance is then validated on its version's environment at its
+base_commit, with the harness's test command and parser. What could not
+be translated, and each group's Python specified and used, are in the
+report's groups; causes (clone missing, python unavailable, install
+failed: the step and pip's error) are classes of its left-out rows.
+docs/tasks.md ("SWE-bench from source") has the translation table.`
 }
 
 func (c *tasksImportCmd) Flags(fs *flag.FlagSet) {
@@ -88,7 +102,11 @@ func (c *tasksImportCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.platform, "platform", "linux/amd64", "the `OS/ARCH` to take from an image index")
 	fs.BoolVar(&c.quiet, "quiet", false, "no progress")
 	fs.BoolVar(&c.offline, "offline", false, "harbor: a Dockerfile's RUN steps get no network")
-	fs.Var(&c.allowHosts, "allow-host", "harbor: let a Dockerfile's RUN steps reach `HOST` too (NAME, NAME:PORT, *.SUFFIX or IP:PORT; repeatable)")
+	fs.Var(&c.allowHosts, "allow-host", "let a Harbor Dockerfile's RUN steps, or --native's install steps, reach `HOST` too (NAME, NAME:PORT, *.SUFFIX or IP:PORT; repeatable)")
+	fs.BoolVar(&c.native, "native", false, "build SWE-bench's rows from source (--repos), not from their images")
+	fs.StringVar(&c.repos, "repos", "", "with --native: the `DIR` holding a clone of each repository (owner/name or owner+name)")
+	fs.StringVar(&c.python, "swebench-python", "", "with --native: the `PYTHON` whose swebench (4.x) gives the specifications (default: the first python3 on PATH that has it)")
+	fs.DurationVar(&c.timeout, "timeout", 30*time.Minute, "with --native: bound each test run to `DURATION`")
 }
 
 func (c *tasksImportCmd) Run(ctx context.Context, e *command.Env, args []string) error {
@@ -105,8 +123,17 @@ func (c *tasksImportCmd) Run(ctx context.Context, e *command.Env, args []string)
 	if report == "" {
 		report = strings.TrimSuffix(c.out, ".jsonl") + ".report.json"
 	}
+	if c.native {
+		if c.offline {
+			return command.Usagef("--offline is for --format harbor: --native installs from the index")
+		}
+		return c.runNative(ctx, e, args[0], report)
+	}
+	if c.repos != "" {
+		return command.Usagef("--repos is for --native")
+	}
 	if c.format != "harbor" && (c.offline || len(c.allowHosts) > 0) {
-		return command.Usagef("--offline and --allow-host are for --format harbor (a Dockerfile's RUN steps)")
+		return command.Usagef("--offline and --allow-host are for --format harbor (a Dockerfile's RUN steps) or --native")
 	}
 	if c.offline && len(c.allowHosts) > 0 {
 		return command.Usagef("--allow-host is for RUN steps with a network: --offline has none")
@@ -127,13 +154,7 @@ func (c *tasksImportCmd) Run(ctx context.Context, e *command.Env, args []string)
 		Sandboxes: taskimport.Sandboxes{Runtime: rt, Store: base.NewStore(e.Home), Envs: env.NewStore(e.Home)},
 		Base:      basebuild.Options{Runtime: rt, Platform: c.platform}, Egress: policy}
 	if !c.quiet {
-		o.Progress = func(id, class, reason string) {
-			if class == "" {
-				fmt.Fprintf(e.Stderr, "ok   %s\n", id)
-				return
-			}
-			fmt.Fprintf(e.Stderr, "left %s: %s: %s\n", id, class, reason)
-		}
+		o.Progress = c.progress(e)
 	}
 	ts, rep, err := taskimport.Import(ctx, args[0], o)
 	if err != nil {
@@ -142,17 +163,7 @@ func (c *tasksImportCmd) Run(ctx context.Context, e *command.Env, args []string)
 		}
 		return err
 	}
-	err = jsonl.Replace(c.out, func(w *bufio.Writer) error {
-		for _, t := range ts {
-			b, err := json.Marshal(t)
-			if err != nil {
-				return err
-			}
-			w.Write(append(b, '\n'))
-		}
-		return nil
-	})
-	if err != nil {
+	if err := writeTasks(c.out, ts); err != nil {
 		return err
 	}
 	b, err := taskimport.MarshalReport(rep)
@@ -167,4 +178,15 @@ func (c *tasksImportCmd) Run(ctx context.Context, e *command.Env, args []string)
 		return errkind.Errorf(errkind.Input, "no task of %s holds (the reasons are in %s)", args[0], report)
 	}
 	return nil
+}
+
+// progress prints each task as it is decided.
+func (c *tasksImportCmd) progress(e *command.Env) func(id, class, reason string) {
+	return func(id, class, reason string) {
+		if class == "" {
+			fmt.Fprintf(e.Stderr, "ok   %s\n", id)
+			return
+		}
+		fmt.Fprintf(e.Stderr, "left %s: %s: %s\n", id, class, reason)
+	}
 }

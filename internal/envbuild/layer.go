@@ -74,7 +74,15 @@ func mergeUpper(upper, layer string, keep func(rel string) bool) error {
 				}
 				// A rename would be cheaper, but the snapshot may be on
 				// another file system than the store.
-				return sandbox.CopyFile(p, dst, os.FileMode(st.Mode&0o7777))
+				if err := sandbox.CopyFile(p, dst, os.FileMode(st.Mode&0o7777)); err != nil {
+					return err
+				}
+				// With its times: Python's bytecode caches name their
+				// source by its mtime, and a layer whose sources are newer
+				// than their caches compiles the venv again in every run
+				// (and fails suites that make warnings errors on a
+				// library's old escapes).
+				return unix.UtimesNano(dst, []unix.Timespec{st.Atim, st.Mtim})
 			}
 			return nil
 		})

@@ -75,16 +75,24 @@ echo '>>>>> End Test Output'
 // parser. It is the one place that knows how an imported task is graded:
 // cwm tasks import validates with it, and Grade grades with it.
 func Harness(ctx context.Context, sbs *env.Sandboxes, e *env.Env, t *task.Task, candidate string) (*HarnessRun, error) {
-	imp := t.Imported
-	p, err := logparse.Get(imp.LogParser)
-	if err != nil {
-		return nil, fmt.Errorf("grade %s: %w", t.InstanceID, err)
-	}
 	sb, err := sbs.Open(ctx, e)
 	if err != nil {
 		return nil, fmt.Errorf("grade %s: %w", t.InstanceID, err)
 	}
 	defer sb.Close()
+	return HarnessIn(ctx, sb, t, candidate)
+}
+
+// HarnessIn is Harness in a sandbox the caller started (fresh, on the
+// task's environment): for tasks whose sandboxes need more than the
+// environment gives (cwm tasks import --native adds history to reach an
+// old base_commit).
+func HarnessIn(ctx context.Context, sb *sandbox.Sandbox, t *task.Task, candidate string) (*HarnessRun, error) {
+	imp := t.Imported
+	p, err := logparse.Get(imp.LogParser)
+	if err != nil {
+		return nil, fmt.Errorf("grade %s: %w", t.InstanceID, err)
+	}
 	files := map[string]string{"bug.diff": t.BugPatch, "candidate.diff": candidate, "test.diff": t.TestPatch, "test.sh": imp.TestCommand + "\n"}
 	for name, text := range files {
 		if err := sb.WriteFile(ctx, "/tmp/cwm-import-"+name, []byte(text), 0o644); err != nil {

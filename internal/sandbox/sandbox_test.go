@@ -201,6 +201,15 @@ func TestChanges(t *testing.T) {
 	if r := sh(t, s2, "cat a.py; ls; ls pkg"); string(r.Stdout) != "A\na.py\nc.py\nn.py\npkg\ny.py\n" {
 		t.Errorf("sandbox on the snapshot sees %q", r.Stdout)
 	}
+	// A file keeps its modification time (bytecode caches are keyed by it).
+	sh(t, s, "touch -d 2001-02-03T04:05:06Z n.py")
+	snap2 := filepath.Join(t.TempDir(), "snap")
+	if err := s.Snapshot(snap2); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(filepath.Join(snap2, "repo", "n.py")); err != nil || st.ModTime().UTC() != time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC) {
+		t.Errorf("the snapshot's n.py: %v, modified %v; want 2001-02-03T04:05:06Z", err, st.ModTime())
+	}
 }
 
 func TestShell(t *testing.T) {

@@ -117,7 +117,14 @@ func copyEntry(src, dst int, name string, st *unix.Stat_t, owner func(uid, gid u
 		if err := copyData(s, d); err != nil {
 			return err
 		}
-		return finishCopy(s, d, uid, gid, mode)
+		if err := finishCopy(s, d, uid, gid, mode); err != nil {
+			return err
+		}
+		// The file's times too: Python's bytecode caches name their
+		// source by its mtime, and a snapshot that moved it would have
+		// every import compile again (with warnings-as-errors suites
+		// failing on a library's old escapes).
+		return unix.UtimesNanoAt(dst, name, []unix.Timespec{st.Atim, st.Mtim}, unix.AT_SYMLINK_NOFOLLOW)
 	case unix.S_IFLNK:
 		target, err := readlinkat(src, name)
 		if err != nil {

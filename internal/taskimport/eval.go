@@ -22,6 +22,9 @@ type Sandboxes struct {
 	// the environments recorded for them.
 	Store *base.Store
 	Envs  *env.Store
+	// Open, when set, starts a task's sandboxes instead: for tasks on an
+	// environment cwm built (--native) rather than on an image.
+	Open func(ctx context.Context, t *task.Task) (*sandbox.Sandbox, error)
 }
 
 // record stores the environment of t's image (on its base, imported) and
@@ -65,6 +68,9 @@ func (s Sandboxes) env(t *task.Task) (*env.Env, error) {
 // open starts a fresh sandbox on the environment of t's image (record
 // named it), in the repository's directory.
 func (s Sandboxes) open(ctx context.Context, t *task.Task) (*sandbox.Sandbox, error) {
+	if s.Open != nil {
+		return s.Open(ctx, t)
+	}
 	e, err := s.env(t)
 	if err != nil {
 		return nil, err
@@ -79,6 +85,14 @@ func (s Sandboxes) open(ctx context.Context, t *task.Task) (*sandbox.Sandbox, er
 // grade runs t's tests with candidate applied by the dataset's harness
 // (reward.Harness), in a fresh sandbox.
 func (s Sandboxes) grade(ctx context.Context, t *task.Task, candidate string) (*reward.HarnessRun, error) {
+	if s.Open != nil {
+		sb, err := s.Open(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		defer sb.Close()
+		return reward.HarnessIn(ctx, sb, t, candidate)
+	}
 	e, err := s.env(t)
 	if err != nil {
 		return nil, err
