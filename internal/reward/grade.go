@@ -111,6 +111,11 @@ func Grade(ctx context.Context, sbs *env.Sandboxes, e *env.Env, t *task.Task, pa
 	} else {
 		r.Similarity = &s
 	}
+	if t.Imported != nil && t.Imported.Format == "harbor" {
+		r, err := gradeHarbor(ctx, sbs, e, t, patch, r)
+		r.Seconds.Total = time.Since(start).Seconds()
+		return r, err
+	}
 	ids := hiddenTests(t)
 	if len(ids) == 0 {
 		return r, fmt.Errorf("grade %s: %w: no FAIL_TO_PASS or PASS_TO_PASS tests", t.InstanceID, ErrTask)

@@ -39,4 +39,7 @@ type Imported struct {
 	// Expected is each test's status with the gold patch as the dataset
 	// gives it (R2E-Gym's expected_output_json), when it gives one.
 	Expected map[string]string `json:"expected,omitempty"`
+	// Env holds variables the tests run with (NAME=value): Harbor's
+	// [verifier].env.
+	Env []string `json:"env,omitempty"`
 }

@@ -17,6 +17,7 @@ import (
 
 	"cwm/internal/base"
 	"cwm/internal/basebuild"
+	"cwm/internal/env"
 	"cwm/internal/envoci/ocitest"
 	"cwm/internal/task"
 	"cwm/internal/taskimport"
@@ -52,8 +53,9 @@ func roundTripHarbor(t *testing.T, out string, ts []task.Task, n int) {
 			t.Fatalf("copy %s: %v\n%s", filepath.Dir(p), err, b)
 		}
 	}
+	home := t.TempDir()
 	o := taskimport.Options{Format: "harbor", Mirror: reg.Host, Runs: 1,
-		Sandboxes: taskimport.Sandboxes{Runtime: testRuntime, Store: base.NewStore(t.TempDir())},
+		Sandboxes: taskimport.Sandboxes{Runtime: testRuntime, Store: base.NewStore(home), Envs: env.NewStore(home)},
 		Base:      basebuild.Options{Runtime: testRuntime}}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()

@@ -2,7 +2,6 @@ package taskimport
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -17,7 +16,7 @@ import (
 	"cwm/internal/base"
 	"cwm/internal/errkind"
 	"cwm/internal/lazyre"
-	"cwm/internal/sandbox"
+	"cwm/internal/reward"
 	"cwm/internal/task"
 )
 
@@ -33,7 +32,7 @@ import (
 // base, outside the working directory, until grading copies them to
 // /tests and /solution as Harbor's verifier and oracle do (R2E-Gym's
 // /r2e_tests are kept out of sight the same way).
-const HarborStage = "/cwm-harbor"
+const HarborStage = reward.HarborStage
 
 // ReasonBuild is a Harbor task whose Dockerfile does not build.
 const ReasonBuild = "environment build fails"
@@ -146,7 +145,7 @@ func readHarbor(dir string) (task.Task, *harborConfig, error) {
 	}
 	t.Kind = "imported"
 	t.Imported = &task.Imported{Format: "harbor", Image: cfg.Environment.DockerImage,
-		TestCommand: "bash /tests/test.sh", HiddenTests: HarborStage + "/tests"}
+		TestCommand: "bash /tests/test.sh", HiddenTests: HarborStage}
 	return t, &cfg, nil
 }
 
@@ -258,107 +257,16 @@ func harborBase(ctx context.Context, o Options, dir string, cfg *harborConfig) (
 	return buildDockerfile(ctx, o, p, filepath.Join(dir, "environment"))
 }
 
-// harborScript grades a Harbor task in its sandbox as Harbor does: the
-// gold run copies solution/ to /solution and runs solve.sh (then writes
-// what it changed, when the working directory is a git repository, as
-// the gold patch); any other run applies the candidate patch. Then
-// tests/ goes to /tests and test.sh runs. Its arguments: the working
-// directory and the mode (gold or patch). Exit 20-25 say which step failed.
-const harborScript = `set -uo pipefail
-wd=$1 mode=$2
-git config --global --add safe.directory '*' 2>/dev/null
-rm -rf /tests /solution /logs/verifier
-mkdir -p /logs/verifier /logs/agent
-cd "$wd" 2>/dev/null || { echo "cwm: the image has no $wd" >&2; exit 20; }
-if [ "$mode" = gold ]; then
-  cp -a ` + HarborStage + `/solution /solution
-  bash /solution/solve.sh > /logs/agent/solve.txt 2>&1
-  s=$?
-  if [ $s != 0 ]; then tail -c 1000 /logs/agent/solve.txt >&2; echo "cwm: solution/solve.sh exited $s" >&2; exit 25; fi
-  if g=$(git rev-parse --git-dir 2>/dev/null) && git rev-parse -q --verify HEAD >/dev/null; then
-    cp "$g/index" /tmp/cwm-harbor-index 2>/dev/null
-    GIT_INDEX_FILE=/tmp/cwm-harbor-index git add -A >/dev/null 2>&1 && GIT_INDEX_FILE=/tmp/cwm-harbor-index git diff --cached --binary HEAD > /tmp/cwm-harbor-gold.diff
-  fi
-elif [ -s /tmp/cwm-import-candidate.diff ]; then
-  git apply --whitespace=nowarn /tmp/cwm-import-candidate.diff 2>&1 || { echo "cwm: the patch does not apply" >&2; exit 23; }
-fi
-cp -a ` + HarborStage + `/tests /tests
-bash /tests/test.sh
-echo "cwm: tests/test.sh exited $?"
-`
-
-// harborRun is one grading run of a Harbor task.
-type harborRun struct {
-	// reward is what the verifier wrote; ok says it wrote one.
-	reward float64
-	ok     bool
-	// gold is the gold run's change of the working directory, as a patch.
-	gold    string
-	problem string
-	log     string
-}
-
 // gradeHarbor runs t's tests after the gold solution (gold) or with
-// candidate applied, in a fresh sandbox on its base, and reads the
-// reward.
-func (s Sandboxes) gradeHarbor(ctx context.Context, t *task.Task, env []string, gold bool, candidate string) (*harborRun, error) {
+// candidate applied, in a fresh sandbox on its environment, and reads
+// the reward (reward.HarborIn).
+func (s Sandboxes) gradeHarbor(ctx context.Context, t *task.Task, env []string, gold bool, candidate string) (*reward.HarborRun, error) {
 	sb, err := s.open(ctx, t)
 	if err != nil {
 		return nil, err
 	}
 	defer sb.Close()
-	if err := sb.WriteFile(ctx, "/tmp/cwm-import-candidate.diff", []byte(candidate), 0o644); err != nil {
-		return nil, fmt.Errorf("write the patch of %s: %w", t.InstanceID, err)
-	}
-	mode := "patch"
-	if gold {
-		mode = "gold"
-	}
-	res, err := sb.Exec(ctx, sandbox.Cmd{Args: []string{"bash", "-c", harborScript, "grade", t.Imported.Workdir, mode}, Env: env, Capture: 1 << 20})
-	if err != nil {
-		return nil, fmt.Errorf("grade %s: %w", t.InstanceID, err)
-	}
-	r := &harborRun{log: string(res.Stdout) + string(res.Stderr)}
-	if why := lastLine(string(res.Stderr)); res.ExitCode >= 20 && res.ExitCode <= 25 && strings.HasPrefix(why, "cwm: ") {
-		r.problem = strings.TrimPrefix(why, "cwm: ")
-		return r, nil
-	}
-	if res.Reason != sandbox.ReasonNone {
-		r.problem = fmt.Sprintf("the tests were stopped (%s)", res.Reason)
-		return r, nil
-	}
-	if gold {
-		if b, err := sb.ReadFile(ctx, "/tmp/cwm-harbor-gold.diff", 16<<20); err == nil {
-			r.gold = string(b)
-		}
-	}
-	r.reward, r.ok, r.problem = readReward(ctx, sb)
-	return r, nil
-}
-
-// readReward reads the verifier's reward: reward.txt (a number), else
-// reward.json's "reward", as Harbor's verifier reads them.
-func readReward(ctx context.Context, sb *sandbox.Sandbox) (float64, bool, string) {
-	if b, err := sb.ReadFile(ctx, "/logs/verifier/reward.txt", 4<<10); err == nil {
-		v, err := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
-		if err != nil {
-			return 0, false, fmt.Sprintf("/logs/verifier/reward.txt holds %.40q, not a number", b)
-		}
-		return v, true, ""
-	}
-	b, err := sb.ReadFile(ctx, "/logs/verifier/reward.json", 64<<10)
-	if err != nil {
-		return 0, false, ""
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return 0, false, fmt.Sprintf("/logs/verifier/reward.json is not a JSON object: %v", err)
-	}
-	v, ok := m["reward"].(float64)
-	if !ok {
-		return 0, false, "/logs/verifier/reward.json has no number \"reward\""
-	}
-	return v, true, ""
+	return reward.HarborIn(ctx, sb, t, env, gold, candidate)
 }
 
 // validateHarbor grades t runs times after its solution (reward 1 each
@@ -372,6 +280,10 @@ func (s Sandboxes) validateHarbor(ctx context.Context, t *task.Task, cfg *harbor
 			env = append(env, k+"="+m[k])
 		}
 	}
+	t.Imported.Env = nil
+	for _, k := range sortedKeys(cfg.Verifier.Env) {
+		t.Imported.Env = append(t.Imported.Env, k+"="+cfg.Verifier.Env[k])
+	}
 	var tests int
 	count := func(gold bool) (ones int, last string, class, reason string, err error) {
 		for i := 0; i < runs; i++ {
@@ -381,21 +293,21 @@ func (s Sandboxes) validateHarbor(ctx context.Context, t *task.Task, cfg *harbor
 			}
 			what := map[bool]string{true: "gold", false: "empty patch"}[gold]
 			switch {
-			case r.problem != "" && gold:
-				return 0, "", ReasonGoldFails, fmt.Sprintf("%s, run %d: %s", what, i+1, r.problem), nil
-			case r.problem != "":
-				return 0, "", ReasonPatch, fmt.Sprintf("%s, run %d: %s", what, i+1, r.problem), nil
-			case !r.ok:
-				return 0, "", ReasonNoTests, fmt.Sprintf("%s, run %d: tests/test.sh wrote no /logs/verifier/reward.txt or reward.json (%s)", what, i+1, tail(r.log)), nil
+			case r.Problem != "" && gold:
+				return 0, "", ReasonGoldFails, fmt.Sprintf("%s, run %d: %s", what, i+1, r.Problem), nil
+			case r.Problem != "":
+				return 0, "", ReasonPatch, fmt.Sprintf("%s, run %d: %s", what, i+1, r.Problem), nil
+			case !r.OK:
+				return 0, "", ReasonNoTests, fmt.Sprintf("%s, run %d: tests/test.sh wrote no /logs/verifier/reward.txt or reward.json (%s)", what, i+1, tail(r.Log)), nil
 			}
 			tests++
 			if gold && t.Patch == "" {
-				t.Patch = r.gold
+				t.Patch = r.Gold
 			}
-			if r.reward >= 1 {
+			if r.Reward >= 1 {
 				ones++
 			} else {
-				last = strconv.FormatFloat(r.reward, 'g', -1, 64)
+				last = strconv.FormatFloat(r.Reward, 'g', -1, 64)
 			}
 		}
 		return ones, last, "", "", nil

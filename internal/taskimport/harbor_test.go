@@ -11,7 +11,9 @@ import (
 	"cwm/internal/base"
 	"cwm/internal/basebuild"
 	"cwm/internal/egress"
+	"cwm/internal/env"
 	"cwm/internal/envoci/ocitest"
+	"cwm/internal/reward"
 	"cwm/internal/sandbox"
 )
 
@@ -148,7 +150,7 @@ func TestHarborDockerfile(t *testing.T) {
 		t.Fatalf("the host's package index: %v", err)
 	}
 	home := t.TempDir()
-	o := Options{Format: "harbor", Sandboxes: Sandboxes{Runtime: rt, Store: base.NewStore(home)},
+	o := Options{Format: "harbor", Sandboxes: Sandboxes{Runtime: rt, Store: base.NewStore(home), Envs: env.NewStore(home)},
 		Base: basebuild.Options{Runtime: rt}, Runs: 2, Egress: &policy}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -165,8 +167,8 @@ func TestHarborDockerfile(t *testing.T) {
 	if k.ProblemStatement != "add(2, -3) is 5, not -1." {
 		t.Errorf("instruction = %q, want the canary line stripped", k.ProblemStatement)
 	}
-	if k.Imported.Workdir != "/app" || k.Imported.HiddenTests != HarborStage+"/tests" {
-		t.Errorf("workdir %q, hidden tests %q; want /app and %s/tests", k.Imported.Workdir, k.Imported.HiddenTests, HarborStage)
+	if k.Imported.Workdir != "/app" || k.Imported.HiddenTests != HarborStage {
+		t.Errorf("workdir %q, hidden tests %q; want /app and %s", k.Imported.Workdir, k.Imported.HiddenTests, HarborStage)
 	}
 	if !strings.Contains(k.Patch, "+    return a + b") || len(patchFiles(k.Patch)) != 1 {
 		t.Errorf("gold patch is not solve.sh's change of calc/__init__.py:\n%s", k.Patch)
@@ -206,8 +208,24 @@ func TestHarborDockerfile(t *testing.T) {
 		want  float64
 	}{{"", 0}, {k.Patch, 1}} {
 		r, err := o.Sandboxes.gradeHarbor(ctx, &k, []string{"CALC_EXPECT=-1"}, false, c.patch)
-		if err != nil || !r.ok || r.reward != c.want {
+		if err != nil || !r.OK || r.Reward != c.want {
 			t.Errorf("gradeHarbor(patch of %d bytes) = %+v, %v; want reward %v", len(c.patch), r, err, c.want)
+		}
+	}
+	// The other stages grade it the same way (reward.Grade, which forage,
+	// serve, select and cwm grade use): the gold patch resolves, the empty
+	// one does not.
+	e := o.Sandboxes.Envs.Get(k.EnvID)
+	if e == nil {
+		t.Fatalf("no environment %s recorded for the task", k.EnvID)
+	}
+	for _, c := range []struct {
+		patch string
+		want  bool
+	}{{"", false}, {k.Patch, true}} {
+		r, err := reward.Grade(ctx, env.NewSandboxes(rt), e, &k, c.patch)
+		if err != nil || r.Resolved != c.want || len(r.Tests) != 1 {
+			t.Errorf("reward.Grade(patch of %d bytes) = %+v, %v; want resolved %v", len(c.patch), r, err, c.want)
 		}
 	}
 	sb, err := rt.New(ctx, sandbox.Config{Base: b.Rootfs(), Env: b.SandboxEnv(nil), Workdir: "/app"})
