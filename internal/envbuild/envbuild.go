@@ -178,6 +178,7 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 	}
 	logf := newCappedLog(lf)
 	defer logf.Close()
+	ph := newPhases()
 
 	layer := stg.LayerDir()
 	repo := filepath.Join(layer, "repo")
@@ -193,6 +194,7 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 	if err := addGitExcludes(repo); err != nil {
 		return nil, fmt.Errorf("configure the layer's repository: %w", err)
 	}
+	ph.done("source")
 	name := opts.Name
 	if name == "" {
 		name = strings.TrimSuffix(filepath.Base(strings.TrimRight(src.Location, "/")), ".git")
@@ -239,13 +241,15 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 		if err := stageTools(ctx, layer, pipWheel, opts.Wheelhouse, caBundle, cached); err != nil {
 			return nil, err
 		}
+		ph.done("tools")
 	}
 	e.Base = base
-	isb, err := sbs.OpenWith(ctx, e, env.RunLimits{Timeout: opts.InstallTimeout, Memory: opts.Limits.Memory, Pids: opts.Limits.Pids, Disk: opts.Limits.Disk})
+	limits := env.RunLimits{Timeout: opts.InstallTimeout, Memory: opts.Limits.Memory, Pids: opts.Limits.Pids, Disk: opts.Limits.Disk}
+	isb, err := sbs.OpenWith(ctx, e, limits)
 	if err != nil {
 		return nil, fmt.Errorf("install: %w", err)
 	}
-	defer isb.Close()
+	defer func() { isb.Close() }()
 	python, err := pythonVersion(ctx, isb, "python3")
 	if err != nil {
 		return nil, err
@@ -289,7 +293,23 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 	e.ID, e.Name, e.Repository, e.Revision = id, name, src, info.Revision
 	e.Tree, e.Commit, e.Python = info.Tree, info.Commit, python
 	e.TestCommand, e.Test, e.Limits, e.BuiltAt = tc, recipe.Test, opts.Limits, time.Now().UTC()
-	installed, compiled, err := install(ctx, isb, e, recipe, repo, stg.Dir(), opts, logf, say)
+	ph.done("recipe")
+	editKey := func(lock []env.LockedPackage) func(string) string {
+		return func(path string) string { return editableKey(info.Commit, info.Tree, base, python, lock, path) }
+	}
+	var link *lockLink
+	if len(opts.Lock) > 0 && mode == env.ModeOnline {
+		// The layer is the install sandbox's lower layer: the links go in
+		// with no sandbox over it, and the install steps get a new one.
+		isb.Close()
+		if link, err = linkLocked(opts.Home, opts.Lock, layer, majorMinor(python), editKey(opts.Lock)); err != nil {
+			return nil, err
+		}
+		if isb, err = sbs.OpenWith(ctx, e, limits); err != nil {
+			return nil, fmt.Errorf("install: %w", err)
+		}
+	}
+	installed, compiled, err := install(ctx, isb, e, recipe, repo, stg.Dir(), opts, link, ph, logf, say)
 	if err != nil {
 		return nil, err
 	}
@@ -311,9 +331,13 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 			fmt.Fprintf(say, "wheel cache: %v\n", err) // a cache: the build stands without it
 		}
 		e.Lock = lock
+		if err := keepEditables(opts.Home, installed, majorMinor(python), editKey(e.Lock)); err != nil {
+			fmt.Fprintf(say, "%v\n", err) // a cache too
+		}
 	}
 	sandbox.RemoveAll(installed)
 	sandbox.RemoveAll(compiled)
+	ph.done("layer")
 
 	// Baseline: every run in a fresh sandbox, so no run sees another's
 	// leftovers.
@@ -348,6 +372,7 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 		}
 	}
 	bar.Done()
+	ph.done("baseline")
 	for i, rep := range reps {
 		line := fmt.Sprintf("run %d/%d: %d tests in %v", i+1, opts.Runs, len(rep.Tests), rep.Result.Duration.Round(10*time.Millisecond))
 		if rep.Note != "" {
@@ -393,9 +418,12 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 		default:
 			fmt.Fprintf(say, "coverage: %d functions under %d passing tests (%.1fs)\n", ci.Functions, ci.Tests, ci.Seconds)
 		}
+		ph.done("coverage")
 	}
 
 	e.BuildSecs = roundSeconds(time.Since(start))
+	ph.done("finish")
+	ph.write(logf)
 	logf.Close()
 	if err := stg.Publish(opts.Force); err != nil {
 		return nil, err
@@ -407,8 +435,8 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 // install runs the recipe's install steps in the install sandbox and
 // snapshots what they wrote (installed) and the bytecode a warm-up run
 // compiled (compiled), for the caller to merge into the layer.
-func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo, stageDir string, opts Options, logf, say io.Writer) (installed, compiled string, err error) {
-	in := &installer{s: s, repo: repo, log: logf, mode: e.Mode, exclude: e.ExcludeNewer, timeout: opts.InstallTimeout}
+func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo, stageDir string, opts Options, link *lockLink, ph *phases, logf, say io.Writer) (installed, compiled string, err error) {
+	in := &installer{s: s, repo: repo, log: logf, mode: e.Mode, exclude: e.ExcludeNewer, timeout: opts.InstallTimeout, link: link}
 	if opts.Egress != nil {
 		in.egress = opts.Egress
 		if e.Mode == env.ModeOnline {
@@ -448,9 +476,11 @@ func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo
 		fmt.Fprintf(say, "install: %s  [%s] %s (%.1fs)\n", st.Command, st.Provenance, st.Status, st.Seconds)
 	}
 	e.Install = steps
+	ph.done("install")
 	if err := in.checkDependencies(ctx, "/venv/bin/python"); err != nil {
 		return "", "", err
 	}
+	ph.done("deps")
 	e.Missing = in.missing
 	e.Lock = in.lock
 	for i, p := range e.Lock {
@@ -474,6 +504,7 @@ func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo
 	if err := s.Snapshot(installed); err != nil {
 		return "", "", fmt.Errorf("snapshot the installation: %w", err)
 	}
+	ph.done("snapshot")
 	// Compile the bytecode once into the layer (and, for pytest, let it
 	// cache its rewritten test modules): every later run would otherwise
 	// compile it again in its own throwaway upper layer.
@@ -492,6 +523,7 @@ func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo
 	if err := s.Snapshot(compiled); err != nil {
 		return "", "", fmt.Errorf("snapshot compiled bytecode: %w", err)
 	}
+	ph.done("bytecode")
 	return installed, compiled, nil
 }
 

@@ -79,7 +79,11 @@ func extract(f *zip.File, p string) error {
 		return err
 	}
 	defer r.Close()
-	w, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	mode := os.FileMode(0o644)
+	if f.Mode()&0o111 != 0 {
+		mode = 0o755 // a wheel's executables (a bundled binary) stay so
+	}
+	w, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		return err
 	}
