@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -186,4 +187,36 @@ func lockEntry(t *testing.T, lock []env.LockedPackage, name string) env.LockedPa
 	}
 	t.Fatalf("lock has no %s: %+v", name, lock)
 	return env.LockedPackage{}
+}
+
+// TestWheelFits: the tags a linked wheel may have; anything else goes to
+// pip.
+func TestWheelFits(t *testing.T) {
+	arch := map[string]string{"amd64": "x86_64", "arm64": "aarch64"}[runtime.GOARCH]
+	if arch == "" {
+		t.Skipf("no Linux wheel tags for %s", runtime.GOARCH)
+	}
+	tests := []struct {
+		file, python string
+		want         bool
+	}{
+		{"click-8.3.2-py3-none-any.whl", "3.11", true},
+		{"six-1.17.0-py2.py3-none-any.whl", "3.9", true},
+		{"typing_extensions-4.0-py310-none-any.whl", "3.11", true},
+		{"typing_extensions-4.0-py312-none-any.whl", "3.11", false},
+		{"greenlet-3.4.0-cp311-cp311-manylinux_2_24_" + arch + ".manylinux_2_28_" + arch + ".whl", "3.11", true},
+		{"greenlet-3.4.0-cp311-cp311-manylinux_2_24_" + arch + ".whl", "3.12", false},
+		{"cryptography-46.0-cp39-abi3-manylinux_2_28_" + arch + ".whl", "3.11", true},
+		{"cryptography-46.0-cp312-abi3-manylinux_2_28_" + arch + ".whl", "3.11", false},
+		{"markupsafe-3.0.3-cp311-cp311-win_amd64.whl", "3.11", false},
+		{"markupsafe-3.0.3-cp311-cp311-macosx_11_0_arm64.whl", "3.11", false},
+		{"foo-1.0-py2-none-any.whl", "3.11", false},
+		{"foo-1.0.tar.gz", "3.11", false},
+		{"foo-1.0-1-py3-none-any.whl", "3.11", true}, // a build tag
+	}
+	for _, tt := range tests {
+		if got := wheelFits(tt.file, tt.python); got != tt.want {
+			t.Errorf("wheelFits(%q, %q) = %v, want %v", tt.file, tt.python, got, tt.want)
+		}
+	}
 }
