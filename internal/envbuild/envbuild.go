@@ -203,6 +203,7 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 
 	// The environment as built so far: its layer over the base.
 	e := stg.Env()
+	var lockCached map[string]string // the lock's files the wheel cache holds, by sha256
 	e.Mode = mode
 	if mode != env.ModeOffline {
 		if e.ExcludeNewer, err = excludeNewer(opts.ExcludeNewer, info.Date); err != nil {
@@ -230,7 +231,10 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 		}
 		var cached []string
 		if mode == env.ModeOnline {
-			for _, f := range cachedWheels(opts.Home, opts.Lock) {
+			// Hashed once: the staging, the linking and the locked steps
+			// take it from here.
+			lockCached = cachedWheels(opts.Home, opts.Lock)
+			for _, f := range lockCached {
 				cached = append(cached, f)
 			}
 		}
@@ -302,14 +306,14 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 		// The layer is the install sandbox's lower layer: the links go in
 		// with no sandbox over it, and the install steps get a new one.
 		isb.Close()
-		if link, err = linkLocked(opts.Home, opts.Lock, layer, majorMinor(python), editKey(opts.Lock)); err != nil {
+		if link, err = linkLocked(opts.Home, opts.Lock, lockCached, layer, majorMinor(python), editKey(opts.Lock)); err != nil {
 			return nil, err
 		}
 		if isb, err = sbs.OpenWith(ctx, e, limits); err != nil {
 			return nil, fmt.Errorf("install: %w", err)
 		}
 	}
-	installed, compiled, err := install(ctx, isb, e, recipe, repo, stg.Dir(), opts, link, ph, logf, say)
+	installed, compiled, err := install(ctx, isb, e, recipe, repo, stg.Dir(), opts, lockCached, link, ph, logf, say)
 	if err != nil {
 		return nil, err
 	}
@@ -434,8 +438,10 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 
 // install runs the recipe's install steps in the install sandbox and
 // snapshots what they wrote (installed) and the bytecode a warm-up run
-// compiled (compiled), for the caller to merge into the layer.
-func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo, stageDir string, opts Options, link *lockLink, ph *phases, logf, say io.Writer) (installed, compiled string, err error) {
+// compiled (compiled), for the caller to merge into the layer. A --locked
+// build's steps take the lock's cached files (lockCached) and what
+// linkLocked linked already (link, or nil).
+func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo, stageDir string, opts Options, lockCached map[string]string, link *lockLink, ph *phases, logf, say io.Writer) (installed, compiled string, err error) {
 	in := &installer{s: s, repo: repo, log: logf, mode: e.Mode, exclude: e.ExcludeNewer, timeout: opts.InstallTimeout, link: link}
 	if opts.Egress != nil {
 		in.egress = opts.Egress
@@ -444,7 +450,7 @@ func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo
 		}
 	}
 	if len(opts.Lock) > 0 {
-		in.planLocked(opts.Lock, cachedWheels(opts.Home, opts.Lock))
+		in.planLocked(opts.Lock, lockCached)
 	}
 	first := venvStep
 	if e.Mode != env.ModeOffline {

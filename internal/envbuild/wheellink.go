@@ -62,8 +62,7 @@ type linkedWheel struct {
 // that does not match its wheel (a file changed in the cache) is unpacked
 // again from the wheel; a wheel whose own files do not match its RECORD
 // is refused with an error that names it.
-func linkPlan(home string, lock []env.LockedPackage, python string) (plan []linkedWheel, redone []string, ok bool, err error) {
-	cached := cachedWheels(home, lock)
+func linkPlan(home string, lock []env.LockedPackage, cached map[string]string, python string) (plan []linkedWheel, redone []string, ok bool, err error) {
 	for _, p := range lock {
 		if p.Local || p.Build {
 			continue
@@ -154,10 +153,11 @@ func unpackedWheel(home, wheel string, p env.LockedPackage) (linkedWheel, bool, 
 		}
 		again = true
 	}
-	if err := unpackWheel(wheel, w.dir); err != nil {
+	bad, err := unpackWheel(&zr.Reader, w.dir, w.record)
+	if err != nil {
 		return w, false, fmt.Errorf("unpack the cached wheel %s: %w", filepath.Base(wheel), err)
 	}
-	if bad := checkTree(w.dir, w.record); bad != "" {
+	if bad != "" {
 		return w, false, inputErrorf("the lock's %s==%s: its wheel %s does not match its own RECORD (%s)", p.Name, p.Version, filepath.Base(wheel), bad)
 	}
 	return w, again, nil
@@ -240,10 +240,46 @@ func recordHash(p string) (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b), err
 }
 
-// unpackWheel replaces dir with the wheel's files.
-func unpackWheel(wheel, dir string) error {
-	return replaceDir(dir, func(tmp string) error { return unzipTo(wheel, tmp) })
+// unpackWheel replaces dir with the wheel's files, each hashed as it is
+// written (one pass over the bytes) and checked against the RECORD: bad
+// names the first file that does not match it, and then dir is left as
+// it was.
+func unpackWheel(zr *zip.Reader, dir string, record []recordEntry) (bad string, err error) {
+	err = replaceDir(dir, func(tmp string) error {
+		got := map[string]recordEntry{}
+		for _, f := range zr.File {
+			if !filepath.IsLocal(filepath.FromSlash(f.Name)) {
+				return fmt.Errorf("entry %q leaves the directory", f.Name)
+			}
+			if strings.HasSuffix(f.Name, "/") || !f.Mode().IsRegular() {
+				continue
+			}
+			p := filepath.Join(tmp, filepath.FromSlash(f.Name))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return err
+			}
+			h := sha256.New()
+			n, err := extractTo(f, p, h)
+			if err != nil {
+				return err
+			}
+			got[f.Name] = recordEntry{hash: base64.RawURLEncoding.EncodeToString(h.Sum(nil)), size: n}
+		}
+		for _, e := range record {
+			if g, ok := got[e.path]; !ok || g.hash != e.hash || g.size != e.size {
+				bad = e.path
+				return errBadRecord
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, errBadRecord) {
+		return bad, nil
+	}
+	return "", err
 }
+
+var errBadRecord = errors.New("a file does not match the RECORD")
 
 // replaceDir makes dir anew: fill writes it in a temporary sibling,
 // renamed into place, so that no build sees half a tree.
@@ -288,13 +324,14 @@ func (l *lockLink) editable(command string) (env.LockedPackage, bool) {
 
 // linkLocked installs a --locked build's packages into the layer's venv
 // (layer/venv, whose Python is X.Y) by linking them from the
+// cached wheels (cachedWheels: sha256 -> file)
 // unpacked-wheel cache, when every one of them has a cached wheel this
 // Python takes; nil (and nothing written) otherwise. The caller must not
 // have a sandbox open over the layer. editKey is the editable cache's
 // key of a local project at a path (editableKey).
-func linkLocked(home string, lock []env.LockedPackage, layer, python string, editKey func(path string) string) (*lockLink, error) {
+func linkLocked(home string, lock []env.LockedPackage, cached map[string]string, layer, python string, editKey func(path string) string) (*lockLink, error) {
 	start := time.Now()
-	plan, redone, ok, err := linkPlan(home, lock, python)
+	plan, redone, ok, err := linkPlan(home, lock, cached, python)
 	if err != nil || !ok {
 		return nil, err
 	}

@@ -1,7 +1,10 @@
 package envbuild
 
 import (
+	"archive/zip"
 	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -219,4 +222,56 @@ func TestWheelFits(t *testing.T) {
 			t.Errorf("wheelFits(%q, %q) = %v, want %v", tt.file, tt.python, got, tt.want)
 		}
 	}
+}
+
+// TestUnpackWheelRecord: a wheel whose file does not match its own RECORD
+// is not unpacked (the file named, the cache's tree left as it was); one
+// that matches is, executables kept executable.
+func TestUnpackWheelRecord(t *testing.T) {
+	good := "m.py,sha256=" + b64sha("x = 1\n") + ",6\nbin/tool,sha256=" + b64sha("#!/bin/sh\n") + ",10\nm-1.dist-info/RECORD,,\n"
+	bad := strings.Replace(good, b64sha("x = 1\n"), b64sha("x = 2\n"), 1)
+	for _, tt := range []struct {
+		name, record, wantBad string
+	}{{"good", good, ""}, {"bad", bad, "m.py"}} {
+		var buf bytes.Buffer
+		zw := zip.NewWriter(&buf)
+		for _, f := range []struct {
+			name, text string
+			mode       os.FileMode
+		}{{"m.py", "x = 1\n", 0o644}, {"bin/tool", "#!/bin/sh\n", 0o755}, {"m-1.dist-info/RECORD", tt.record, 0o644}} {
+			h := &zip.FileHeader{Name: f.name, Method: zip.Deflate}
+			h.SetMode(f.mode)
+			w, err := zw.CreateHeader(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Write([]byte(f.text))
+		}
+		zw.Close()
+		zr, err := zip.NewReader(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, record, err := wheelRecord(zr)
+		if err != nil {
+			t.Fatalf("wheelRecord(%s) = %v", tt.name, err)
+		}
+		dir := filepath.Join(t.TempDir(), "tree")
+		gotBad, err := unpackWheel(zr, dir, record)
+		if err != nil || gotBad != tt.wantBad {
+			t.Errorf("unpackWheel(%s) = %q, %v; want %q", tt.name, gotBad, err, tt.wantBad)
+		}
+		fi, err := os.Stat(filepath.Join(dir, "bin/tool"))
+		switch {
+		case tt.wantBad != "" && err == nil:
+			t.Errorf("unpackWheel(%s) left a tree", tt.name)
+		case tt.wantBad == "" && (err != nil || fi.Mode().Perm() != 0o755):
+			t.Errorf("unpackWheel(%s): bin/tool = %v, %v; want mode 0755", tt.name, fi, err)
+		}
+	}
+}
+
+func b64sha(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
