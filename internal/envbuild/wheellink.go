@@ -338,8 +338,9 @@ func linkLocked(home string, lock []env.LockedPackage, cached map[string]string,
 	venv := filepath.Join(layer, strings.TrimPrefix(env.VenvRoot, "/"))
 	site := filepath.Join(venv, "lib", "python"+python, "site-packages")
 	l := &lockLink{redone: redone}
+	dirs := map[string]bool{} // made already
 	for _, w := range plan {
-		if err := linkWheel(w, venv, site, python); err != nil {
+		if err := linkWheel(w, venv, site, python, dirs); err != nil {
 			return nil, fmt.Errorf("link %s==%s into the venv: %w", w.pkg.Name, w.pkg.Version, err)
 		}
 		l.pkgs = append(l.pkgs, w.pkg)
@@ -353,7 +354,7 @@ func linkLocked(home string, lock []env.LockedPackage, cached map[string]string,
 		if !ok {
 			continue // pip installs it, and keepEditables keeps it
 		}
-		if err := linkWheel(w, venv, site, python); err != nil {
+		if err := linkWheel(w, venv, site, python, dirs); err != nil {
 			return nil, fmt.Errorf("link the editable install of %s into the venv: %w", p.Name, err)
 		}
 		if l.editables == nil {
@@ -368,7 +369,25 @@ func linkLocked(home string, lock []env.LockedPackage, cached map[string]string,
 // venvPython is the interpreter the scripts of an environment's venv run.
 const venvPython = env.VenvRoot + "/bin/python"
 
-func linkWheel(w linkedWheel, venv, site, python string) error {
+// linkInto links (or copies) src to dst, making dst's directory unless
+// dirs says it was made, and replacing a file there (a later wheel's file
+// replaces an earlier one's, as pip does). A wheel has hundreds of files:
+// only the syscalls a link needs.
+func linkInto(src, dst string, dirs map[string]bool) error {
+	if d := filepath.Dir(dst); !dirs[d] {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+		dirs[d] = true
+	}
+	if os.Link(src, dst) == nil {
+		return nil
+	}
+	os.Remove(dst)
+	return copyFile(src, dst)
+}
+
+func linkWheel(w linkedWheel, venv, site, python string, dirs map[string]bool) error {
 	dataDir := strings.TrimSuffix(w.distInfo, ".dist-info") + ".data/"
 	var record [][]string
 	add := func(dst, hash string, size int64) {
@@ -425,11 +444,7 @@ func linkWheel(w linkedWheel, venv, site, python string) error {
 		if !strings.HasPrefix(dst, venv+string(filepath.Separator)) {
 			return fmt.Errorf("%s leaves the venv", e.path)
 		}
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return err
-		}
-		os.Remove(dst) // a later wheel's file replaces an earlier one's, as pip does
-		if err := copyFile(src, dst); err != nil {
+		if err := linkInto(src, dst, dirs); err != nil {
 			return err
 		}
 		add(dst, e.hash, e.size)
