@@ -66,8 +66,12 @@ The Python is --python X.Y, or the one the project asks for
 (requires-python, classifiers, the CI matrix, tox's envlist): the host's
 when it fits and --portable is not given, else a stored base's. --locked
 ENV|FILE reinstalls exactly a lock (an environment's, or a requirements
-file with hashes as cwm env lock prints it), hashes required, with pip;
---wheelhouse DIR installs from staged wheels with no index and no network.
+file with hashes as cwm env lock prints it), hashes required: when the
+wheel cache holds every file, the wheels (unpacked once, checked against
+their RECORD) and the project's cached editable install are linked into
+the venv instead of installed by pip (else pip installs them). --wheelhouse
+DIR installs from staged wheels with no index and no network. No bytecode
+is compiled at install: Python compiles a module on first import.
 Where the CI installs with uv (uv sync, uv pip install, the sync uv run
 performs), an online build runs those steps with a pinned uv fetched from
 the index through the relay (kept in cwm's wheel cache): the venv is uv's

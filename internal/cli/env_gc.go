@@ -23,7 +23,10 @@ half-removed environments. Usable environments are kept. Then the blob
 cache ($CWM_HOME/blobs) drops what no stored environment came from and no
 stored base keeps (cwm base gc clears the bases' leftovers), and the
 wheel cache ($CWM_HOME/cache/wheels, the files --locked rebuilds
-install from) what no stored environment's lock names.`
+install from, and their unpacked trees in cache/unpacked) what no stored
+environment's lock names, and the editable cache (cache/editable, the
+projects' editable installs a rebuild links) what no stored environment's
+project has.`
 }
 
 func (*envGCCmd) Flags(fs *flag.FlagSet) {}
@@ -51,11 +54,7 @@ func (*envGCCmd) Run(ctx context.Context, e *command.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	var locks [][]env.LockedPackage
-	for _, en := range kept {
-		locks = append(locks, en.Lock)
-	}
-	wheels, err := envbuild.PruneWheelCache(e.Home, locks)
+	wheels, err := envbuild.PruneWheelCache(e.Home, kept)
 	if err != nil {
 		return err
 	}

@@ -179,6 +179,7 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 	}
 	logf := newCappedLog(lf)
 	defer logf.Close()
+	ph := newPhases()
 
 	layer := stg.LayerDir()
 	repo := filepath.Join(layer, "repo")
@@ -194,6 +195,7 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 	if err := addGitExcludes(repo); err != nil {
 		return nil, fmt.Errorf("configure the layer's repository: %w", err)
 	}
+	ph.done("source")
 	name := opts.Name
 	if name == "" {
 		name = strings.TrimSuffix(filepath.Base(strings.TrimRight(src.Location, "/")), ".git")
@@ -202,6 +204,7 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 
 	// The environment as built so far: its layer over the base.
 	e := stg.Env()
+	var lockCached map[string]string // the lock's files the wheel cache holds, by sha256
 	e.Mode = mode
 	if mode != env.ModeOffline {
 		if e.ExcludeNewer, err = excludeNewer(opts.ExcludeNewer, info.Date); err != nil {
@@ -229,7 +232,10 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 		}
 		var cached []string
 		if mode == env.ModeOnline {
-			for _, f := range cachedWheels(opts.Home, opts.Lock) {
+			// Hashed once: the staging, the linking and the locked steps
+			// take it from here.
+			lockCached = cachedWheels(opts.Home, opts.Lock)
+			for _, f := range lockCached {
 				cached = append(cached, f)
 			}
 		}
@@ -245,13 +251,15 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 				return nil, err
 			}
 		}
+		ph.done("tools")
 	}
 	e.Base = base
-	isb, err := sbs.OpenWith(ctx, e, env.RunLimits{Timeout: opts.InstallTimeout, Memory: opts.Limits.Memory, Pids: opts.Limits.Pids, Disk: opts.Limits.Disk})
+	limits := env.RunLimits{Timeout: opts.InstallTimeout, Memory: opts.Limits.Memory, Pids: opts.Limits.Pids, Disk: opts.Limits.Disk}
+	isb, err := sbs.OpenWith(ctx, e, limits)
 	if err != nil {
 		return nil, fmt.Errorf("install: %w", err)
 	}
-	defer isb.Close()
+	defer func() { isb.Close() }()
 	python, err := pythonVersion(ctx, isb, "python3")
 	if err != nil {
 		return nil, err
@@ -295,7 +303,23 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 	e.ID, e.Name, e.Repository, e.Revision = id, name, src, info.Revision
 	e.Tree, e.Commit, e.Python = info.Tree, info.Commit, python
 	e.TestCommand, e.Test, e.Limits, e.BuiltAt = tc, recipe.Test, opts.Limits, time.Now().UTC()
-	installed, compiled, err := install(ctx, isb, e, recipe, repo, stg.Dir(), opts, logf, say)
+	ph.done("recipe")
+	editKey := func(lock []env.LockedPackage) func(string) string {
+		return func(path string) string { return editableKey(info.Commit, info.Tree, base, python, lock, path) }
+	}
+	var link *lockLink
+	if len(opts.Lock) > 0 && mode == env.ModeOnline {
+		// The layer is the install sandbox's lower layer: the links go in
+		// with no sandbox over it, and the install steps get a new one.
+		isb.Close()
+		if link, err = linkLocked(opts.Home, opts.Lock, lockCached, layer, majorMinor(python), editKey(opts.Lock)); err != nil {
+			return nil, err
+		}
+		if isb, err = sbs.OpenWith(ctx, e, limits); err != nil {
+			return nil, fmt.Errorf("install: %w", err)
+		}
+	}
+	installed, compiled, err := install(ctx, isb, e, recipe, repo, stg.Dir(), opts, lockCached, link, ph, logf, say)
 	if err != nil {
 		return nil, err
 	}
@@ -320,9 +344,13 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 		if err := keepUVWheel(installed, opts.Home); err != nil {
 			fmt.Fprintf(say, "wheel cache: %v\n", err)
 		}
+		if err := keepEditables(opts.Home, installed, majorMinor(python), editKey(e.Lock)); err != nil {
+			fmt.Fprintf(say, "%v\n", err) // a cache too
+		}
 	}
 	sandbox.RemoveAll(installed)
 	sandbox.RemoveAll(compiled)
+	ph.done("layer")
 
 	// Baseline: every run in a fresh sandbox, so no run sees another's
 	// leftovers.
@@ -357,6 +385,7 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 		}
 	}
 	bar.Done()
+	ph.done("baseline")
 	for i, rep := range reps {
 		line := fmt.Sprintf("run %d/%d: %d tests in %v", i+1, opts.Runs, len(rep.Tests), rep.Result.Duration.Round(10*time.Millisecond))
 		if rep.Note != "" {
@@ -402,9 +431,12 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 		default:
 			fmt.Fprintf(say, "coverage: %d functions under %d passing tests (%.1fs)\n", ci.Functions, ci.Tests, ci.Seconds)
 		}
+		ph.done("coverage")
 	}
 
 	e.BuildSecs = roundSeconds(time.Since(start))
+	ph.done("finish")
+	ph.write(logf)
 	logf.Close()
 	if err := stg.Publish(opts.Force); err != nil {
 		return nil, err
@@ -415,9 +447,11 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 
 // install runs the recipe's install steps in the install sandbox and
 // snapshots what they wrote (installed) and the bytecode a warm-up run
-// compiled (compiled), for the caller to merge into the layer.
-func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo, stageDir string, opts Options, logf, say io.Writer) (installed, compiled string, err error) {
-	in := &installer{s: s, repo: repo, log: logf, mode: e.Mode, exclude: e.ExcludeNewer, timeout: opts.InstallTimeout}
+// compiled (compiled), for the caller to merge into the layer. A --locked
+// build's steps take the lock's cached files (lockCached) and what
+// linkLocked linked already (link, or nil).
+func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo, stageDir string, opts Options, lockCached map[string]string, link *lockLink, ph *phases, logf, say io.Writer) (installed, compiled string, err error) {
+	in := &installer{s: s, repo: repo, log: logf, mode: e.Mode, exclude: e.ExcludeNewer, timeout: opts.InstallTimeout, link: link}
 	if opts.Egress != nil {
 		in.egress = opts.Egress
 		if e.Mode == env.ModeOnline {
@@ -425,7 +459,7 @@ func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo
 		}
 	}
 	if len(opts.Lock) > 0 {
-		in.planLocked(opts.Lock, cachedWheels(opts.Home, opts.Lock))
+		in.planLocked(opts.Lock, lockCached)
 	}
 	first := venvStep
 	if e.Mode != env.ModeOffline {
@@ -457,9 +491,11 @@ func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo
 		fmt.Fprintf(say, "install: %s  [%s] %s (%.1fs)\n", st.Command, st.Provenance, st.Status, st.Seconds)
 	}
 	e.Install = steps
+	ph.done("install")
 	if err := in.checkDependencies(ctx, "/venv/bin/python"); err != nil {
 		return "", "", err
 	}
+	ph.done("deps")
 	e.Missing = in.missing
 	e.Lock = in.lock
 	for i, p := range e.Lock {
@@ -483,6 +519,7 @@ func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo
 	if err := s.Snapshot(installed); err != nil {
 		return "", "", fmt.Errorf("snapshot the installation: %w", err)
 	}
+	ph.done("snapshot")
 	// Compile the bytecode once into the layer (and, for pytest, let it
 	// cache its rewritten test modules): every later run would otherwise
 	// compile it again in its own throwaway upper layer.
@@ -501,6 +538,7 @@ func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo
 	if err := s.Snapshot(compiled); err != nil {
 		return "", "", fmt.Errorf("snapshot compiled bytecode: %w", err)
 	}
+	ph.done("bytecode")
 	return installed, compiled, nil
 }
 

@@ -59,9 +59,13 @@ type installer struct {
 	locked                bool
 	lockCached, lockFetch string
 	noIndex               bool
-	missing               []env.Missing
-	extras                []string // extras of the project installs, for the dependency check
-	reqs                  []string // requirements named by install steps
+	// link, when set, is the lock's packages linked into the venv from
+	// the unpacked-wheel cache before the steps ran (linkLocked): the
+	// packages step has nothing left to install.
+	link    *lockLink
+	missing []env.Missing
+	extras  []string // extras of the project installs, for the dependency check
+	reqs    []string // requirements named by install steps
 
 	// egress, when set, is the policy of the relay each step gets;
 	// proxyEnv is the running relay's environment for the step's commands.
@@ -85,10 +89,22 @@ func (in *installer) run(ctx context.Context, st *env.Step) error {
 	}
 	start := time.Now()
 	defer func() { st.Seconds = roundSeconds(time.Since(start)) }()
-	defer in.relay(ctx, st)()
 	if in.locked && st.Command == lockSteps(nil)[0].Command {
+		if in.link != nil {
+			start = start.Add(-in.link.took) // the linking was this step's work
+			in.linkedStep(st)
+			return nil
+		}
+		defer in.relay(ctx, st)()
 		return in.runLocked(ctx, st)
 	}
+	if p, ok := in.link.editable(st.Command); ok {
+		st.Status, st.Run = "ok", "(cwm: linked from the editable cache, built by an earlier build of this commit with the same build packages)"
+		fmt.Fprintf(in.log, "\n$ %s\n%s\n", st.Command, st.Run)
+		in.lock = append(in.lock, p)
+		return nil
+	}
+	defer in.relay(ctx, st)()
 	if uv {
 		return in.runUV(ctx, st)
 	}

@@ -257,27 +257,40 @@ func lockSteps(lock []env.LockedPackage) []env.Step {
 		if p.Build {
 			continue // staged for the project's build, not installed
 		}
-		if p.Local {
-			if path := strings.TrimPrefix(p.URL, "file://"); strings.HasPrefix(path, env.RepoRoot) {
-				local = append(local, path)
-			}
+		if path, ok := localPath(p); ok {
+			local = append(local, path)
 			continue
 		}
-		n++
+		if !p.Local {
+			n++
+		}
 	}
 	// The packages' step comes first even when there are none: run knows
 	// a --locked build's packages step by its command.
 	steps := []env.Step{{Command: "pip install --require-hashes --no-deps -r " + lockFile, Provenance: fmt.Sprintf("--locked (%d packages)", n)}}
 	for _, l := range local {
-		rel := strings.TrimPrefix(strings.TrimPrefix(l, env.RepoRoot), "/")
-		if rel == "" {
-			rel = "."
-		} else {
-			rel = "./" + rel
-		}
-		steps = append(steps, env.Step{Command: "pip install --no-deps -e " + testrun.Join([]string{rel}), Provenance: "--locked (local project)"})
+		steps = append(steps, localStep(l))
 	}
 	return steps
+}
+
+// localPath is where a lock's local project is in the sandbox (under
+// env.RepoRoot), if p is one.
+func localPath(p env.LockedPackage) (string, bool) {
+	path := strings.TrimPrefix(p.URL, "file://")
+	return path, p.Local && strings.HasPrefix(path, env.RepoRoot)
+}
+
+// localStep is a --locked build's editable install of the local project
+// at path.
+func localStep(path string) env.Step {
+	rel := strings.TrimPrefix(strings.TrimPrefix(path, env.RepoRoot), "/")
+	if rel == "" {
+		rel = "."
+	} else {
+		rel = "./" + rel
+	}
+	return env.Step{Command: "pip install --no-deps -e " + testrun.Join([]string{rel}), Provenance: "--locked (local project)"}
 }
 
 // lockFile is where a --locked build's requirements are inside the install

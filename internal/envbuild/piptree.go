@@ -74,20 +74,32 @@ func unzipTo(zipPath, dir string) error {
 }
 
 func extract(f *zip.File, p string) error {
+	_, err := extractTo(f, p, io.Discard)
+	return err
+}
+
+// extractTo writes a zip entry to the new file p, and its bytes to h as
+// well; it returns how many there were.
+func extractTo(f *zip.File, p string, h io.Writer) (int64, error) {
 	r, err := f.Open()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer r.Close()
-	w, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	mode := os.FileMode(0o644)
+	if f.Mode()&0o111 != 0 {
+		mode = 0o755 // a wheel's executables (a bundled binary) stay so
+	}
+	w, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if _, err := io.Copy(w, r); err != nil {
+	n, err := io.Copy(io.MultiWriter(w, h), r)
+	if err != nil {
 		w.Close()
-		return fmt.Errorf("%s: %w", f.Name, err)
+		return n, fmt.Errorf("%s: %w", f.Name, err)
 	}
-	return w.Close()
+	return n, w.Close()
 }
 
 // linkTree puts every file of src at the same place under dst (links, or

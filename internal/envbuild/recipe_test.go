@@ -186,9 +186,9 @@ func TestPipCommand(t *testing.T) {
 		{installer{mode: env.ModeOffline},
 			"python -m pip install --disable-pip-version-check --no-input --no-index --no-build-isolation --no-deps -e '.[test]' 'requests>=2'"},
 		{installer{mode: env.ModeOnline, exclude: "2024-05-08T00:00:00Z"},
-			"/venv/bin/python /cwm-tools/cwm-pip.py install --disable-pip-version-check --no-input --use-feature=inprocess-build-deps --report /tmp/r.json --uploaded-prior-to=2024-05-08T00:00:00Z --no-deps -e '.[test]' 'requests>=2'"},
+			"/venv/bin/python /cwm-tools/cwm-pip.py install --disable-pip-version-check --no-input --use-feature=inprocess-build-deps --no-compile --report /tmp/r.json --uploaded-prior-to=2024-05-08T00:00:00Z --no-deps -e '.[test]' 'requests>=2'"},
 		{installer{mode: env.ModeWheelhouse},
-			"/venv/bin/python /cwm-tools/cwm-pip.py install --disable-pip-version-check --no-input --use-feature=inprocess-build-deps --report /tmp/r.json --no-index --find-links /cwm-tools/wheelhouse --no-deps -e '.[test]' 'requests>=2'"},
+			"/venv/bin/python /cwm-tools/cwm-pip.py install --disable-pip-version-check --no-input --use-feature=inprocess-build-deps --no-compile --report /tmp/r.json --no-index --find-links /cwm-tools/wheelhouse --no-deps -e '.[test]' 'requests>=2'"},
 	}
 	for _, tt := range tests {
 		if got := p.command(tt.in.pipWords("/tmp/r.json")); got != tt.want {

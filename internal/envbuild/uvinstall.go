@@ -211,9 +211,6 @@ func (in *installer) uvEnv() []string {
 		"UV_PYTHON=" + env.VenvRoot + "/bin/python", "UV_PROJECT_ENVIRONMENT=" + env.VenvRoot,
 		"VIRTUAL_ENV=" + env.VenvRoot, "UV_PYTHON_DOWNLOADS=never", "UV_PYTHON_PREFERENCE=only-system",
 		"UV_CACHE_DIR=" + uvCacheDir, "UV_NO_PROGRESS=1", "UV_LINK_MODE=copy",
-		// Bytecode in the layer, as pip writes it: otherwise every test
-		// run compiles the venv's modules again in its throwaway upper.
-		"UV_COMPILE_BYTECODE=1",
 	}
 	if in.exclude != "" {
 		vars = append(vars, "UV_EXCLUDE_NEWER="+in.exclude)

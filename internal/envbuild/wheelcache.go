@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"cwm/internal/env"
 )
@@ -151,46 +152,60 @@ func cachedWheels(home string, lock []env.LockedPackage) map[string]string {
 	return out
 }
 
-// PruneWheelCache removes from home's wheel cache every file no lock in
-// locks names (the locks of the stored environments), and returns the
-// bytes freed. A lock kept only as a file (cwm env lock > FILE) then
-// fetches its artifacts again.
-func PruneWheelCache(home string, locks [][]env.LockedPackage) (int64, error) {
+// PruneWheelCache removes from home's wheel cache every file no stored
+// environment's lock (of envs) names, with its unpacked tree, and the
+// editable cache's entries no stored environment's local project has
+// (its key, editableKey, from the environment's commit, tree, base,
+// Python and lock); it returns the bytes freed: a file a stored layer
+// still links is not counted, its blocks stay in use. A lock kept only
+// as a file (cwm env lock > FILE) then fetches its artifacts again.
+func PruneWheelCache(home string, envs []*env.Env) (int64, error) {
 	keep := map[string]bool{}
 	if _, sum, ok := uvWheel(); ok {
 		keep[sum] = true // the uv of online builds (uvinstall.go), named by no lock
 	}
-	for _, l := range locks {
-		for _, p := range l {
+	for _, e := range envs {
+		for _, p := range e.Lock {
 			keep[p.SHA256] = true
+			if path, ok := localPath(p); ok {
+				keep[editableKey(e.Commit, e.Tree, e.Base, e.Python, e.Lock, path)] = true
+			}
 		}
-	}
-	ents, err := os.ReadDir(wheelCacheDir(home))
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("list the wheel cache: %w", err)
 	}
 	var freed int64
-	for _, d := range ents {
-		if keep[d.Name()] {
+	for _, dir := range []string{wheelCacheDir(home), unpackedCacheDir(home), editableCacheDir(home)} {
+		ents, err := os.ReadDir(dir)
+		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		p := filepath.Join(wheelCacheDir(home), d.Name())
-		filepath.WalkDir(p, func(_ string, f fs.DirEntry, err error) error {
-			if err == nil && f.Type().IsRegular() {
-				if fi, err := f.Info(); err == nil {
-					freed += fi.Size()
-				}
+		if err != nil {
+			return freed, fmt.Errorf("list the cache %s: %w", dir, err)
+		}
+		for _, d := range ents {
+			if keep[d.Name()] {
+				continue
 			}
-			return nil
-		})
-		if err := os.RemoveAll(p); err != nil {
-			return freed, fmt.Errorf("prune the wheel cache: %w", err)
+			p := filepath.Join(dir, d.Name())
+			filepath.WalkDir(p, func(_ string, f fs.DirEntry, err error) error {
+				if err == nil && f.Type().IsRegular() {
+					if fi, err := f.Info(); err == nil && onlyLink(fi) {
+						freed += fi.Size()
+					}
+				}
+				return nil
+			})
+			if err := os.RemoveAll(p); err != nil {
+				return freed, fmt.Errorf("prune the cache %s: %w", dir, err)
+			}
 		}
 	}
 	return freed, nil
+}
+
+// onlyLink tells a file no other directory entry (a layer's) links.
+func onlyLink(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return !ok || st.Nlink <= 1
 }
 
 func fileSHA256(p string) (string, error) {

@@ -47,6 +47,27 @@ def build_editable(wheel_directory, config_settings=None, metadata_directory=Non
     return _wheel(wheel_directory, True)
 `
 
+// backendProjectBuild builds, online from ix, the project cwmproj (one
+// module, needing cwmdep) whose isolated build needs cwmbackend, with the
+// test file given; it returns the options and the usable environment.
+func backendProjectBuild(t *testing.T, ix *indextest.Index, testFile, testSrc string) (Options, *env.Env) {
+	t.Helper()
+	repo := writeTree(t, map[string]string{
+		"pyproject.toml": "[build-system]\nrequires = [\"cwmbackend\"]\nbuild-backend = \"cwmbackend\"\n\n" +
+			"[project]\nname = \"cwmproj\"\nversion = \"0.1\"\ndependencies = [\"cwmdep\"]\n",
+		"cwmproj.py": "import cwmdep\n\nVERSION = cwmdep.__version__\n",
+		testFile:     testSrc,
+	})
+	opts := onlineOpts(t, repo)
+	opts.Home, opts.Mode, opts.Egress, opts.ExcludeNewer = t.TempDir(), env.ModeOnline, indexPolicy(t, ix), "none"
+	opts.Install, opts.Test = []string{"pip install -e ."}, "python -m unittest -v"
+	e := mustBuild(t, opts)
+	if !e.Usable {
+		t.Fatalf("Build(online) = unusable: %s\n%s", e.Reason, readFile(t, e.File(env.BuildLog)))
+	}
+	return opts, e
+}
+
 // TestLockedRebuildFromCache: a project whose isolated build needs a
 // backend only the index has, from an index whose files carry no caching
 // headers. The cold build records the backend as a build entry of the
@@ -59,21 +80,9 @@ func TestLockedRebuildFromCache(t *testing.T) {
 	ix := indextest.Start(t,
 		indextest.Wheel{Name: "cwmdep", Version: "1.0"},
 		indextest.Wheel{Name: "cwmbackend", Version: "0.3", Module: cwmBackend})
-	repo := writeTree(t, map[string]string{
-		"pyproject.toml": "[build-system]\nrequires = [\"cwmbackend\"]\nbuild-backend = \"cwmbackend\"\n\n" +
-			"[project]\nname = \"cwmproj\"\nversion = \"0.1\"\ndependencies = [\"cwmdep\"]\n",
-		"cwmproj.py": "import cwmdep\n\nVERSION = cwmdep.__version__\n",
-		"test_proj.py": "import unittest\n\nimport cwmproj\n\n\nclass TestProj(unittest.TestCase):\n" +
-			"    def test_version(self):\n        self.assertEqual(cwmproj.VERSION, \"1.0\")\n",
-	})
-	home := t.TempDir()
-	opts := onlineOpts(t, repo)
-	opts.Home, opts.Mode, opts.Egress, opts.ExcludeNewer = home, env.ModeOnline, indexPolicy(t, ix), "none"
-	opts.Install, opts.Test = []string{"pip install -e ."}, "python -m unittest -v"
-	e := mustBuild(t, opts)
-	if !e.Usable {
-		t.Fatalf("Build(online) = unusable: %s\n%s", e.Reason, readFile(t, e.File(env.BuildLog)))
-	}
+	opts, e := backendProjectBuild(t, ix, "test_proj.py", "import unittest\n\nimport cwmproj\n\n\nclass TestProj(unittest.TestCase):\n"+
+		"    def test_version(self):\n        self.assertEqual(cwmproj.VERSION, \"1.0\")\n")
+	home := opts.Home
 	type entry struct {
 		Name         string
 		Local, Build bool
@@ -123,7 +132,7 @@ func TestLockedRebuildFromCache(t *testing.T) {
 			t.Errorf("Build(--locked) asked the index %v, want nothing (every file in the wheel cache)", reqs)
 		}
 		log := string(readFile(t, again.File(env.BuildLog)))
-		if !strings.Contains(log, "Processing "+toolsWheels+"/cwmdep-1.0") {
+		if !strings.Contains(log, "linked cwmdep==1.0") {
 			t.Errorf("Build(--locked) did not install cwmdep from the wheel cache:\n%s", log)
 		}
 		if a, b := env.LockRequirements(again.Lock), env.LockRequirements(e.Lock); a != b {
@@ -132,13 +141,15 @@ func TestLockedRebuildFromCache(t *testing.T) {
 	}
 
 	// gc: a stored lock keeps its files; without one they go.
-	if freed, err := PruneWheelCache(home, [][]env.LockedPackage{e.Lock}); err != nil || freed != 0 {
-		t.Errorf("PruneWheelCache(the lock's) = %d, %v; want 0 freed", freed, err)
+	if freed, err := PruneWheelCache(home, []*env.Env{e}); err != nil || freed != 0 {
+		t.Errorf("PruneWheelCache(the environment) = %d, %v; want 0 freed", freed, err)
 	}
 	if freed, err := PruneWheelCache(home, nil); err != nil || freed == 0 {
 		t.Errorf("PruneWheelCache(none) = %d, %v; want the cache freed", freed, err)
 	}
-	if ents, _ := os.ReadDir(wheelCacheDir(home)); len(ents) != 0 {
-		t.Errorf("wheel cache after PruneWheelCache(none) holds %d entries, want 0", len(ents))
+	for _, dir := range []string{wheelCacheDir(home), unpackedCacheDir(home), editableCacheDir(home)} {
+		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+			t.Errorf("%s after PruneWheelCache(none) holds %d entries, want 0", dir, len(ents))
+		}
 	}
 }

@@ -43,6 +43,11 @@ type Wheel struct {
 	Pad int
 	// Uploaded is the upload time shown in the JSON form; zero: 2020-01-01.
 	Uploaded time.Time
+	// Files are more of the wheel's files by their path in it (with
+	// {info} and {data} standing for its dist-info and .data
+	// directories), for tests of what an installer does with them:
+	// entry points, scripts, data.
+	Files map[string]string
 }
 
 // Index is a running index.
@@ -256,6 +261,15 @@ func Build(w Wheel) (string, []byte, error) {
 		rng := rand.NewChaCha8([32]byte{1})
 		rng.Read(pad)
 		entries = append(entries, entry{dist + "_pad.bin", pad})
+	}
+	names := make([]string, 0, len(w.Files))
+	for n := range w.Files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p := strings.NewReplacer("{info}", strings.TrimSuffix(info, "/"), "{data}", dist+"-"+w.Version+".data").Replace(n)
+		entries = append(entries, entry{p, []byte(w.Files[n])})
 	}
 	entries = append(entries,
 		entry{info + "METADATA", []byte(meta.String())},
