@@ -228,6 +228,8 @@ func TestHarborDockerfile(t *testing.T) {
 			t.Errorf("reward.Grade(patch of %d bytes) = %+v, %v; want resolved %v", len(c.patch), r, err, c.want)
 		}
 	}
+	// An episode through cwm serve sees neither tests/ nor solution/.
+	checkServed(t, ctx, home, k, "pwd; ls /cwm-harbor /tests /solution 2>&1 | grep -c 'No such'", "/app\n3\n")
 	sb, err := rt.New(ctx, sandbox.Config{Base: b.Rootfs(), Env: b.SandboxEnv(nil), Workdir: "/app"})
 	if err != nil {
 		t.Fatal(err)

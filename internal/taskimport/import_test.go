@@ -189,6 +189,7 @@ func TestImport(t *testing.T) {
 		}
 		checkWritten(t, ts)
 		checkEpisode(t, ctx, home, k)
+		checkServed(t, ctx, home, k, "pwd; ls /r2e_tests 2>&1 | wc -l", testbed+"\n1\n")
 	})
 
 	t.Run("swe-smith", func(t *testing.T) {
@@ -200,6 +201,7 @@ func TestImport(t *testing.T) {
 		if k.BugPatch != smith.patch || k.BaseCommit != smith.base || !strings.Contains(k.Patch, "+    return a + b") {
 			t.Errorf("swe-smith task: bug patch %q, base %s (want %s), gold %q; want the row's patch as the bug and its reverse as the fix", k.BugPatch, k.BaseCommit, smith.base, k.Patch)
 		}
+		checkServed(t, ctx, home, k, "pwd", testbed+"\n")
 	})
 
 	t.Run("swe-rebench-v2", func(t *testing.T) {
@@ -211,6 +213,7 @@ func TestImport(t *testing.T) {
 		if k.Imported.Workdir != "/calc" || k.Imported.LogParser != "parse_log_pytest_v2" {
 			t.Errorf("swe-rebench-v2 task: workdir %q, parser %q; want /calc, parse_log_pytest_v2", k.Imported.Workdir, k.Imported.LogParser)
 		}
+		checkServed(t, ctx, home, k, "pwd", "/calc\n")
 	})
 }
 

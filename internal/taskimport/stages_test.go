@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,10 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"cwm/clients/go/envclient"
 	"cwm/internal/agent"
 	"cwm/internal/env"
-	"cwm/internal/envserver"
 	"cwm/internal/episode"
 	"cwm/internal/grade"
 	"cwm/internal/jsonl"
@@ -144,43 +141,7 @@ func checkStages(t *testing.T, ctx context.Context, home string, k task.Task, r 
 	})
 
 	t.Run("serve", func(t *testing.T) {
-		srv, err := envserver.New(envserver.Options{Sandboxes: sbs, Store: store, Tasks: []task.Task{k}, Mapping: reward.Mapping{Kind: "binary"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		sctx, stop := context.WithCancel(ctx)
-		served := make(chan error, 1)
-		go func() { served <- srv.Serve(sctx, ln) }()
-		defer func() {
-			stop()
-			if err := <-served; err != nil {
-				t.Errorf("Serve: %v", err)
-			}
-		}()
-		c := envclient.New(envserver.Addr(ln), "", nil)
-		res, err := c.Create(ctx, map[string]any{"task_id": k.InstanceID})
-		if err != nil {
-			t.Fatalf("Create(%s) = %v", k.InstanceID, err)
-		}
-		var o struct{ Output string }
-		for i, step := range agentReplies(k.Patch)[:3] {
-			name, input, _ := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(step.Content, "<tool: "), "\n</tool>"), ">\n")
-			r, err := c.Step(ctx, res.EpisodeID, map[string]any{"tool": name, "arguments": input})
-			if err != nil {
-				t.Fatalf("step %d (%s): %v", i, name, err)
-			}
-			json.Unmarshal(r.Observation, &o)
-			if i == 0 && !strings.HasPrefix(o.Output, testbed+"\n"+condaBin+"/pytest\n") {
-				t.Errorf("the first command saw %q; want it in %s with %s first on PATH", o.Output, testbed, condaBin)
-			}
-			if i == 2 && (!r.Done || r.Reward == nil || *r.Reward != 1) {
-				t.Errorf("submit of the gold fix: done %v, reward %v (%s); want done with reward 1", r.Done, r.Reward, r.Observation)
-			}
-		}
+		checkServed(t, ctx, home, k, "pwd; command -v pytest", testbed+"\n"+condaBin+"/pytest\n")
 	})
 
 	t.Run("select", func(t *testing.T) {
