@@ -35,8 +35,9 @@ type workflowJob struct {
 	Strategy struct {
 		Matrix yaml.Node `yaml:"matrix"`
 	} `yaml:"strategy"`
-	Env map[string]string `yaml:"env"`
-	If  yaml.Node         `yaml:"if"`
+	Env    map[string]string `yaml:"env"`
+	If     yaml.Node         `yaml:"if"`
+	RunsOn yaml.Node         `yaml:"runs-on"`
 }
 
 // workflowCommands finds the install and test commands of a repository's
@@ -104,7 +105,7 @@ func chooseWorkflowJob(repo, python string) (*workflowJobChoice, error) {
 			ctx := exprContext{matrix: collapseMatrix(&job.Strategy.Matrix, python), inputs: inputs, env: map[string]any{}}
 			addEnv(ctx.env, doc.Env, ctx, python)
 			addEnv(ctx.env, job.Env, ctx, python)
-			if !condition(&job.If, ctx, python) {
+			if !condition(&job.If, ctx, python) || !runsOnLinux(&job.RunsOn, ctx, python) {
 				continue
 			}
 			c := candidate{file: rel, job: name, pythons: matrixPythons(&job.Strategy.Matrix)}
@@ -190,6 +191,37 @@ func chooseWorkflowJob(repo, python string) (*workflowJobChoice, error) {
 		}
 	}
 	return best, nil
+}
+
+// runsOnLinux says whether a job's runs-on (a label, a list of labels,
+// or a group's labels; expressions substituted with the matrix collapsed
+// to its Linux entry) can be a Linux runner: a job that runs only on
+// Windows or macOS installs and tests what a sandbox cannot run (a
+// Windows job's steps are PowerShell or cmd, its packages Windows ones).
+func runsOnLinux(n *yaml.Node, ctx exprContext, python string) bool {
+	var labels []string
+	var walk func(*yaml.Node)
+	walk = func(n *yaml.Node) {
+		switch n.Kind {
+		case yaml.ScalarNode:
+			labels = append(labels, strings.ToLower(substituteExpressions(n.Value, ctx, python)))
+		case yaml.SequenceNode, yaml.MappingNode:
+			for _, c := range n.Content {
+				walk(c)
+			}
+		}
+	}
+	walk(n)
+	other := false
+	for _, l := range labels {
+		switch {
+		case strings.Contains(l, "ubuntu"), strings.Contains(l, "linux"), l == "self-hosted":
+			return true
+		case strings.Contains(l, "windows"), strings.Contains(l, "macos"), strings.HasPrefix(l, "mac-"):
+			other = true
+		}
+	}
+	return !other
 }
 
 // matrixPythons lists the values a matrix gives its keys that name a

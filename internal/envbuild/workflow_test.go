@@ -103,6 +103,30 @@ jobs:
 `},
 			[]string{"pip install -e . <- tox.ini [testenv] (the package)", "pip install -rrequirements-test.txt <- tox.ini [testenv] deps"},
 			"pytest <- .github/workflows/tests.yaml: job tests, step #2 -> tox.ini [testenv] commands"},
+		{"a Windows job named for tests is not the recipe", map[string]string{
+			"pyproject.toml": project,
+			".github/workflows/main.yml": `
+jobs:
+  ubuntu:
+    runs-on: ubuntu-latest
+    steps:
+      - run: python -m pip install .[test]
+      - run: python -m pytest -n auto
+  tests-windows:
+    runs-on: windows-latest
+    steps:
+      - uses: actions/setup-python@v5
+      - run: python -m pip install .[test] pywin32
+      - run: python -m pytest
+  mac:
+    runs-on: [macos-14]
+    steps:
+      - uses: actions/setup-python@v5
+      - run: python -m pip install .[test]
+      - run: python -m pytest tests
+`},
+			[]string{"python -m pip install .[test] <- .github/workflows/main.yml: job ubuntu, step #1"},
+			"python -m pytest -n auto <- .github/workflows/main.yml: job ubuntu, step #2"},
 		{"uv run", map[string]string{
 			"pyproject.toml": project + "[dependency-groups]\ndev = [\"pytest>=8\", \"ruff\", {include-group = \"extra\"}]\nextra = [\"hypothesis\"]\n",
 			".github/workflows/app.yml": `
