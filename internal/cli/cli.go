@@ -68,6 +68,7 @@ var Program = &command.Program{
 		func() command.Command { return &evalSimCmd{} },
 		func() command.Command { return &reportCmd{} },
 		func() command.Command { return &selectCmd{} },
+		func() command.Command { return &searchCmd{} },
 	}),
 }
 
