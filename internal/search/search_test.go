@@ -2,6 +2,7 @@ package search
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"cwm/internal/env"
 	"cwm/internal/env/envtest"
 	"cwm/internal/episode/episodetest"
+	"cwm/internal/golden"
 	"cwm/internal/model"
 	"cwm/internal/model/modeltest"
 	"cwm/internal/sandbox"
@@ -152,6 +154,18 @@ func TestSearchFindsWhatGreedyMisses(t *testing.T) {
 			if s.Nodes != len(res.Tree) || s.ModelCalls > tc.calls || s.Execs > o.BudgetExecs {
 				t.Errorf("summary %+v over a tree of %d nodes breaks its budgets", s, len(res.Tree))
 			}
+			if tc.algo == MCTS && tc.exhausted == "" {
+				// UCB1's path through the tree, visits and means included.
+				var b strings.Builder
+				for _, n := range res.Tree {
+					line, err := json.Marshal(n)
+					if err != nil {
+						t.Fatal(err)
+					}
+					b.Write(append(line, '\n'))
+				}
+				golden.Check(t, "testdata/mcts_tree.jsonl", b.String())
+			}
 			if tc.exhausted != "" {
 				if res.Best.Reward != nil {
 					t.Errorf("best of an exhausted search has reward %v, want none (nothing submitted)", *res.Best.Reward)
@@ -215,4 +229,10 @@ func TestParseValue(t *testing.T) {
 			t.Errorf("parseValue(%q) = %v, %v; want %v, error %v", c.in, got, err, c.want, c.err)
 		}
 	}
+}
+
+// The lines of tree.jsonl and the entries of summary.json, every field set.
+func TestFormats(t *testing.T) {
+	golden.CheckJSON(t, "testdata/node.json", golden.Filled[Node]())
+	golden.CheckJSON(t, "testdata/summary.json", golden.Filled[Summary]())
 }
