@@ -157,7 +157,7 @@ func TestParsePip(t *testing.T) {
 			dropped: []string{"-U", "--user", "flake8"}}, true},
 		{"python setup.py develop", pipPlan{editable: []string{"."}}, true},
 		{"pip install -e.", pipPlan{editable: []string{"."}}, true},
-		{"pip install -i https://pypi.org/simple numpy", pipPlan{reqs: []string{"numpy"}, dropped: []string{"-i", "https://pypi.org/simple"}}, true},
+		{"pip install -i https://index.example/simple numpy", pipPlan{reqs: []string{"numpy"}, dropped: []string{"-i", "https://index.example/simple"}}, true},
 		{"pip list", pipPlan{}, false},
 		{"make install", pipPlan{}, false},
 	}
