@@ -163,11 +163,17 @@ func (rt *Runtime) runDir() (string, error) {
 	if rt.dir != "" {
 		return rt.dir, nil
 	}
-	dir := filepath.Join(rt.run, fmt.Sprintf("p%d-%s", os.Getpid(), randomHex(6)))
-	if err := os.Mkdir(dir, 0o700); err != nil {
+	name := fmt.Sprintf("p%d-%s", os.Getpid(), randomHex(6))
+	dir := filepath.Join(rt.run, name)
+	// The directory is made under a name Reap passes over, locked, and
+	// only then given its name: Reap in another cwm starting at the same
+	// moment (Slurm array tasks sharing a node's home) never sees it
+	// without its lock held, which it would take for a dead owner's.
+	tmp := filepath.Join(rt.run, newRunPrefix+name)
+	if err := os.Mkdir(tmp, 0o700); err != nil {
 		return "", fmt.Errorf("create run directory: %w", err)
 	}
-	lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	lock, err := os.OpenFile(filepath.Join(tmp, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err == nil {
 		// The lock is held for the life of this process: Reap in another
 		// cwm knows this directory is live exactly when it cannot take it.
@@ -176,13 +182,27 @@ func (rt *Runtime) runDir() (string, error) {
 			err = fmt.Errorf("lock run directory: %w", err)
 		}
 	}
+	if err == nil {
+		if err = os.Rename(tmp, dir); err != nil {
+			lock.Close()
+			err = fmt.Errorf("create run directory: %w", err)
+		}
+	}
 	if err != nil {
-		RemoveAll(dir)
+		RemoveAll(tmp)
 		return "", err
 	}
 	rt.dir, rt.lock = dir, lock
 	return dir, nil
 }
+
+// newRunPrefix names a run directory being made (runDir): Reap leaves
+// it to its maker, unless it is older than staleNewRun (its maker died
+// between making and naming it).
+const (
+	newRunPrefix = ".new-"
+	staleNewRun  = time.Hour
+)
 
 // warnUnmapped logs, once per directory, that a read-only directory could
 // not be idmapped (its filesystem does not support it): inside, its files
@@ -533,6 +553,12 @@ func Reap(run string, log *slog.Logger) error {
 	}
 	var first error
 	for _, e := range ents {
+		if e.IsDir() && strings.HasPrefix(e.Name(), newRunPrefix) {
+			if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > staleNewRun {
+				RemoveAll(filepath.Join(run, e.Name()))
+			}
+			continue
+		}
 		if !e.IsDir() || !strings.HasPrefix(e.Name(), "p") {
 			continue
 		}
