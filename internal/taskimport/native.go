@@ -26,7 +26,7 @@ func Instances(path, format string) ([]Instance, *Report, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	rep := &Report{Format: format, File: path, Rows: len(rows), Reasons: map[string]int{}, Images: map[string]string{}}
+	rep := newReport(Options{Format: format}, path, len(rows))
 	seen := map[string]int{}
 	var out []Instance
 	for _, r := range rows {

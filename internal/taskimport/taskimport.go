@@ -180,8 +180,7 @@ func newReport(o Options, path string, rows int) *Report {
 
 // leave records row n (task id) as kept out, and tells o.Progress.
 func (r *Report) leave(o Options, n int, id, class, reason string) {
-	r.Left = append(r.Left, Left{Row: n, InstanceID: id, Class: class, Reason: reason})
-	r.Reasons[class]++
+	r.Leave(n, id, class, reason)
 	if o.Progress != nil {
 		o.Progress(id, class, reason)
 	}
