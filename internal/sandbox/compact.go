@@ -130,3 +130,27 @@ func mergeDir(src, dst int, name string, st *unix.Stat_t) error {
 	}
 	return finishCopy(s, d, int(st.Uid), int(st.Gid), st.Mode&0o7777)
 }
+
+// ApplyLayer lays the layer directory src (a Snapshot of an upper layer)
+// over the layer directory dst as overlayfs would show src over it, so
+// that dst then stands for both: an entry of src replaces dst's (a
+// whiteout stays one, hiding what lies below dst), a directory that is
+// not opaque merges, one that replaces anything else becomes opaque.
+// Files of dst are never written through: a replaced entry is removed
+// first, so dst may be a hard-linked copy of another layer.
+func ApplyLayer(src, dst string) error {
+	s, err := unix.Open(src, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open layer %s: %w", src, err)
+	}
+	defer unix.Close(s)
+	d, err := unix.Open(dst, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open layer %s: %w", dst, err)
+	}
+	defer unix.Close(d)
+	if err := applyLayer(s, d); err != nil {
+		return fmt.Errorf("lay %s over %s: %w", src, dst, err)
+	}
+	return nil
+}
