@@ -5,16 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
+	"strings"
 
 	"cwm/internal/agent"
 	"cwm/internal/command"
 	"cwm/internal/env"
-	"cwm/internal/jsonl"
 	"cwm/internal/model"
 	"cwm/internal/search"
 	"cwm/internal/task"
-	"cwm/internal/trajectory"
 )
 
 type searchCmd struct {
@@ -58,7 +56,9 @@ Writes DIR/trajectories.jsonl (the best path per task, forage's
 trajectory schema), DIR/tree.jsonl (every node: id, parent, depth, seed,
 action, observation excerpt, value, visits, reward) and DIR/summary.json
 (per task: nodes, depth, model calls, real executions, the budget that
-ran out). The files are rewritten on each run. See docs/sim.md, "Search".
+ran out). Each task's lines are written when it finishes; a task whose
+search fails is recorded with its error in summary.json, the others go
+on, and the run exits 1 naming it. See docs/sim.md, "Search".
 
 Example:
   cwm search --tasks tasks.jsonl --model Qwen/Qwen3-32B --base-url http://localhost:8000/v1 \
@@ -123,57 +123,54 @@ func (c *searchCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	if len(tasks) == 0 {
 		return fmt.Errorf("no tasks in %s", c.tasks)
 	}
-	store := env.NewStore(e.Home)
-	envs := make([]*env.Env, len(tasks))
-	for i, t := range tasks {
-		if envs[i], err = store.Resolve(t.EnvID); err != nil {
-			return fmt.Errorf("task %s: %w", t.InstanceID, err)
-		}
+	out, err := search.Create(c.out)
+	if err != nil {
+		return err
 	}
-	if err := os.MkdirAll(c.out, 0o755); err != nil {
-		return fmt.Errorf("make the output directory: %w", err)
-	}
+	defer out.Close()
 	sbs, closeRT, err := openSandboxes(e, 0)
 	if err != nil {
 		return err
 	}
 	defer closeRT()
 	o.Sandboxes = sbs
-	var best []*trajectory.Trajectory
-	var tree []search.Node
-	var sums []search.Summary
+	store := env.NewStore(e.Home)
 	for i := range tasks {
-		res, err := search.Run(ctx, &o, &tasks[i], envs[i])
+		t := &tasks[i]
+		res, err := searchTask(ctx, &o, store, t)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		if err != nil {
+			fmt.Fprintf(e.Stderr, "cwm search: %s: %v\n", t.InstanceID, err)
+			if err := out.Fail(t.InstanceID, o.Algo, err); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := out.Add(res); err != nil {
 			return err
 		}
-		best, tree, sums = append(best, res.Best), append(tree, res.Tree...), append(sums, res.Summary)
 		if res.Summary.Exhausted != "" {
 			fmt.Fprintf(e.Stderr, "cwm search: %s: the %s budget ran out; kept the best of %d nodes\n",
-				tasks[i].InstanceID, res.Summary.Exhausted, res.Summary.Nodes)
+				t.InstanceID, res.Summary.Exhausted, res.Summary.Nodes)
 		}
 	}
-	if err := jsonl.ReplaceWith(filepath.Join(c.out, "trajectories.jsonl"), best); err != nil {
-		return fmt.Errorf("write the best trajectories: %w", err)
+	if err := out.Close(); err != nil {
+		return err
 	}
-	if err := jsonl.ReplaceWith(filepath.Join(c.out, "tree.jsonl"), tree); err != nil {
-		return fmt.Errorf("write the search tree: %w", err)
-	}
-	f, err := os.Create(filepath.Join(c.out, "summary.json"))
-	if err != nil {
-		return fmt.Errorf("write the search summary: %w", err)
-	}
-	defer f.Close()
-	if err := writeJSON(f, sums); err != nil {
-		return fmt.Errorf("write the search summary: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write the search summary: %w", err)
-	}
+	sums := out.Summaries()
 	if c.json {
-		return writeJSON(e.Stdout, sums)
+		if err := writeJSON(e.Stdout, sums); err != nil {
+			return err
+		}
+		return failedTasks(out.Failed(), len(sums))
 	}
 	for _, s := range sums {
+		if s.Error != "" {
+			fmt.Fprintf(e.Stdout, "%s  %s  failed: %s\n", s.TaskID, s.Algo, s.Error)
+			continue
+		}
 		r := "none"
 		if s.BestReward != nil {
 			r = fmt.Sprint(*s.BestReward)
@@ -181,5 +178,25 @@ func (c *searchCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		fmt.Fprintf(e.Stdout, "%s  %s  nodes %d  depth %d  model calls %d  real executions %d  best reward %s\n",
 			s.TaskID, s.Algo, s.Nodes, s.MaxDepth, s.ModelCalls, s.Execs, r)
 	}
-	return nil
+	return failedTasks(out.Failed(), len(sums))
+}
+
+// searchTask searches one task, its environment resolved first: an
+// environment missing is that task's failure, not the run's.
+func searchTask(ctx context.Context, o *search.Options, store *env.Store, t *task.Task) (*search.Result, error) {
+	en, err := store.Resolve(t.EnvID)
+	if err != nil {
+		return nil, err
+	}
+	return search.Run(ctx, o, t, en)
+}
+
+// failedTasks is the run's error when tasks failed: the searched ones
+// are written, these are in summary.json with their errors.
+func failedTasks(ids []string, n int) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the search of %d of %d tasks failed (%s; their errors are in %s); the others are written",
+		len(ids), n, strings.Join(ids, ", "), search.SummaryFile)
 }

@@ -73,6 +73,9 @@ type Summary struct {
 	BestNode   int      `json:"best_node"`
 	BestReward *float64 `json:"best_reward"`
 	Seconds    float64  `json:"seconds"`
+	// Error is why the task's search failed (the other numbers are then
+	// zero and nothing of it is in the other files); empty when it ran.
+	Error string `json:"error,omitempty"`
 }
 
 // Result is one task's search: its best trajectory, its tree, its summary.
@@ -255,9 +258,6 @@ func (r *run) act(ctx context.Context, parent, c *node, calls []agent.Call, turn
 	if c.ckpt, err = ep.Checkpoint(ctx); err != nil {
 		return fmt.Errorf("checkpoint node %d's child: %w", parent.ID, err)
 	}
-	// Diff stages every change (git add -A), which the agent would see in
-	// git status and git diff: it runs after the checkpoint, on the
-	// branch's upper layer that Close throws away.
 	if c.diff, err = ep.Diff(ctx); err != nil {
 		c.ckpt.Release()
 		return fmt.Errorf("diff at node %d's child: %w", parent.ID, err)
