@@ -26,6 +26,7 @@ type searchCmd struct {
 	budgetCalls        int
 	budgetExecs        int
 	limits             agent.Limits
+	sim                simFlags
 	json               bool
 }
 
@@ -51,6 +52,12 @@ and backpropagates the child's value. Both stop at a resolved patch.
 --budget-calls bounds model calls (policy and value) and --budget-execs
 real executions (tool runs and gradings) per task: a search that runs out
 ends with the best it has, and its summary says which budget.
+
+With --backend sim, the commands that execute code are answered by the
+world model --sim-model at --sim-base-url, as in cwm forage (the same
+flags: --real-every corrects every Nth by a real run, --sim-reward grades
+submissions by a reward model, flagged predicted); file actions and the
+grading run for real. The summary counts the executions avoided.
 
 Writes DIR/trajectories.jsonl (the best path per task, forage's
 trajectory schema), DIR/tree.jsonl (every node: id, parent, depth, seed,
@@ -80,6 +87,7 @@ func (c *searchCmd) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.budgetCalls, "budget-calls", 200, "model calls (policy and value) per task")
 	fs.IntVar(&c.budgetExecs, "budget-execs", 200, "real executions (tool runs and gradings) per task")
 	fs.DurationVar(&c.limits.CommandTimeout, "command-timeout", agent.DefaultLimits.CommandTimeout, "limit of one bash command")
+	c.sim.register(fs)
 	fs.BoolVar(&c.json, "json", false, "print the summary as JSON")
 }
 
@@ -95,6 +103,14 @@ func (c *searchCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	if err := o.Validate(); err != nil {
 		return command.Usagef("%v", err)
 	}
+	simOpts, isSim, err := c.sim.options()
+	if err != nil {
+		return err
+	}
+	if !isSim && simOpts != nil && !simOpts.RecordOnly {
+		simOpts = nil // a world model named for nothing: the real backend
+	}
+	o.Sim = simOpts
 	proto, err := agent.NewProtocol(c.protocol, c.toolRole)
 	if err != nil {
 		return err
@@ -175,8 +191,12 @@ func (c *searchCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		if s.BestReward != nil {
 			r = fmt.Sprint(*s.BestReward)
 		}
-		fmt.Fprintf(e.Stdout, "%s  %s  nodes %d  depth %d  model calls %d  real executions %d  best reward %s\n",
-			s.TaskID, s.Algo, s.Nodes, s.MaxDepth, s.ModelCalls, s.Execs, r)
+		avoided := ""
+		if o.Sim != nil && !o.Sim.RecordOnly {
+			avoided = fmt.Sprintf("  executions avoided %d", s.ExecsAvoided)
+		}
+		fmt.Fprintf(e.Stdout, "%s  %s  nodes %d  depth %d  model calls %d  real executions %d%s  best reward %s\n",
+			s.TaskID, s.Algo, s.Nodes, s.MaxDepth, s.ModelCalls, s.Execs, avoided, r)
 	}
 	return failedTasks(out.Failed(), len(sums))
 }

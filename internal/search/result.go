@@ -3,6 +3,7 @@ package search
 import (
 	"time"
 
+	"cwm/internal/sim"
 	"cwm/internal/trajectory"
 )
 
@@ -38,7 +39,16 @@ func (r *run) result() *Result {
 		tr.Cost += c.Cost
 		tr.ModelSeconds += c.Seconds
 	}
-	if best.Reward != nil {
+	if r.o.Sim != nil {
+		tr.Sim = sim.Summarize(r.o.Sim.Summary(), tr.Steps)
+		tr.Sim.Statement = r.task.ProblemStatement
+	}
+	switch {
+	case best.RewardPredicted:
+		// Not graded for real: the trajectory's reward stays null until
+		// cwm reward fills it, as forage's --sim-reward leaves it.
+		tr.Sim.PredictedReward = best.Reward
+	case best.Reward != nil:
 		tr.SetGrade(trajectory.Grade{Reward: best.Reward, Resolved: best.resolved})
 	}
 	r.sum.BestNode, r.sum.BestReward, r.sum.Nodes = best.ID, best.Reward, len(r.nodes)
