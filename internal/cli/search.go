@@ -25,6 +25,7 @@ type searchCmd struct {
 	width, depth       int
 	budgetCalls        int
 	budgetExecs        int
+	rollout            int
 	limits             agent.Limits
 	sim                simFlags
 	json               bool
@@ -48,7 +49,10 @@ statement, the diff and the last observation.
 --algo beam samples --width replies from each kept state and keeps the
 --width best children, for --depth replies. --algo mcts descends by UCB1,
 expands one new sample at a time (--width children at most per node),
-and backpropagates the child's value. Both stop at a resolved patch.
+and backpropagates the child's value; with --rollout N the child is
+evaluated by playing the policy on from it for up to N replies on a
+branch (graded if it submits, else the value model's estimate of where
+it ended). Both stop at a resolved patch.
 --budget-calls bounds model calls (policy and value) and --budget-execs
 real executions (tool runs and gradings) per task: a search that runs out
 ends with the best it has, and its summary says which budget.
@@ -86,6 +90,7 @@ func (c *searchCmd) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.depth, "depth", 20, "policy replies on a path at most")
 	fs.IntVar(&c.budgetCalls, "budget-calls", 200, "model calls (policy and value) per task")
 	fs.IntVar(&c.budgetExecs, "budget-execs", 200, "real executions (tool runs and gradings) per task")
+	fs.IntVar(&c.rollout, "rollout", 0, "MCTS: evaluate a new child by playing the policy on for up to `N` replies (0: the value model at once)")
 	fs.DurationVar(&c.limits.CommandTimeout, "command-timeout", agent.DefaultLimits.CommandTimeout, "limit of one bash command")
 	c.sim.register(fs)
 	fs.BoolVar(&c.json, "json", false, "print the summary as JSON")
@@ -99,7 +104,7 @@ func (c *searchCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		return command.Usagef("--tasks, --out, --model, --base-url and --algo are required")
 	}
 	o := search.Options{Algo: c.algo, Width: c.width, Depth: c.depth, BudgetCalls: c.budgetCalls,
-		BudgetExecs: c.budgetExecs, Limits: c.limits}
+		BudgetExecs: c.budgetExecs, Rollout: c.rollout, Limits: c.limits}
 	if err := o.Validate(); err != nil {
 		return command.Usagef("%v", err)
 	}

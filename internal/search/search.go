@@ -43,6 +43,9 @@ type Options struct {
 	Limits agent.Limits
 	// UCB is MCTS's exploration constant (0: sqrt 2).
 	UCB float64
+	// Rollout, when positive, evaluates MCTS's new child by playing the
+	// policy on from it for up to Rollout more replies (rollout.go).
+	Rollout int
 	// Sim, when set, runs the episodes on the sim backend: the commands
 	// that execute code are answered by its world model, corrected every
 	// RealEvery; with its Reward, submissions are graded by the reward
@@ -59,6 +62,10 @@ func (o *Options) Validate() error {
 		return errkind.Errorf(errkind.Input, "search width %d and depth %d must be at least 1", o.Width, o.Depth)
 	case o.BudgetCalls < 1 || o.BudgetExecs < 1:
 		return errkind.Errorf(errkind.Input, "search budgets (%d model calls, %d executions) must be at least 1", o.BudgetCalls, o.BudgetExecs)
+	case o.Rollout < 0:
+		return errkind.Errorf(errkind.Input, "search rollout %d: want 0 (none) or more replies", o.Rollout)
+	case o.Rollout > 0 && o.Algo != MCTS:
+		return errkind.Errorf(errkind.Input, "a rollout (%d replies) is for --algo mcts, not %s", o.Rollout, o.Algo)
 	}
 	return nil
 }
@@ -222,7 +229,11 @@ func (r *run) expand(ctx context.Context, parent *node, seed int64) (*node, erro
 	} else if err := r.act(ctx, parent, c, calls); err != nil {
 		return nil, err
 	}
-	if err := r.evaluate(ctx, c); err != nil {
+	eval := r.evaluate
+	if r.o.Rollout > 0 && !c.terminal(r.o.Depth) {
+		eval = r.rollout
+	}
+	if err := eval(ctx, c); err != nil {
 		if !c.sharedCkpt {
 			c.ckpt.Release()
 		}

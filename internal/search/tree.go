@@ -33,6 +33,12 @@ type Node struct {
 	// RewardPredicted is set when Reward is the reward model's
 	// (--sim-reward), not a real grading's.
 	RewardPredicted bool `json:"reward_predicted,omitempty"`
+	// Rollout is how many replies the policy played on from this node to
+	// evaluate it (MCTS --rollout); RolloutReward the reward of the patch
+	// the rollout submitted (nil: it submitted none, and Value is the
+	// value model's estimate of where it ended).
+	Rollout       int      `json:"rollout,omitempty"`
+	RolloutReward *float64 `json:"rollout_reward,omitempty"`
 	// ValueError says why the value model's reply gave no number (the
 	// value is then 0).
 	ValueError string `json:"value_error,omitempty"`
@@ -65,6 +71,10 @@ type node struct {
 	turns int
 	// sim is the sim backend's history at this state (nil: real backend).
 	sim *sim.Backend
+	// rollout is the end of the rollout that evaluated this node when it
+	// submitted a patch (a candidate for the search's answer); rolloutOf
+	// is, on such an end, the node it evaluated.
+	rollout, rolloutOf *node
 }
 
 // child is a new state after n, to be filled by the reply of seed seed:
