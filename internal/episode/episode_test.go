@@ -71,8 +71,8 @@ func TestStartAndDiff(t *testing.T) {
 	}
 	// Diff leaves the index as the agent made it: the edit unstaged, the
 	// file the agent added staged.
-	if got := bash(t, ep, "git status --porcelain; git diff --cached --name-only"); got != " M calc.py\nA  new.txt\nnew.txt" {
-		t.Errorf("git status and the staged names after Diff = %q, want the edit unstaged and new.txt staged", got)
+	if got := bash(t, ep, "git status --porcelain; git diff --cached --name-only; ls .git | grep -c cwm-diff-index"); got != " M calc.py\nA  new.txt\nnew.txt\n0" {
+		t.Errorf("git status, the staged names and the index copies left after Diff = %q, want the edit unstaged, new.txt staged, no copy", got)
 	}
 	if ep.Task().InstanceID != "calc-1" || ep.RepoRoot() != "/repo" || len(ep.Base()) != 40 {
 		t.Errorf("Task, RepoRoot, Base = %s, %s, %q", ep.Task().InstanceID, ep.RepoRoot(), ep.Base())

@@ -129,17 +129,18 @@ func prepareRepo(ctx context.Context, sb *sandbox.Sandbox, repo, bugPatch string
 const maxPatchBytes = 32 << 20
 
 // diffScript stages every change in a copy of the index (GIT_INDEX_FILE,
-// removed on exit) and diffs it against base: new files are included, and
-// the repository's own index, which the agent sees in git status and git
-// diff --cached, is left as the agent made it. The copy starts from the
-// real index so that git add only rehashes what changed, keeping its
-// modification time (cp -p): git trusts an entry's cached stat only when
-// the file is older than the index, and a fresh copy would hide an edit
-// of the same size made in the second the index was written. A
-// repository without an index starts from none (an empty file is not an
-// index).
+// beside the real one in the git directory, which git add needs writable
+// anyway, and removed on exit) and diffs it against base: new files are
+// included, and the repository's own index, which the agent sees in git
+// status and git diff --cached, is left as the agent made it. The copy
+// starts from the real index so that git add only rehashes what changed,
+// keeping its modification time (cp -p): git trusts an entry's cached
+// stat only when the file is older than the index, and a fresh copy would
+// hide an edit of the same size made in the second the index was
+// written. A repository without an index starts from none (an empty file
+// is not an index).
 const diffScript = `cd "$1" || exit
-idx=$(mktemp) || exit
+idx=$(git rev-parse --absolute-git-dir)/cwm-diff-index.$$ || exit
 trap 'rm -f "$idx"' EXIT
 cp -p "$(git rev-parse --git-path index)" "$idx" 2>/dev/null || rm -f "$idx"
 GIT_INDEX_FILE=$idx git add -A >/dev/null && GIT_INDEX_FILE=$idx git diff --cached "$2"`
