@@ -44,6 +44,8 @@ func worldModels(r *modeltest.Request) modeltest.Reply {
 		v = map[string]any{"resolved": true, "reward": 1}
 	case r.Model == "reward":
 		v = map[string]any{"resolved": false, "reward": 0}
+	case r.Model == "wrong":
+		v = trajectory.Execution{Stdout: "7\n"}
 	case fixed:
 		v = trajectory.Execution{Stdout: "5\n"}
 	default:
@@ -55,9 +57,10 @@ func worldModels(r *modeltest.Request) modeltest.Reply {
 
 // On the sim backend the search finds the fix as on the real one, the
 // runs of the code answered by the world model (executions avoided); a
-// correction at every command runs each for real too, and agrees; with
-// the reward model no grading runs and the best reward is flagged
-// predicted.
+// correction at every command runs each for real too, and agrees (and,
+// against a world model always wrong, disagrees every time, the real
+// output shown); with the reward model no grading runs and the best
+// reward is flagged predicted.
 func TestSearchOnSimBackend(t *testing.T) {
 	h := newHarness(t)
 	srv, err := modeltest.Start(worldModels, true)
@@ -67,6 +70,11 @@ func TestSearchOnSimBackend(t *testing.T) {
 	t.Cleanup(srv.Close)
 	cfg := sim.WorldModelConfig{BaseURL: srv.URL, Model: "world", Timeout: time.Minute, Attempts: 2}
 	wm, err := sim.NewWorldModel(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Model = "wrong"
+	wrong, err := sim.NewWorldModel(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,12 +94,16 @@ func TestSearchOnSimBackend(t *testing.T) {
 	}
 	cases := []struct {
 		name      string
-		sim       sim.Options
-		predicted bool
+		sim         sim.Options
+		predicted   bool
+		divergences int
 	}{
 		{name: "simulated", sim: sim.Options{World: wm}},
 		{name: "corrected", sim: sim.Options{World: wm, RealEvery: 1}},
 		{name: "reward model", sim: sim.Options{World: wm, Reward: rm}, predicted: true},
+		// A world model always wrong, corrected at every command with the
+		// real output shown: every pair diverges.
+		{name: "wrong, corrected", sim: sim.Options{World: wrong, RealEvery: 1, Observe: sim.ObserveReal}, divergences: 4},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,8 +123,8 @@ func TestSearchOnSimBackend(t *testing.T) {
 			if tc.sim.RealEvery == 1 {
 				avoided = 0
 			}
-			if s.ExecsAvoided != avoided || s.WorldModelCalls != runs || s.Divergences != 0 {
-				t.Errorf("summary %+v: want %d executions avoided of %d world-model calls, no divergence", s, avoided, runs)
+			if s.ExecsAvoided != avoided || s.WorldModelCalls != runs || s.Divergences != tc.divergences {
+				t.Errorf("summary %+v: want %d executions avoided of %d world-model calls, %d divergences", s, avoided, runs, tc.divergences)
 			}
 			var step *trajectory.Step
 			for i := range res.Best.Steps {
@@ -121,13 +133,14 @@ func TestSearchOnSimBackend(t *testing.T) {
 				}
 			}
 			if step == nil || step.Sim == nil || step.Sim.Predicted == nil || step.Observation != "5" {
-				t.Fatalf("best path's run of the code: %+v, want the world model's 5", step)
+				t.Fatalf("best path's run of the code: %+v, want a prediction and 5 shown", step)
 			}
 			if (step.Sim.Real != nil) != (tc.sim.RealEvery == 1) || step.Sim.Real != nil && step.Sim.Real.Stdout != "5" {
 				t.Errorf("its real run %+v, want one (printing 5) only when corrected", step.Sim.Real)
 			}
-			if res.Best.Sim == nil || res.Best.Sim.Backend != "sim" || res.Best.Sim.Simulated != 1 {
-				t.Errorf("best trajectory's sim summary %+v, want the sim backend, one simulated command", res.Best.Sim)
+			if simulated := 1 - tc.divergences/4; res.Best.Sim == nil || res.Best.Sim.Backend != "sim" || res.Best.Sim.Simulated != simulated ||
+				res.Best.Sim.Divergences != tc.divergences/4 {
+				t.Errorf("best trajectory's sim summary %+v, want the sim backend, %d simulated command shown", res.Best.Sim, simulated)
 			}
 			if tc.predicted {
 				if s.Gradings != 0 || s.RewardCalls < 1 || res.Best.Reward != nil ||
