@@ -219,7 +219,7 @@ func TestReportCommand(t *testing.T) {
 	if b, err := os.ReadFile(out); err != nil || !strings.Contains(string(b), "100.0%") || !strings.Contains(string(b), "<title>T</title>") {
 		t.Errorf("report: %v", err)
 	}
-	if code, _, errs := runCLI(t, "", "report", "--out", out); code != 2 || !strings.Contains(errs, "--out and at least one file are required") {
+	if code, _, errs := runCLI(t, "", "report", "--out", out); code != 2 || !strings.Contains(errs, "at least one file or search directory is required") {
 		t.Errorf("no files: %d %s", code, errs)
 	}
 	if code, _, errs := runCLI(t, "", "report", "--out", out, bad); code != 1 || !strings.Contains(errs, "bad.jsonl:1: not an output of cwm") {

@@ -5,16 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
+	"strings"
 
 	"cwm/internal/agent"
 	"cwm/internal/command"
 	"cwm/internal/env"
-	"cwm/internal/jsonl"
 	"cwm/internal/model"
 	"cwm/internal/search"
 	"cwm/internal/task"
-	"cwm/internal/trajectory"
 )
 
 type searchCmd struct {
@@ -27,7 +25,9 @@ type searchCmd struct {
 	width, depth       int
 	budgetCalls        int
 	budgetExecs        int
+	rollout            int
 	limits             agent.Limits
+	sim                simFlags
 	json               bool
 }
 
@@ -49,16 +49,27 @@ statement, the diff and the last observation.
 --algo beam samples --width replies from each kept state and keeps the
 --width best children, for --depth replies. --algo mcts descends by UCB1,
 expands one new sample at a time (--width children at most per node),
-and backpropagates the child's value. Both stop at a resolved patch.
+and backpropagates the child's value; with --rollout N the child is
+evaluated by playing the policy on from it for up to N replies on a
+branch (graded if it submits, else the value model's estimate of where
+it ended). Both stop at a resolved patch.
 --budget-calls bounds model calls (policy and value) and --budget-execs
 real executions (tool runs and gradings) per task: a search that runs out
 ends with the best it has, and its summary says which budget.
+
+With --backend sim, the commands that execute code are answered by the
+world model --sim-model at --sim-base-url, as in cwm forage (the same
+flags: --real-every corrects every Nth by a real run, --sim-reward grades
+submissions by a reward model, flagged predicted); file actions and the
+grading run for real. The summary counts the executions avoided.
 
 Writes DIR/trajectories.jsonl (the best path per task, forage's
 trajectory schema), DIR/tree.jsonl (every node: id, parent, depth, seed,
 action, observation excerpt, value, visits, reward) and DIR/summary.json
 (per task: nodes, depth, model calls, real executions, the budget that
-ran out). The files are rewritten on each run. See docs/sim.md, "Search".
+ran out). Each task's lines are written when it finishes; a task whose
+search fails is recorded with its error in summary.json, the others go
+on, and the run exits 1 naming it. See docs/sim.md, "Search".
 
 Example:
   cwm search --tasks tasks.jsonl --model Qwen/Qwen3-32B --base-url http://localhost:8000/v1 \
@@ -79,7 +90,9 @@ func (c *searchCmd) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.depth, "depth", 20, "policy replies on a path at most")
 	fs.IntVar(&c.budgetCalls, "budget-calls", 200, "model calls (policy and value) per task")
 	fs.IntVar(&c.budgetExecs, "budget-execs", 200, "real executions (tool runs and gradings) per task")
+	fs.IntVar(&c.rollout, "rollout", 0, "MCTS: evaluate a new child by playing the policy on for up to `N` replies (0: the value model at once)")
 	fs.DurationVar(&c.limits.CommandTimeout, "command-timeout", agent.DefaultLimits.CommandTimeout, "limit of one bash command")
+	c.sim.register(fs)
 	fs.BoolVar(&c.json, "json", false, "print the summary as JSON")
 }
 
@@ -91,10 +104,18 @@ func (c *searchCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 		return command.Usagef("--tasks, --out, --model, --base-url and --algo are required")
 	}
 	o := search.Options{Algo: c.algo, Width: c.width, Depth: c.depth, BudgetCalls: c.budgetCalls,
-		BudgetExecs: c.budgetExecs, Limits: c.limits}
+		BudgetExecs: c.budgetExecs, Rollout: c.rollout, Limits: c.limits}
 	if err := o.Validate(); err != nil {
 		return command.Usagef("%v", err)
 	}
+	simOpts, isSim, err := c.sim.options()
+	if err != nil {
+		return err
+	}
+	if !isSim && simOpts != nil && !simOpts.RecordOnly {
+		simOpts = nil // a world model named for nothing: the real backend
+	}
+	o.Sim = simOpts
 	proto, err := agent.NewProtocol(c.protocol, c.toolRole)
 	if err != nil {
 		return err
@@ -123,63 +144,84 @@ func (c *searchCmd) Run(ctx context.Context, e *command.Env, args []string) erro
 	if len(tasks) == 0 {
 		return fmt.Errorf("no tasks in %s", c.tasks)
 	}
-	store := env.NewStore(e.Home)
-	envs := make([]*env.Env, len(tasks))
-	for i, t := range tasks {
-		if envs[i], err = store.Resolve(t.EnvID); err != nil {
-			return fmt.Errorf("task %s: %w", t.InstanceID, err)
-		}
+	out, err := search.Create(c.out)
+	if err != nil {
+		return err
 	}
-	if err := os.MkdirAll(c.out, 0o755); err != nil {
-		return fmt.Errorf("make the output directory: %w", err)
-	}
+	defer out.Close()
 	sbs, closeRT, err := openSandboxes(e, 0)
 	if err != nil {
 		return err
 	}
 	defer closeRT()
 	o.Sandboxes = sbs
-	var best []*trajectory.Trajectory
-	var tree []search.Node
-	var sums []search.Summary
+	store := env.NewStore(e.Home)
 	for i := range tasks {
-		res, err := search.Run(ctx, &o, &tasks[i], envs[i])
+		t := &tasks[i]
+		res, err := searchTask(ctx, &o, store, t)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		if err != nil {
+			fmt.Fprintf(e.Stderr, "cwm search: %s: %v\n", t.InstanceID, err)
+			if err := out.Fail(t.InstanceID, o.Algo, err); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := out.Add(res); err != nil {
 			return err
 		}
-		best, tree, sums = append(best, res.Best), append(tree, res.Tree...), append(sums, res.Summary)
 		if res.Summary.Exhausted != "" {
 			fmt.Fprintf(e.Stderr, "cwm search: %s: the %s budget ran out; kept the best of %d nodes\n",
-				tasks[i].InstanceID, res.Summary.Exhausted, res.Summary.Nodes)
+				t.InstanceID, res.Summary.Exhausted, res.Summary.Nodes)
 		}
 	}
-	if err := jsonl.ReplaceWith(filepath.Join(c.out, "trajectories.jsonl"), best); err != nil {
-		return fmt.Errorf("write the best trajectories: %w", err)
+	if err := out.Close(); err != nil {
+		return err
 	}
-	if err := jsonl.ReplaceWith(filepath.Join(c.out, "tree.jsonl"), tree); err != nil {
-		return fmt.Errorf("write the search tree: %w", err)
-	}
-	f, err := os.Create(filepath.Join(c.out, "summary.json"))
-	if err != nil {
-		return fmt.Errorf("write the search summary: %w", err)
-	}
-	defer f.Close()
-	if err := writeJSON(f, sums); err != nil {
-		return fmt.Errorf("write the search summary: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write the search summary: %w", err)
-	}
+	sums := out.Summaries()
 	if c.json {
-		return writeJSON(e.Stdout, sums)
+		if err := writeJSON(e.Stdout, sums); err != nil {
+			return err
+		}
+		return failedTasks(out.Failed(), len(sums))
 	}
 	for _, s := range sums {
+		if s.Error != "" {
+			fmt.Fprintf(e.Stdout, "%s  %s  failed: %s\n", s.TaskID, s.Algo, s.Error)
+			continue
+		}
 		r := "none"
 		if s.BestReward != nil {
 			r = fmt.Sprint(*s.BestReward)
 		}
-		fmt.Fprintf(e.Stdout, "%s  %s  nodes %d  depth %d  model calls %d  real executions %d  best reward %s\n",
-			s.TaskID, s.Algo, s.Nodes, s.MaxDepth, s.ModelCalls, s.Execs, r)
+		avoided := ""
+		if o.Sim != nil && !o.Sim.RecordOnly {
+			avoided = fmt.Sprintf("  executions avoided %d", s.ExecsAvoided)
+		}
+		fmt.Fprintf(e.Stdout, "%s  %s  nodes %d  depth %d  model calls %d  real executions %d%s  best reward %s\n",
+			s.TaskID, s.Algo, s.Nodes, s.MaxDepth, s.ModelCalls, s.Execs, avoided, r)
 	}
-	return nil
+	return failedTasks(out.Failed(), len(sums))
+}
+
+// searchTask searches one task, its environment resolved first: an
+// environment missing is that task's failure, not the run's.
+func searchTask(ctx context.Context, o *search.Options, store *env.Store, t *task.Task) (*search.Result, error) {
+	en, err := store.Resolve(t.EnvID)
+	if err != nil {
+		return nil, err
+	}
+	return search.Run(ctx, o, t, en)
+}
+
+// failedTasks is the run's error when tasks failed: the searched ones
+// are written, these are in summary.json with their errors.
+func failedTasks(ids []string, n int) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the search of %d of %d tasks failed (%s; their errors are in %s); the others are written",
+		len(ids), n, strings.Join(ids, ", "), search.SummaryFile)
 }

@@ -46,7 +46,8 @@ func bash(t *testing.T, ep *Episode, cmd string) string {
 }
 
 // An episode starts with the bug in a clean tree whose only commit holds
-// it, in the repository; its diff is what the tools changed since.
+// it, in the repository; its diff is what the tools changed since, taken
+// without touching the index.
 func TestStartAndDiff(t *testing.T) {
 	ctx := context.Background()
 	ep := startCalc(t)
@@ -63,9 +64,15 @@ func TestStartAndDiff(t *testing.T) {
 	if _, err := ep.Create(ctx, "new.txt", "hello\n"); err != nil {
 		t.Fatal(err)
 	}
+	bash(t, ep, "git add new.txt")
 	d, err := ep.Diff(ctx)
 	if err != nil || !strings.Contains(d, "+    return a + b") || !strings.Contains(d, "b/new.txt") {
 		t.Errorf("Diff after the fix = %q, %v; want the fix and the new file", d, err)
+	}
+	// Diff leaves the index as the agent made it: the edit unstaged, the
+	// file the agent added staged.
+	if got := bash(t, ep, "git status --porcelain; git diff --cached --name-only; ls .git | grep -c cwm-diff-index"); got != " M calc.py\nA  new.txt\nnew.txt\n0" {
+		t.Errorf("git status, the staged names and the index copies left after Diff = %q, want the edit unstaged, new.txt staged, no copy", got)
 	}
 	if ep.Task().InstanceID != "calc-1" || ep.RepoRoot() != "/repo" || len(ep.Base()) != 40 {
 		t.Errorf("Task, RepoRoot, Base = %s, %s, %q", ep.Task().InstanceID, ep.RepoRoot(), ep.Base())

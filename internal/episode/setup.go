@@ -128,11 +128,29 @@ func prepareRepo(ctx context.Context, sb *sandbox.Sandbox, repo, bugPatch string
 // maxPatchBytes bounds the final diff kept in a trajectory.
 const maxPatchBytes = 32 << 20
 
+// diffScript stages every change in a copy of the index (GIT_INDEX_FILE,
+// beside the real one in the git directory, which git add needs writable
+// anyway, and removed on exit) and diffs it against base: new files are
+// included, and the repository's own index, which the agent sees in git
+// status and git diff --cached, is left as the agent made it. The copy
+// starts from the real index so that git add only rehashes what changed,
+// keeping its modification time (cp -p): git trusts an entry's cached
+// stat only when the file is older than the index, and a fresh copy would
+// hide an edit of the same size made in the second the index was
+// written. A repository without an index starts from none (an empty file
+// is not an index).
+const diffScript = `cd "$1" || exit
+idx=$(git rev-parse --absolute-git-dir)/cwm-diff-index.$$ || exit
+trap 'rm -f "$idx"' EXIT
+cp -p "$(git rev-parse --git-path index)" "$idx" 2>/dev/null || rm -f "$idx"
+GIT_INDEX_FILE=$idx git add -A >/dev/null && GIT_INDEX_FILE=$idx git diff --cached "$2"`
+
 // finalDiff is the repository's change since base, new files included: it
-// is what the agent did, whether or not it submitted.
+// is what the agent did, whether or not it submitted. It changes nothing
+// in the repository (diffScript).
 func finalDiff(ctx context.Context, sb *sandbox.Sandbox, repo, base string, timeout time.Duration) (string, error) {
 	r, err := sb.Exec(ctx, sandbox.Cmd{
-		Args:    []string{"/bin/bash", "-c", `cd "$1" && git add -A >/dev/null && git diff --cached "$2"`, "diff", repo, base},
+		Args:    []string{"/bin/bash", "-c", diffScript, "diff", repo, base},
 		Timeout: timeout, Capture: maxPatchBytes + 1,
 	})
 	if err != nil {

@@ -94,6 +94,7 @@ type Report struct {
 	Traj   []TrajSection
 	Tasks  []TaskSection
 	Select []SelectSection
+	Search []*SearchSection
 	// Viewer is the embedded data of the viewers.
 	Viewer ViewerData
 }
@@ -221,6 +222,15 @@ const (
 func Build(title string, paths []string) (*Report, error) {
 	r := &Report{Title: title}
 	for _, p := range paths {
+		if IsSearchDir(p) {
+			sec, err := ReadSearch(p)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", p, err)
+			}
+			r.Search = append(r.Search, sec)
+			r.Inputs = append(r.Inputs, Input{Path: p, Kind: KindSearch, Lines: len(sec.Tasks)})
+			continue
+		}
 		kind, err := Detect(p)
 		if err != nil {
 			return nil, err

@@ -34,5 +34,8 @@ func (r *run) beam(ctx context.Context, root *node) error {
 	return nil
 }
 
-// solved reports whether n's patch resolved the task.
-func solved(n *node) bool { return n.Reward != nil && *n.Reward >= 1 }
+// solved reports whether n's patch, or that of its rollout, resolved the
+// task.
+func solved(n *node) bool {
+	return n.Reward != nil && *n.Reward >= 1 || n.RolloutReward != nil && *n.RolloutReward >= 1
+}

@@ -3,6 +3,7 @@ package search
 import (
 	"time"
 
+	"cwm/internal/sim"
 	"cwm/internal/trajectory"
 )
 
@@ -14,6 +15,13 @@ func (r *run) result() *Result {
 		if better(n, best) {
 			best = n
 		}
+		if n.rollout != nil && better(n.rollout, best) {
+			best = n.rollout
+		}
+	}
+	bestID := best.ID
+	if best.rolloutOf != nil {
+		bestID = best.rolloutOf.ID
 	}
 	res := &Result{}
 	for _, n := range r.nodes {
@@ -21,7 +29,7 @@ func (r *run) result() *Result {
 	}
 	tr := &trajectory.Trajectory{TaskID: r.task.InstanceID, Model: r.o.Policy.Model(), Protocol: r.o.Protocol.Name(),
 		EnvID: r.task.EnvID, StartedAt: time.Now().UTC(), Messages: best.messages, Steps: best.steps,
-		ModelCalls: best.calls, Patch: best.diff, SubmittedPatch: best.submitted, Turns: best.Depth}
+		ModelCalls: best.calls, Patch: best.diff, SubmittedPatch: best.submitted, Turns: best.turns}
 	if tr.Steps == nil {
 		tr.Steps = []trajectory.Step{}
 	}
@@ -38,10 +46,19 @@ func (r *run) result() *Result {
 		tr.Cost += c.Cost
 		tr.ModelSeconds += c.Seconds
 	}
-	if best.Reward != nil {
+	if r.o.Sim != nil {
+		tr.Sim = sim.Summarize(r.o.Sim.Summary(), tr.Steps)
+		tr.Sim.Statement = r.task.ProblemStatement
+	}
+	switch {
+	case best.RewardPredicted:
+		// Not graded for real: the trajectory's reward stays null until
+		// cwm reward fills it, as forage's --sim-reward leaves it.
+		tr.Sim.PredictedReward = best.Reward
+	case best.Reward != nil:
 		tr.SetGrade(trajectory.Grade{Reward: best.Reward, Resolved: best.resolved})
 	}
-	r.sum.BestNode, r.sum.BestReward, r.sum.Nodes = best.ID, best.Reward, len(r.nodes)
+	r.sum.BestNode, r.sum.BestReward, r.sum.Nodes = bestID, best.Reward, len(r.nodes)
 	res.Best = tr
 	return res
 }

@@ -12,6 +12,7 @@ import (
 	"cwm/internal/errkind"
 	"cwm/internal/model"
 	"cwm/internal/reward"
+	"cwm/internal/sim"
 	"cwm/internal/task"
 	"cwm/internal/trajectory"
 )
@@ -42,6 +43,14 @@ type Options struct {
 	Limits agent.Limits
 	// UCB is MCTS's exploration constant (0: sqrt 2).
 	UCB float64
+	// Rollout, when positive, evaluates MCTS's new child by playing the
+	// policy on from it for up to Rollout more replies (rollout.go).
+	Rollout int
+	// Sim, when set, runs the episodes on the sim backend: the commands
+	// that execute code are answered by its world model, corrected every
+	// RealEvery; with its Reward, submissions are graded by the reward
+	// model instead of for real (docs/sim.md).
+	Sim *sim.Options
 }
 
 // Validate says what is wrong with o, as an input error.
@@ -53,6 +62,10 @@ func (o *Options) Validate() error {
 		return errkind.Errorf(errkind.Input, "search width %d and depth %d must be at least 1", o.Width, o.Depth)
 	case o.BudgetCalls < 1 || o.BudgetExecs < 1:
 		return errkind.Errorf(errkind.Input, "search budgets (%d model calls, %d executions) must be at least 1", o.BudgetCalls, o.BudgetExecs)
+	case o.Rollout < 0:
+		return errkind.Errorf(errkind.Input, "search rollout %d: want 0 (none) or more replies", o.Rollout)
+	case o.Rollout > 0 && o.Algo != MCTS:
+		return errkind.Errorf(errkind.Input, "a rollout (%d replies) is for --algo mcts, not %s", o.Rollout, o.Algo)
 	}
 	return nil
 }
@@ -67,12 +80,24 @@ type Summary struct {
 	ValueCalls int    `json:"value_calls"`
 	Execs      int    `json:"real_executions"`
 	Gradings   int    `json:"gradings"`
+	// The sim backend's numbers: ExecsAvoided counts the tool calls the
+	// world model answered without a real run; WorldModelCalls its
+	// requests (failed ones included); Divergences the corrections whose
+	// real run disagreed with the prediction; RewardCalls the reward
+	// model's predictions (counted in ModelCalls too).
+	ExecsAvoided    int `json:"executions_avoided"`
+	WorldModelCalls int `json:"world_model_calls"`
+	Divergences     int `json:"divergences"`
+	RewardCalls     int `json:"reward_calls"`
 	// Exhausted names the budget that ended the search ("model_calls",
 	// "real_executions"); empty when the search ran its course.
 	Exhausted  string   `json:"exhausted,omitempty"`
 	BestNode   int      `json:"best_node"`
 	BestReward *float64 `json:"best_reward"`
 	Seconds    float64  `json:"seconds"`
+	// Error is why the task's search failed (the other numbers are then
+	// zero and nothing of it is in the other files); empty when it ran.
+	Error string `json:"error,omitempty"`
 }
 
 // Result is one task's search: its best trajectory, its tree, its summary.
@@ -120,6 +145,13 @@ func Run(ctx context.Context, o *Options, t *task.Task, e *env.Env) (*Result, er
 	r.root = ep
 	defer r.close()
 	root := &node{Node: Node{TaskID: t.InstanceID, Parent: -1}}
+	if o.Sim != nil {
+		so := *o.Sim
+		if so.Classifier.TestCommand == "" {
+			so.Classifier.TestCommand = e.Test.Command
+		}
+		root.sim = sim.New(ep, &so)
+	}
 	root.messages = o.Protocol.Prompt(agent.Prompt{Issue: t.ProblemStatement, RepoRoot: ep.RepoRoot(), Limits: r.l})
 	if root.ckpt, err = ep.Checkpoint(ctx); err != nil {
 		return nil, fmt.Errorf("search task %s: checkpoint the start: %w", t.InstanceID, err)
@@ -183,34 +215,25 @@ func (r *run) spendExec() error {
 }
 
 // expand asks the policy for one reply from parent (sampling seed seed),
-// runs it for real on a branch of parent's checkpoint, and scores the
-// child: by the verifier when it submitted, by the value model otherwise.
-// The child joins the tree only when all of that was done.
+// runs it on a branch of parent's checkpoint, and scores the child: by
+// the verifier when it submitted, by the value model otherwise. The child
+// joins the tree only when all of that was done.
 func (r *run) expand(ctx context.Context, parent *node, seed int64) (*node, error) {
-	if err := r.spendCall(); err != nil {
-		return nil, err
-	}
-	rep, err := r.o.Policy.Complete(ctx, model.Request{Messages: parent.messages, Tools: r.o.Protocol.Tools(), Seed: &seed})
+	c := parent.child(seed)
+	calls, ferr, err := r.ask(ctx, c, seed)
 	if err != nil {
 		return nil, fmt.Errorf("ask the policy at node %d: %w", parent.ID, err)
 	}
-	turn := parent.Depth + 1
-	c := &node{Node: Node{Seed: seed, Action: rep.Message.Content}, diff: parent.diff}
-	c.messages = append(append([]model.Message(nil), parent.messages...), rep.Message)
-	c.steps = append([]trajectory.Step(nil), parent.steps...)
-	c.calls = append(append([]trajectory.ModelCall(nil), parent.calls...), trajectory.ModelCall{Turn: turn,
-		PromptTokens: rep.Usage.PromptTokens, CompletionTokens: rep.Usage.CompletionTokens, Estimated: rep.Usage.Estimated,
-		Cost: rep.Cost, FinishReason: rep.FinishReason, Seconds: rep.Duration.Seconds()})
-	calls, ferr := r.o.Protocol.Parse(rep.Message)
 	if ferr != nil {
-		c.Observation = ferr.Error()
-		c.steps = append(c.steps, trajectory.Step{Turn: turn, Action: rep.Message.Content, Observation: ferr.Error(), FormatError: true})
-		c.messages = append(c.messages, r.o.Protocol.Reject(ferr))
 		c.ckpt, c.sharedCkpt = parent.ckpt, true // nothing ran: the parent's state
-	} else if err := r.act(ctx, parent, c, calls, turn); err != nil {
+	} else if err := r.act(ctx, parent, c, calls); err != nil {
 		return nil, err
 	}
-	if err := r.evaluate(ctx, c); err != nil {
+	eval := r.evaluate
+	if r.o.Rollout > 0 && !c.terminal(r.o.Depth) {
+		eval = r.rollout
+	}
+	if err := eval(ctx, c); err != nil {
 		if !c.sharedCkpt {
 			c.ckpt.Release()
 		}
@@ -220,44 +243,46 @@ func (r *run) expand(ctx context.Context, parent *node, seed int64) (*node, erro
 	return c, nil
 }
 
+// ask asks the policy for the next reply of state s (sampling seed seed)
+// and adds it to s. A reply without a valid tool call is answered with
+// the format error (ferr) and runs nothing.
+func (r *run) ask(ctx context.Context, s *node, seed int64) (calls []agent.Call, ferr *agent.FormatError, err error) {
+	if err := r.spendCall(); err != nil {
+		return nil, nil, err
+	}
+	rep, err := r.o.Policy.Complete(ctx, model.Request{Messages: s.messages, Tools: r.o.Protocol.Tools(), Seed: &seed})
+	if err != nil {
+		return nil, nil, err
+	}
+	s.turns++
+	s.Action = rep.Message.Content
+	s.messages = append(s.messages, rep.Message)
+	s.calls = append(s.calls, trajectory.ModelCall{Turn: s.turns,
+		PromptTokens: rep.Usage.PromptTokens, CompletionTokens: rep.Usage.CompletionTokens, Estimated: rep.Usage.Estimated,
+		Cost: rep.Cost, FinishReason: rep.FinishReason, Seconds: rep.Duration.Seconds()})
+	calls, ferr = r.o.Protocol.Parse(rep.Message)
+	if ferr != nil {
+		s.Observation = ferr.Error()
+		s.steps = append(s.steps, trajectory.Step{Turn: s.turns, Action: rep.Message.Content, Observation: ferr.Error(), FormatError: true})
+		s.messages = append(s.messages, r.o.Protocol.Reject(ferr))
+	}
+	return calls, ferr, nil
+}
+
 // act runs the reply's calls on a branch of parent's checkpoint and
 // checkpoints the result into c.
-func (r *run) act(ctx context.Context, parent, c *node, calls []agent.Call, turn int) error {
-	ep, err := r.root.BranchFrom(ctx, parent.ckpt)
+func (r *run) act(ctx context.Context, parent, c *node, calls []agent.Call) error {
+	ep, err := r.branch(ctx, parent, c)
 	if err != nil {
-		return fmt.Errorf("branch from node %d: %w", parent.ID, err)
+		return err
 	}
 	defer ep.Close()
-	for _, call := range calls {
-		if err := r.spendExec(); err != nil {
-			return err
-		}
-		t0 := time.Now()
-		obs, err := r.o.Protocol.Run(ctx, ep.Toolbox, call)
-		if err != nil {
-			return fmt.Errorf("run tool %s at node %d's child: %w", call.Tool, parent.ID, err)
-		}
-		obs.Text = agent.TruncateText(obs.Text, r.l.MaxObservationTokens*4)
-		st := trajectory.Step{Turn: turn, Tool: call.Tool, Action: call.Input, Observation: obs.Text, OK: obs.OK,
-			FormatError: obs.Invalid, Seconds: time.Since(t0).Seconds()}
-		if call.Tool == "bash" && !obs.Invalid {
-			code := obs.ExitCode
-			st.ExitCode = &code
-		}
-		c.steps = append(c.steps, st)
-		c.Observation = agent.TruncateText(obs.Text, observationExcerpt)
-		if call.Tool == "submit" && obs.OK {
-			p := obs.Patch
-			c.submitted = &p
-		}
-		c.messages = append(c.messages, r.o.Protocol.Result(call, obs, agent.Budget{RemainingTurns: r.o.Depth - turn, ContextTokens: r.l.ContextTokens}))
+	if err := r.runCalls(ctx, c, ep, calls); err != nil {
+		return fmt.Errorf("at node %d's child: %w", parent.ID, err)
 	}
 	if c.ckpt, err = ep.Checkpoint(ctx); err != nil {
 		return fmt.Errorf("checkpoint node %d's child: %w", parent.ID, err)
 	}
-	// Diff stages every change (git add -A), which the agent would see in
-	// git status and git diff: it runs after the checkpoint, on the
-	// branch's upper layer that Close throws away.
 	if c.diff, err = ep.Diff(ctx); err != nil {
 		c.ckpt.Release()
 		return fmt.Errorf("diff at node %d's child: %w", parent.ID, err)
@@ -265,9 +290,61 @@ func (r *run) act(ctx context.Context, parent, c *node, calls []agent.Call, turn
 	return nil
 }
 
+// branch opens an episode on a branch of n's checkpoint for state s, on
+// the search's backend: with the sim backend, s's world-model history
+// goes on from n's.
+func (r *run) branch(ctx context.Context, n, s *node) (*episode.Episode, error) {
+	ep, err := r.root.BranchFrom(ctx, n.ckpt)
+	if err != nil {
+		return nil, fmt.Errorf("branch from node %d: %w", n.ID, err)
+	}
+	if n.sim != nil {
+		s.sim = n.sim.Clone(ep)
+		ep.Exec = s.sim
+	}
+	return ep, nil
+}
+
+// runCalls runs a reply's tool calls on ep into state s. Each is a real
+// execution, unless the world model answered it without a real run (an
+// execution avoided).
+func (r *run) runCalls(ctx context.Context, s *node, ep *episode.Episode, calls []agent.Call) error {
+	for _, call := range calls {
+		// A call may run for real whatever its kind (a fallback, a
+		// correction): the budget must hold one more before it starts.
+		if r.sum.Execs >= r.o.BudgetExecs {
+			return &errBudget{"real_executions"}
+		}
+		t0 := time.Now()
+		obs, err := r.o.Protocol.Run(ctx, ep.Toolbox, call)
+		if err != nil {
+			return fmt.Errorf("run tool %s: %w", call.Tool, err)
+		}
+		r.count(obs.Sim)
+		obs.Text = agent.TruncateText(obs.Text, r.l.MaxObservationTokens*4)
+		st := trajectory.Step{Turn: s.turns, Tool: call.Tool, Action: call.Input, Observation: obs.Text, OK: obs.OK,
+			FormatError: obs.Invalid, Seconds: time.Since(t0).Seconds(), Sim: obs.Sim}
+		if call.Tool == "bash" && !obs.Invalid {
+			code := obs.ExitCode
+			st.ExitCode = &code
+		}
+		s.steps = append(s.steps, st)
+		s.Observation = agent.TruncateText(obs.Text, observationExcerpt)
+		if call.Tool == "submit" && obs.OK {
+			p := obs.Patch
+			s.submitted = &p
+		}
+		s.messages = append(s.messages, r.o.Protocol.Result(call, obs, agent.Budget{RemainingTurns: max(r.o.Depth-s.turns, 0), ContextTokens: r.l.ContextTokens}))
+	}
+	return nil
+}
+
 // evaluate scores c: the real reward of a submitted patch (one real
 // execution), else the value model's estimate (one model call).
 func (r *run) evaluate(ctx context.Context, c *node) error {
+	if c.submitted != nil && r.o.Sim != nil && r.o.Sim.Reward != nil {
+		return r.predictReward(ctx, c)
+	}
 	if c.submitted != nil {
 		if err := r.spendExec(); err != nil {
 			return err

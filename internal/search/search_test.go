@@ -236,3 +236,65 @@ func TestFormats(t *testing.T) {
 	golden.CheckJSON(t, "testdata/node.json", golden.Filled[Node]())
 	golden.CheckJSON(t, "testdata/summary.json", golden.Filled[Summary]())
 }
+
+// MCTS with rollouts evaluates each new child by playing the policy on
+// from it: a rollout that submits is graded for real (the right fix's
+// ends the search, its end the answer), one that stops short is scored
+// by the value model where it ended; the rollouts' calls and executions
+// count in the budgets.
+func TestMCTSRollouts(t *testing.T) {
+	h := newHarness(t)
+	one, zero := 1.0, 0.0
+	cases := []struct {
+		name      string
+		rollout   int
+		calls     int
+		exhausted string
+		// nodes are the tree's children of the root: rollout replies,
+		// rollout reward, value.
+		nodes                    []Node
+		modelCalls, execs, value int
+		best                     *float64
+	}{
+		// Expansion and two rollout replies (git diff, submit) per child:
+		// the wrong fix's rollout is graded 0, the fix's 1.
+		{name: "to the submission", rollout: 3, calls: 40,
+			nodes:      []Node{{Rollout: 2, RolloutReward: &zero}, {Rollout: 2, RolloutReward: &one, Value: 1}},
+			modelCalls: 6, execs: 2 + 4 + 2, best: &one},
+		// One rollout reply (git diff): the value model scores its end,
+		// the wrong diff's 0.2; the next child's rollout finds the budget
+		// spent.
+		{name: "value at the end", rollout: 1, calls: 4, exhausted: "model_calls",
+			nodes:      []Node{{Rollout: 1, Value: 0.2}},
+			modelCalls: 4, execs: 3, value: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := h.opts
+			o.Algo, o.Width, o.Rollout, o.BudgetCalls = MCTS, 2, tc.rollout, tc.calls
+			res, err := Run(context.Background(), &o, h.task, h.env)
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			var got []Node
+			for _, n := range res.Tree[1:] {
+				got = append(got, Node{Rollout: n.Rollout, RolloutReward: n.RolloutReward, Value: n.Value})
+			}
+			if diff := cmp.Diff(tc.nodes, got); diff != "" {
+				t.Errorf("root's children (-want +got):\n%s", diff)
+			}
+			s := res.Summary
+			if s.Exhausted != tc.exhausted || s.ModelCalls != tc.modelCalls || s.Execs != tc.execs || s.ValueCalls != tc.value {
+				t.Errorf("summary %+v: want exhausted %q, %d model calls, %d executions, %d value calls",
+					s, tc.exhausted, tc.modelCalls, tc.execs, tc.value)
+			}
+			if diff := cmp.Diff(tc.best, res.Best.Reward); diff != "" {
+				t.Errorf("best reward (-want +got):\n%s", diff)
+			}
+			if tc.best != nil && (s.BestNode != 2 || res.Best.Turns != 3 || res.Best.SubmittedPatch == nil ||
+				!strings.Contains(*res.Best.SubmittedPatch, "+    return a + b")) {
+				t.Errorf("best node %d, %d turns, patch %v: want node 2's rollout, 3 turns, the fix", s.BestNode, res.Best.Turns, res.Best.SubmittedPatch)
+			}
+		})
+	}
+}

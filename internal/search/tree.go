@@ -1,8 +1,11 @@
 package search
 
 import (
+	"slices"
+
 	"cwm/internal/episode"
 	"cwm/internal/model"
+	"cwm/internal/sim"
 	"cwm/internal/trajectory"
 )
 
@@ -24,9 +27,18 @@ type Node struct {
 	// backpropagated through it.
 	Value  float64 `json:"value"`
 	Visits int     `json:"visits"`
-	// Reward is the real reward of the submitted patch; nil when nothing
-	// was submitted.
+	// Reward is the real reward of the submitted patch (or the reward
+	// model's, RewardPredicted); nil when nothing was submitted.
 	Reward *float64 `json:"reward"`
+	// RewardPredicted is set when Reward is the reward model's
+	// (--sim-reward), not a real grading's.
+	RewardPredicted bool `json:"reward_predicted,omitempty"`
+	// Rollout is how many replies the policy played on from this node to
+	// evaluate it (MCTS --rollout); RolloutReward the reward of the patch
+	// the rollout submitted (nil: it submitted none, and Value is the
+	// value model's estimate of where it ended).
+	Rollout       int      `json:"rollout,omitempty"`
+	RolloutReward *float64 `json:"rollout_reward,omitempty"`
 	// ValueError says why the value model's reply gave no number (the
 	// value is then 0).
 	ValueError string `json:"value_error,omitempty"`
@@ -55,6 +67,22 @@ type node struct {
 	sharedCkpt bool
 	total      float64 // MCTS: sum of the values backpropagated
 	exhausted  bool    // MCTS: nothing left to expand below
+	// turns counts the policy's replies on the path to this state.
+	turns int
+	// sim is the sim backend's history at this state (nil: real backend).
+	sim *sim.Backend
+	// rollout is the end of the rollout that evaluated this node when it
+	// submitted a patch (a candidate for the search's answer); rolloutOf
+	// is, on such an end, the node it evaluated.
+	rollout, rolloutOf *node
+}
+
+// child is a new state after n, to be filled by the reply of seed seed:
+// n's conversation, steps and calls copied, nothing shared that the
+// child appends to.
+func (n *node) child(seed int64) *node {
+	return &node{Node: Node{Seed: seed}, diff: n.diff, turns: n.turns, sim: n.sim,
+		messages: slices.Clone(n.messages), steps: slices.Clone(n.steps), calls: slices.Clone(n.calls)}
 }
 
 // terminal reports whether the node cannot be expanded: it submitted, or
