@@ -347,11 +347,14 @@ func BenchmarkClone(b *testing.B) {
 	b.ReportMetric(quantile(large, 0.5)/quantile(small, 0.5), "ratio")
 }
 
-// BenchmarkBranch: from an episode that changed 100 files, b.N clones
-// against b.N branches of a checkpoint taken then (interleaved, each
-// closed before the next, each followed by its first step, which checks
-// the branch's session and files), and b.N rollbacks against b.N resets
-// (a new episode of the task, as a trainer's reset is), over REST.
+// BenchmarkBranch: b.N branches of a checkpoint taken after a step that
+// changed 100 files, against b.N clones of an episode that made the same
+// step and took no checkpoint (a clone as it was before checkpoints: its
+// upper layer copied) and b.N clones of the checkpointed episode (its
+// upper layer empty, its frozen layer shared); interleaved, each closed
+// before the next, each followed by its first step, which checks the new
+// episode's session and files. Then b.N rollbacks against b.N resets (a
+// new episode of the task, as a trainer's reset is), over REST.
 func BenchmarkBranch(b *testing.B) {
 	bs := newBenchServer(b, 0, nil)
 	ctx := context.Background()
@@ -359,14 +362,17 @@ func BenchmarkBranch(b *testing.B) {
 	reset := map[string]any{"task_id": "textkit-bench"}
 	id := changed100(b, c, reset)
 	defer c.Close(ctx, id)
+	plain := changed100(b, c, reset)
+	defer c.Close(ctx, plain)
 	cp, err := c.Checkpoint(ctx, id)
 	if err != nil {
 		b.Fatal(err)
 	}
 	cpID := cp["checkpoint_id"].(string)
-	var clone, cloneStep, branch, branchStep, rollback, resets []time.Duration
+	var clone, cloneStep, frozen, branch, branchStep, rollback, resets []time.Duration
 	for i := 0; i < b.N+1; i++ {
-		d, ds := forkAndStep(b, c, func() (envclient.State, error) { return c.Clone(ctx, id) })
+		d, ds := forkAndStep(b, c, func() (envclient.State, error) { return c.Clone(ctx, plain) })
+		f, _ := forkAndStep(b, c, func() (envclient.State, error) { return c.Clone(ctx, id) })
 		e, es := forkAndStep(b, c, func() (envclient.State, error) { return c.Branch(ctx, id, cpID) })
 		t0 := time.Now()
 		if _, err := c.Rollback(ctx, id, cpID); err != nil {
@@ -381,13 +387,15 @@ func BenchmarkBranch(b *testing.B) {
 		rs := time.Since(t0)
 		c.Close(ctx, n.EpisodeID)
 		if i > 0 { // the first warms the pools
-			clone, cloneStep, branch, branchStep = append(clone, d), append(cloneStep, ds), append(branch, e), append(branchStep, es)
+			clone, cloneStep, frozen, branch, branchStep = append(clone, d), append(cloneStep, ds), append(frozen, f), append(branch, e), append(branchStep, es)
 			rollback, resets = append(rollback, rb), append(resets, rs)
 		}
 	}
 	b.ReportMetric(quantile(clone, 0.5), "clone-p50-ms")
+	b.ReportMetric(quantile(frozen, 0.5), "clone-frozen-p50-ms")
 	b.ReportMetric(quantile(branch, 0.5), "branch-p50-ms")
 	b.ReportMetric(quantile(branch, 0.5)/quantile(clone, 0.5), "branch/clone")
+	b.ReportMetric(quantile(branch, 0.5)/quantile(frozen, 0.5), "branch/clone-frozen")
 	b.ReportMetric(quantile(branchStep, 0.5)/quantile(cloneStep, 0.5), "branch/clone-with-step")
 	b.ReportMetric(quantile(rollback, 0.5), "rollback-p50-ms")
 	b.ReportMetric(quantile(resets, 0.5), "reset-p50-ms")
