@@ -158,3 +158,154 @@ func TestRequestsBehindSwap(t *testing.T) {
 		t.Errorf("stats of /tmp/a and /tmp/b sent behind a rollback = %q, want [size 2 error]: the checkpoint's files", got)
 	}
 }
+
+// waitSpare waits until the spare branch in the making, if any, is made.
+func (c *Checkpoint) waitSpare() {
+	c.spare.mu.Lock()
+	making := c.spare.making
+	c.spare.mu.Unlock()
+	if making != nil {
+		<-making
+	}
+}
+
+// spares is how many spare branches the runtime counts.
+func spares(rt *Runtime) int {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.spares
+}
+
+// After a checkpoint's first BranchShell, the next one takes the branch
+// made ahead: a sandbox of its own on the checkpoint's files, its session
+// in the branched sandbox's environment and directory; one made for
+// another configuration is not taken. Releasing the checkpoint closes its
+// spare, and the runtime holds no more spares than its warm pool.
+func TestBranchShellSpare(t *testing.T) {
+	rt := newRuntime(t, Options{Warm: 1})
+	ctx := context.Background()
+	base := baseLayer(t)
+	s := newSandbox(t, rt, Config{Workdir: "/tmp", Env: []string{"WHO=parent"}, Layers: []string{base}})
+	sh(t, s, "echo 1 > /tmp/a")
+	c, err := s.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh(t, s, "echo 2 > /tmp/a")
+	b1, sh1, err := s.BranchShell(ctx, c, ShellOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b1.Close()
+	defer sh1.Close()
+	c.waitSpare()
+	made := c.spare.sb
+	if made == nil || spares(rt) != 1 {
+		t.Fatalf("after the first branch: spare %v, runtime's count %d; want one made", made, spares(rt))
+	}
+	if _, err := sh1.Run(ctx, "echo b1 > /tmp/a", 0); err != nil {
+		t.Fatal(err)
+	}
+	b2, sh2, err := s.BranchShell(ctx, c, ShellOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b2.Close()
+	defer sh2.Close()
+	if b2 != made {
+		t.Errorf("the second branch is not the spare made after the first")
+	}
+	if r, err := sh2.Run(ctx, "echo $WHO $PWD $(cat /tmp/a)", 0); err != nil || r.Output != "parent /tmp 1\n" {
+		t.Errorf("the spare's session = %+v, %v; want the parent's variable and directory, the checkpoint's file", r, err)
+	}
+	c.waitSpare()
+	// Another configuration: the spare is not taken (it is closed, and
+	// its sandbox may come back from the warm pool, reset), and the branch
+	// has its own environment.
+	o := newSandbox(t, rt, Config{Workdir: "/srv", Env: []string{"WHO=other"}, Layers: []string{base}})
+	b3, sh3, err := o.BranchShell(ctx, c, ShellOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := sh3.Run(ctx, "echo $WHO $PWD $(cat /tmp/a)", 0); err != nil || r.Output != "other /srv 1\n" {
+		t.Errorf("the other configuration's branch = %+v, %v; want its own variable and directory", r, err)
+	}
+	sh3.Close()
+	b3.Close()
+	c.waitSpare()
+	// The runtime's one slot is taken: another checkpoint gets no spare.
+	c2, err := s.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b4, sh4, err := s.BranchShell(ctx, c2, ShellOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh4.Close()
+	b4.Close()
+	c2.waitSpare()
+	if c2.spare.sb != nil || spares(rt) != 1 {
+		t.Errorf("a second checkpoint's spare %v, runtime's count %d; want none beyond the warm pool's 1", c2.spare.sb, spares(rt))
+	}
+	c2.Release()
+	c.Release()
+	if spares(rt) != 0 {
+		t.Errorf("spares after the checkpoints' release = %d, want 0", spares(rt))
+	}
+	for _, x := range []*Sandbox{b1, b2, s, o} {
+		x.Close()
+	}
+	if n := rt.LayerCount(); n != 0 {
+		t.Errorf("frozen layers held once everything closed = %d, want 0 (a spare kept its layers)", n)
+	}
+}
+
+// A checkpoint released while its spare is being made closes the spare
+// when it is made.
+func TestReleaseWhileSpareMade(t *testing.T) {
+	rt := newRuntime(t, Options{})
+	ctx := context.Background()
+	s, c := checkpointed(t, rt)
+	b, bsh, err := s.BranchShell(ctx, c, ShellOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Release()
+	if spares(rt) != 0 || c.spare.sb != nil {
+		t.Errorf("after the release: runtime's spares %d, checkpoint's %v; want none", spares(rt), c.spare.sb)
+	}
+	bsh.Close()
+	b.Close()
+	s.Close()
+	if n := rt.LayerCount(); n != 0 {
+		t.Errorf("frozen layers held once everything closed = %d, want 0", n)
+	}
+}
+
+// RollbackShell brings the sandbox back to the checkpoint with a new
+// session on it; the sessions that were running end with the rollback.
+func TestRollbackShell(t *testing.T) {
+	rt := newRuntime(t, Options{})
+	ctx := context.Background()
+	s, c := checkpointed(t, rt)
+	old, err := s.Shell(ctx, ShellOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if _, err := old.Run(ctx, "echo 2 > /tmp/a; export MARK=old", 0); err != nil {
+		t.Fatal(err)
+	}
+	sh, err := s.RollbackShell(ctx, c, ShellOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sh.Close()
+	if r, err := sh.Run(ctx, "echo $PWD ${MARK:-unset} $(cat /tmp/a)", 0); err != nil || r.Output != "/tmp unset 1\n" {
+		t.Errorf("the session after the rollback = %+v, %v; want a fresh one on the checkpoint's file", r, err)
+	}
+	if r, err := old.Run(ctx, "echo ${MARK:-unset}", 0); err != nil || !r.Restarted {
+		t.Errorf("the session from before the rollback = %+v, %v; want it ended (restarted)", r, err)
+	}
+}

@@ -162,6 +162,7 @@ type Checkpoint struct {
 	rt     *Runtime
 	layers []*layer // topmost first
 	once   sync.Once
+	spare  spare // the next BranchShell made ahead
 }
 
 // Depth is how many frozen layers the checkpoint stands on.
@@ -196,9 +197,13 @@ func (c *Checkpoint) LayerBytes() []int64 {
 	return out
 }
 
-// Release drops the checkpoint's hold on its layers. It is idempotent.
+// Release drops the checkpoint's hold on its layers, and its spare
+// branch. It is idempotent.
 func (c *Checkpoint) Release() {
-	c.once.Do(func() { c.rt.unref(c.layers) })
+	c.once.Do(func() {
+		c.dropSpare()
+		c.rt.unref(c.layers)
+	})
 }
 
 // Checkpoint kills every command in the sandbox, freezes its upper layer
@@ -256,6 +261,28 @@ func (s *Sandbox) Checkpoint(ctx context.Context) (*Checkpoint, error) {
 // checkpoint stays valid.
 func (s *Sandbox) Rollback(ctx context.Context, c *Checkpoint) error {
 	return s.rollback(ctx, c, nil)
+}
+
+// RollbackShell is Rollback and a new Shell in one, as BranchShell is for
+// a branch: the session's start goes to init right behind the rollback,
+// which kills every command, the sandbox's other sessions' too.
+func (s *Sandbox) RollbackShell(ctx context.Context, c *Checkpoint, opts ShellOptions) (*Shell, error) {
+	sh := s.newShell(opts)
+	var sendErr error
+	if err := s.rollback(ctx, c, func() { sendErr = sh.send() }); err != nil {
+		if sendErr == nil {
+			// Init may have started bash, on whichever overlay it has.
+			sh.Close()
+		}
+		return nil, err
+	}
+	if sendErr != nil {
+		return nil, sendErr
+	}
+	if err := sh.started(ctx); err != nil {
+		return nil, err
+	}
+	return sh, nil
 }
 
 // rollback is Rollback; then, when set, runs as soon as init has the
@@ -330,14 +357,31 @@ func (s *Sandbox) Branch(ctx context.Context, c *Checkpoint) (*Sandbox, error) {
 // Here the session's start is sent right behind the request to mount the
 // checkpoint's layers, and init starts bash on the new overlay before that
 // teardown (afterReply), so the two overlap. The session starts as Shell's
-// does, in the new sandbox, after its files are the checkpoint's.
+// does, in the new sandbox, after its files are the checkpoint's. After
+// the first, the checkpoint keeps the next branch made ahead (spare.go).
 func (s *Sandbox) BranchShell(ctx context.Context, c *Checkpoint, opts ShellOptions) (*Sandbox, *Shell, error) {
+	if !s.alive() {
+		return nil, nil, ErrDead
+	}
+	n, sh := c.takeSpare(s.cfg, opts)
+	if n == nil {
+		var err error
+		if n, sh, err = s.rt.branchShell(ctx, s.cfg, s.key, c, opts); err != nil {
+			return nil, nil, err
+		}
+	}
+	c.makeSpare(s, opts)
+	return n, sh, nil
+}
+
+// branchShell makes BranchShell's sandbox and session for a sandbox of
+// configuration cfg (whose key is key).
+func (rt *Runtime) branchShell(ctx context.Context, cfg Config, key string, c *Checkpoint, opts ShellOptions) (*Sandbox, *Shell, error) {
 	var sh *Shell
-	n, err := s.fork(ctx, func(n *Sandbox) error {
+	n, err := rt.fork(ctx, cfg, key, func(n *Sandbox) error {
 		// A warm sandbox has another's environment and directory until
-		// fork gives it s's configuration, after this: the session's are
-		// s's.
-		n.cfg = s.cfg
+		// fork gives it cfg, after this: the session's are cfg's.
+		n.cfg = cfg
 		sh = n.newShell(opts)
 		var sendErr error
 		if err := n.rollback(ctx, c, func() { sendErr = sh.send() }); err != nil {

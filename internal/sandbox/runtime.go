@@ -80,10 +80,11 @@ type Runtime struct {
 	warnedMu sync.Mutex      // guards warned
 	warned   map[string]bool // directories logged as shown without an idmap
 
-	// mu guards idle, live and closed.
+	// mu guards idle, live, spares and closed.
 	mu     sync.Mutex
 	idle   map[string][]*Sandbox // config key -> reset sandboxes
 	live   map[*Sandbox]bool
+	spares int // checkpoints' spare branches, made or in the making (spare.go)
 	closed bool
 	stop   chan struct{}
 	wg     sync.WaitGroup

@@ -605,20 +605,25 @@ func (s *Sandbox) fork(ctx context.Context, fill func(*Sandbox) error) (*Sandbox
 	if !s.alive() {
 		return nil, ErrDead
 	}
-	rt := s.rt
-	if warm := rt.takeWarm(s.key); warm != nil {
+	return s.rt.fork(ctx, s.cfg, s.key, fill)
+}
+
+// fork is Sandbox.fork for a sandbox of configuration cfg, whose key is
+// key.
+func (rt *Runtime) fork(ctx context.Context, cfg Config, key string, fill func(*Sandbox) error) (*Sandbox, error) {
+	if warm := rt.takeWarm(key); warm != nil {
 		if err := fill(warm); err == nil {
 			if err := rt.adopt(warm); err != nil {
 				go warm.destroy()
 				return nil, err
 			}
-			warm.cfg = s.cfg
+			warm.cfg = cfg
 			warm.closed.Store(false)
 			return warm, nil
 		}
 		warm.destroy()
 	}
-	c, err := rt.start(ctx, s.cfg)
+	c, err := rt.start(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
