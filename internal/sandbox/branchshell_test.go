@@ -282,30 +282,3 @@ func TestReleaseWhileSpareMade(t *testing.T) {
 		t.Errorf("frozen layers held once everything closed = %d, want 0", n)
 	}
 }
-
-// RollbackShell brings the sandbox back to the checkpoint with a new
-// session on it; the sessions that were running end with the rollback.
-func TestRollbackShell(t *testing.T) {
-	rt := newRuntime(t, Options{})
-	ctx := context.Background()
-	s, c := checkpointed(t, rt)
-	old, err := s.Shell(ctx, ShellOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer old.Close()
-	if _, err := old.Run(ctx, "echo 2 > /tmp/a; export MARK=old", 0); err != nil {
-		t.Fatal(err)
-	}
-	sh, err := s.RollbackShell(ctx, c, ShellOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sh.Close()
-	if r, err := sh.Run(ctx, "echo $PWD ${MARK:-unset} $(cat /tmp/a)", 0); err != nil || r.Output != "/tmp unset 1\n" {
-		t.Errorf("the session after the rollback = %+v, %v; want a fresh one on the checkpoint's file", r, err)
-	}
-	if r, err := old.Run(ctx, "echo ${MARK:-unset}", 0); err != nil || !r.Restarted {
-		t.Errorf("the session from before the rollback = %+v, %v; want it ended (restarted)", r, err)
-	}
-}

@@ -263,28 +263,6 @@ func (s *Sandbox) Rollback(ctx context.Context, c *Checkpoint) error {
 	return s.rollback(ctx, c, nil)
 }
 
-// RollbackShell is Rollback and a new Shell in one, as BranchShell is for
-// a branch: the session's start goes to init right behind the rollback,
-// which kills every command, the sandbox's other sessions' too.
-func (s *Sandbox) RollbackShell(ctx context.Context, c *Checkpoint, opts ShellOptions) (*Shell, error) {
-	sh := s.newShell(opts)
-	var sendErr error
-	if err := s.rollback(ctx, c, func() { sendErr = sh.send() }); err != nil {
-		if sendErr == nil {
-			// Init may have started bash, on whichever overlay it has.
-			sh.Close()
-		}
-		return nil, err
-	}
-	if sendErr != nil {
-		return nil, sendErr
-	}
-	if err := sh.started(ctx); err != nil {
-		return nil, err
-	}
-	return sh, nil
-}
-
 // rollback is Rollback; then, when set, runs as soon as init has the
 // request (see callThen).
 func (s *Sandbox) rollback(ctx context.Context, c *Checkpoint, then func()) error {
