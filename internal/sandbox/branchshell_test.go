@@ -198,10 +198,12 @@ func TestBranchShellSpare(t *testing.T) {
 	}
 	defer b1.Close()
 	defer sh1.Close()
-	c.waitSpare()
+	if err := rt.Settle(ctx); err != nil {
+		t.Fatal(err)
+	}
 	made := c.spare.sb
 	if made == nil || spares(rt) != 1 {
-		t.Fatalf("after the first branch: spare %v, runtime's count %d; want one made", made, spares(rt))
+		t.Fatalf("after the first branch and Settle: spare %v, runtime's count %d; want one made", made, spares(rt))
 	}
 	if _, err := sh1.Run(ctx, "echo b1 > /tmp/a", 0); err != nil {
 		t.Fatal(err)

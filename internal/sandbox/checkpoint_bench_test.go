@@ -52,30 +52,6 @@ func timed(b *testing.B, f func() error) time.Duration {
 	return time.Since(t0)
 }
 
-// settleAll waits until the warm sandboxes are reset for reuse and every
-// sandbox's init has done what its last swap of overlays left for after
-// its reply (afterReply): init answers a request only after. The spare
-// branch's making and the reset of the sandbox a branch closed would
-// otherwise share the processors with what is timed next.
-func settleAll(b *testing.B, rt *Runtime) {
-	b.Helper()
-	waitRecycled(rt)
-	rt.mu.Lock()
-	var all []*Sandbox
-	for _, list := range rt.idle {
-		all = append(all, list...)
-	}
-	for s := range rt.live {
-		all = append(all, s)
-	}
-	rt.mu.Unlock()
-	for _, s := range all {
-		if _, err := s.call(context.Background(), request{Op: "stat", Path: "/"}); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 // p50ms is the median of ds in milliseconds.
 func p50ms(ds []time.Duration) float64 { return float64(p50(ds).Microseconds()) / 1000 }
 
@@ -214,8 +190,10 @@ func BenchmarkBranchShell(b *testing.B) {
 	ready, first := map[string][]time.Duration{}, map[string][]time.Duration{}
 	for i := 0; i < b.N+1; i++ {
 		for _, way := range ways {
-			cp.waitSpare()
-			settleAll(b, rt)
+			// The spare made, and nothing else in the background.
+			if err := rt.Settle(ctx); err != nil {
+				b.Fatal(err)
+			}
 			t0 := time.Now()
 			n, sh, err := branch(way)
 			if err != nil {
