@@ -99,6 +99,15 @@ func newBenchServer(b *testing.B, warmIdle time.Duration, edit func(*Options)) *
 	return bs
 }
 
+// settle waits until the sandbox runtime's background work (warm
+// sandboxes' resets, spare branches) is done, so that what is timed next
+// does not share the processors with it.
+func (bs *benchServer) settle(b *testing.B) {
+	if err := bs.rt.Settle(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+}
+
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func quantile(d []time.Duration, q float64) float64 {
@@ -292,8 +301,10 @@ func changed100(b *testing.B, c *envclient.Client, reset map[string]any) string 
 // files in /repo/changed and exported CHANGED), then with the new
 // episode's first step, which checks its session state and files (and
 // pays whatever of the fork's work was left to it); the new one is closed.
-func forkAndStep(b *testing.B, c *envclient.Client, fork func() (envclient.State, error)) (time.Duration, time.Duration) {
+// The sandbox runtime's background work is waited for first.
+func forkAndStep(b *testing.B, bs *benchServer, c *envclient.Client, fork func() (envclient.State, error)) (time.Duration, time.Duration) {
 	ctx := context.Background()
+	bs.settle(b)
 	check := json.RawMessage(`{"text": "<tool: bash>\necho $PWD $CHANGED $(ls | wc -l)\n</tool>"}`)
 	t0 := time.Now()
 	st, err := fork()
@@ -328,7 +339,7 @@ func BenchmarkClone(b *testing.B) {
 		defer c.Close(ctx, id)
 		var lat, withStep []time.Duration
 		for i := 0; i < b.N+1; i++ {
-			d, ds := forkAndStep(b, c, func() (envclient.State, error) { return c.Clone(ctx, id) })
+			d, ds := forkAndStep(b, bs, c, func() (envclient.State, error) { return c.Clone(ctx, id) })
 			if i > 0 { // the first warms the pool
 				lat, withStep = append(lat, d), append(withStep, ds)
 			}
@@ -347,11 +358,17 @@ func BenchmarkClone(b *testing.B) {
 	b.ReportMetric(quantile(large, 0.5)/quantile(small, 0.5), "ratio")
 }
 
-// BenchmarkBranch: from an episode that changed 100 files, b.N clones
-// against b.N branches of a checkpoint taken then (interleaved, each
-// closed before the next, each followed by its first step, which checks
-// the branch's session and files), and b.N rollbacks against b.N resets
-// (a new episode of the task, as a trainer's reset is), over REST.
+// BenchmarkBranch: b.N branches of a checkpoint taken after a step that
+// changed 100 files, against b.N clones of an episode that made the same
+// step and took no checkpoint (a clone as it was before checkpoints: its
+// upper layer copied) and b.N clones of the checkpointed episode (its
+// upper layer empty, its frozen layer shared); interleaved, each closed
+// before the next, each followed by its first step, which checks the new
+// episode's session and files. Then b.N rollbacks against b.N resets (a
+// new episode of the task, as a trainer's reset is), over REST. Each is
+// timed once the sandboxes' background work is done (Runtime.Settle):
+// what a branch leaves to do (the next branch made ahead) and the reset
+// of the sandboxes closed before it.
 func BenchmarkBranch(b *testing.B) {
 	bs := newBenchServer(b, 0, nil)
 	ctx := context.Background()
@@ -359,20 +376,30 @@ func BenchmarkBranch(b *testing.B) {
 	reset := map[string]any{"task_id": "textkit-bench"}
 	id := changed100(b, c, reset)
 	defer c.Close(ctx, id)
+	plain := changed100(b, c, reset)
+	defer c.Close(ctx, plain)
 	cp, err := c.Checkpoint(ctx, id)
 	if err != nil {
 		b.Fatal(err)
 	}
 	cpID := cp["checkpoint_id"].(string)
-	var clone, cloneStep, branch, branchStep, rollback, resets []time.Duration
+	var clone, cloneStep, frozen, branch, branchStep, rollback, resets []time.Duration
 	for i := 0; i < b.N+1; i++ {
-		d, ds := forkAndStep(b, c, func() (envclient.State, error) { return c.Clone(ctx, id) })
-		e, es := forkAndStep(b, c, func() (envclient.State, error) { return c.Branch(ctx, id, cpID) })
+		d, ds := forkAndStep(b, bs, c, func() (envclient.State, error) { return c.Clone(ctx, plain) })
+		f, _ := forkAndStep(b, bs, c, func() (envclient.State, error) { return c.Clone(ctx, id) })
+		e, es := forkAndStep(b, bs, c, func() (envclient.State, error) { return c.Branch(ctx, id, cpID) })
+		if i > 0 { // the first warms the pools
+			clone, cloneStep, frozen, branch, branchStep = append(clone, d), append(cloneStep, ds), append(frozen, f), append(branch, e), append(branchStep, es)
+		}
+	}
+	for i := 0; i < b.N+1; i++ {
+		bs.settle(b)
 		t0 := time.Now()
 		if _, err := c.Rollback(ctx, id, cpID); err != nil {
 			b.Fatal(err)
 		}
 		rb := time.Since(t0)
+		bs.settle(b)
 		t0 = time.Now()
 		n, err := c.Create(ctx, reset)
 		if err != nil {
@@ -380,14 +407,15 @@ func BenchmarkBranch(b *testing.B) {
 		}
 		rs := time.Since(t0)
 		c.Close(ctx, n.EpisodeID)
-		if i > 0 { // the first warms the pools
-			clone, cloneStep, branch, branchStep = append(clone, d), append(cloneStep, ds), append(branch, e), append(branchStep, es)
+		if i > 0 {
 			rollback, resets = append(rollback, rb), append(resets, rs)
 		}
 	}
 	b.ReportMetric(quantile(clone, 0.5), "clone-p50-ms")
+	b.ReportMetric(quantile(frozen, 0.5), "clone-frozen-p50-ms")
 	b.ReportMetric(quantile(branch, 0.5), "branch-p50-ms")
 	b.ReportMetric(quantile(branch, 0.5)/quantile(clone, 0.5), "branch/clone")
+	b.ReportMetric(quantile(branch, 0.5)/quantile(frozen, 0.5), "branch/clone-frozen")
 	b.ReportMetric(quantile(branchStep, 0.5)/quantile(cloneStep, 0.5), "branch/clone-with-step")
 	b.ReportMetric(quantile(rollback, 0.5), "rollback-p50-ms")
 	b.ReportMetric(quantile(resets, 0.5), "reset-p50-ms")

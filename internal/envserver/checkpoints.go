@@ -257,14 +257,16 @@ func (s *Server) postBranch(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// checkpointMessages are the types of the /ws checkpoint messages, which
+// /metadata's description names too.
+var checkpointMessages = []string{"checkpoint", "checkpoints", "rollback", "branch", "release_checkpoint"}
+
 // checkpointMessage answers the /ws checkpoint messages (checkpoint,
 // checkpoints, rollback, branch, release_checkpoint); ok is false for any
 // other type.
 func (c *wsConn) checkpointMessage(typ string, fields map[string]json.RawMessage) (_ wsReply, ok bool, _ error) {
 	s := c.s
-	switch typ {
-	case "checkpoint", "checkpoints", "rollback", "branch", "release_checkpoint":
-	default:
+	if !slices.Contains(checkpointMessages, typ) {
 		return wsReply{}, false, nil
 	}
 	if err := onlyFields(fields, "data"); err != nil {

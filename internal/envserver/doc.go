@@ -2,8 +2,9 @@
 // environment server that trainers already speak, OpenEnv's wire protocol
 // (WebSocket /ws with reset, step, state and close; /health, /schema,
 // /metadata, the Task API) with cwm's extensions: a clone message that
-// branches an episode, and a REST API for clients without WebSockets;
-// and NeMo Gym's resources-server API (nemogym.go), for its agents.
+// branches an episode, checkpoints to roll back to and branch from
+// (checkpoints.go), and a REST API for clients without WebSockets; and
+// NeMo Gym's resources-server API (nemogym.go), for its agents.
 //
 // An episode is of one of three kinds: swe (a task's sandbox and the SWE
 // tools through a tool protocol, a submitted patch graded as cwm reward

@@ -142,6 +142,13 @@ func TestInfoRoutes(t *testing.T) {
 			t.Errorf("/metadata = %d %v, want field %s", code, body, k)
 		}
 	}
+	// The description names every extension a client may look for.
+	desc, _ := body["description"].(string)
+	for _, ext := range []string{"clone", "checkpoint,", "checkpoints", "rollback", "branch", "release_checkpoint", "/v1/episodes/ID/checkpoints", "/metrics"} {
+		if !strings.Contains(desc, ext) {
+			t.Errorf("/metadata's description = %q, want it to name %s", desc, ext)
+		}
+	}
 }
 
 // A server refuses to start with a task whose environment is missing, or

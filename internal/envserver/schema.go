@@ -2,6 +2,7 @@ package envserver
 
 import (
 	"net/http"
+	"strings"
 )
 
 // The JSON Schemas of /schema, written as pydantic writes its models'
@@ -205,7 +206,9 @@ func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
 		"name":                         "cwm",
 		"description": "cwm's executable environments: swe (a task's repository, the SWE tools, a submitted patch graded by its hidden tests), " +
 			"trace (predict the next frame of a CWM execution trace, teacher forced), shell (a sandbox on an environment with the SWE tools). " +
-			"Default kind: " + s.opts.Kind + ". Extensions: a clone message, and REST at /v1/episodes.",
+			"Default kind: " + s.opts.Kind + ". Extensions: a clone message; checkpoints to roll back to and branch from (the " +
+			strings.Join(checkpointMessages, ", ") + " messages); REST at /v1/episodes, checkpoints under /v1/episodes/ID/checkpoints; " +
+			"/metrics; NeMo Gym's resources-server API.",
 		"readme_content":    nil,
 		"version":           version,
 		"author":            "cwm",

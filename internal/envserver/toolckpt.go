@@ -51,6 +51,10 @@ func (t *toolEpisode) branchFrom(ctx context.Context, snap snapshot) (episodeImp
 	s := snap.(*toolSnapshot)
 	c := s.state.copyState()
 	c.tr.Sample = t.s.traj.sample(c.tr.TaskID, nil)
+	// As a clone does: a search branches one checkpoint many times, and a
+	// branch that finds no warm sandbox starts one, at tens of times the
+	// cost.
+	t.s.warm.topUp(t.env, 1)
 	if t.ep != nil {
 		ep, err := t.ep.BranchFrom(ctx, s.cp)
 		if err != nil {

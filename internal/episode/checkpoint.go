@@ -64,12 +64,14 @@ func (t *Toolbox) Rollback(ctx context.Context, c *Checkpoint) error {
 // BranchFrom returns a toolbox on a new sandbox whose files are the
 // checkpoint's (sharing its frozen layers, nothing copied), its session
 // restored to the checkpoint's state. t goes on unchanged.
+// The bash session starts with the sandbox (sandbox.BranchShell), which
+// spares the branch a round trip to the sandbox's init.
 func (t *Toolbox) BranchFrom(ctx context.Context, c *Checkpoint) (*Toolbox, error) {
-	sb, err := t.sb.Branch(ctx, c.files)
+	sb, sh, err := t.sb.BranchShell(ctx, c.files, t.shellOptions())
 	if err != nil {
 		return nil, fmt.Errorf("branch sandbox: %w", err)
 	}
-	return t.forkOnto(ctx, sb, c.session)
+	return t.onto(sb, sh, c.session)
 }
 
 // restart replaces the toolbox's bash session, whose processes a freeze

@@ -102,11 +102,18 @@ func (t *Toolbox) Branch(ctx context.Context) (*Toolbox, error) {
 // forkOnto starts a toolbox like t on sb, the copy of t's sandbox, with
 // its session restored to s. It closes sb when it fails.
 func (t *Toolbox) forkOnto(ctx context.Context, sb *sandbox.Sandbox, s Session) (*Toolbox, error) {
-	nt, err := NewToolbox(ctx, sb, t.dir, t.timeout)
+	sh, err := sb.Shell(ctx, t.shellOptions())
 	if err != nil {
 		sb.Close()
-		return nil, err
+		return nil, fmt.Errorf("start bash session: %w", err)
 	}
+	return t.onto(sb, sh, s)
+}
+
+// onto is a toolbox like t on sb, the copy of t's sandbox, with the bash
+// session sh started there, restored to s. It closes both when it fails.
+func (t *Toolbox) onto(sb *sandbox.Sandbox, sh *sandbox.Shell, s Session) (*Toolbox, error) {
+	nt := &Toolbox{sb: sb, sh: sh, dir: t.dir, timeout: t.timeout}
 	if err := nt.Restore(s); err != nil {
 		nt.Close()
 		sb.Close()

@@ -75,12 +75,17 @@ func NewToolbox(ctx context.Context, sb *sandbox.Sandbox, dir string, timeout ti
 
 // start starts a fresh bash session in the toolbox's directory.
 func (t *Toolbox) start(ctx context.Context) error {
-	sh, err := t.sb.Shell(ctx, sandbox.ShellOptions{Timeout: t.timeout, Dir: t.dir, MaxOutput: maxSubmitBytes})
+	sh, err := t.sb.Shell(ctx, t.shellOptions())
 	if err != nil {
 		return fmt.Errorf("start bash session: %w", err)
 	}
 	t.sh = sh
 	return nil
+}
+
+// shellOptions are the toolbox's bash session's.
+func (t *Toolbox) shellOptions() sandbox.ShellOptions {
+	return sandbox.ShellOptions{Timeout: t.timeout, Dir: t.dir, MaxOutput: maxSubmitBytes}
 }
 
 // Close ends the bash session.

@@ -162,6 +162,7 @@ type Checkpoint struct {
 	rt     *Runtime
 	layers []*layer // topmost first
 	once   sync.Once
+	spare  spare // the next BranchShell made ahead
 }
 
 // Depth is how many frozen layers the checkpoint stands on.
@@ -196,9 +197,13 @@ func (c *Checkpoint) LayerBytes() []int64 {
 	return out
 }
 
-// Release drops the checkpoint's hold on its layers. It is idempotent.
+// Release drops the checkpoint's hold on its layers, and its spare
+// branch. It is idempotent.
 func (c *Checkpoint) Release() {
-	c.once.Do(func() { c.rt.unref(c.layers) })
+	c.once.Do(func() {
+		c.dropSpare()
+		c.rt.unref(c.layers)
+	})
 }
 
 // Checkpoint kills every command in the sandbox, freezes its upper layer
@@ -255,10 +260,16 @@ func (s *Sandbox) Checkpoint(ctx context.Context) (*Checkpoint, error) {
 // the checkpoint: a fresh upper layer over the checkpoint's layers. The
 // checkpoint stays valid.
 func (s *Sandbox) Rollback(ctx context.Context, c *Checkpoint) error {
+	return s.rollback(ctx, c, nil)
+}
+
+// rollback is Rollback; then, when set, runs as soon as init has the
+// request (see callThen).
+func (s *Sandbox) rollback(ctx context.Context, c *Checkpoint, then func()) error {
 	if c.rt != s.rt {
 		return errors.New("roll back sandbox: the checkpoint is another runtime's")
 	}
-	if err := s.stackOn(ctx, c.layers, nil); err != nil {
+	if err := s.stackOn(ctx, c.layers, nil, then); err != nil {
 		return fmt.Errorf("roll back sandbox: %w", err)
 	}
 	return nil
@@ -266,8 +277,9 @@ func (s *Sandbox) Rollback(ctx context.Context, c *Checkpoint) error {
 
 // stackOn kills every command and mounts a fresh upper layer, a copy of
 // seed when set (an upper layer's directory, Clone's), over the frozen
-// layers ls.
-func (s *Sandbox) stackOn(ctx context.Context, ls []*layer, seed *os.File) error {
+// layers ls. then, when set, runs once init has the request to mount them
+// (callThen).
+func (s *Sandbox) stackOn(ctx context.Context, ls []*layer, seed *os.File, then func()) error {
 	if !s.alive() {
 		return ErrDead
 	}
@@ -295,7 +307,7 @@ func (s *Sandbox) stackOn(ctx context.Context, ls []*layer, seed *os.File) error
 	for i, l := range ls {
 		ids[i] = l.id
 	}
-	r, err := s.call(ctx, request{Op: "stack", Gen: gen, Layers: ids}, files...)
+	r, err := s.callThen(ctx, request{Op: "stack", Gen: gen, Layers: ids}, then, files...)
 	closeAll(files)
 	if err != nil {
 		return err
@@ -315,6 +327,56 @@ func (s *Sandbox) stackOn(ctx context.Context, ls []*layer, seed *os.File) error
 // frozen layers, which it shares. Nothing is copied.
 func (s *Sandbox) Branch(ctx context.Context, c *Checkpoint) (*Sandbox, error) {
 	return s.fork(ctx, func(n *Sandbox) error { return n.Rollback(ctx, c) })
+}
+
+// BranchShell is Branch and the new sandbox's Shell in one. Starting a
+// bash session is most of what a branch costs otherwise: a round trip to
+// init that waits for init to tear down the overlay the warm sandbox had.
+// Here the session's start is sent right behind the request to mount the
+// checkpoint's layers, and init starts bash on the new overlay before that
+// teardown (afterReply), so the two overlap. The session starts as Shell's
+// does, in the new sandbox, after its files are the checkpoint's. After
+// the first, the checkpoint keeps the next branch made ahead (spare.go).
+func (s *Sandbox) BranchShell(ctx context.Context, c *Checkpoint, opts ShellOptions) (*Sandbox, *Shell, error) {
+	if !s.alive() {
+		return nil, nil, ErrDead
+	}
+	n, sh := c.takeSpare(s.cfg, opts)
+	if n == nil {
+		var err error
+		if n, sh, err = s.rt.branchShell(ctx, s.cfg, s.key, c, opts); err != nil {
+			return nil, nil, err
+		}
+	}
+	c.makeSpare(s, opts)
+	return n, sh, nil
+}
+
+// branchShell makes BranchShell's sandbox and session for a sandbox of
+// configuration cfg (whose key is key).
+func (rt *Runtime) branchShell(ctx context.Context, cfg Config, key string, c *Checkpoint, opts ShellOptions) (*Sandbox, *Shell, error) {
+	var sh *Shell
+	n, err := rt.fork(ctx, cfg, key, func(n *Sandbox) error {
+		// A warm sandbox has another's environment and directory until
+		// fork gives it cfg, after this: the session's are cfg's.
+		n.cfg = cfg
+		sh = n.newShell(opts)
+		var sendErr error
+		if err := n.rollback(ctx, c, func() { sendErr = sh.send() }); err != nil {
+			if sendErr == nil {
+				sh.abandon() // fork destroys n, and bash if init started it
+			}
+			return err
+		}
+		if sendErr != nil {
+			return sendErr
+		}
+		return sh.started(ctx)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return n, sh, nil
 }
 
 // dropStack forgets the frozen layers the sandbox stood on: a reset or

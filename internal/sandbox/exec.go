@@ -290,22 +290,41 @@ func (p *Process) startIO(cmd Cmd, st *stdio) {
 // spawn asks init to start a command with the given stdin, stdout and
 // stderr. The returned channel receives the command's exit reply.
 func (s *Sandbox) spawn(ctx context.Context, msg *execMsg, stdin, stdout, stderr *os.File) (uint64, chan reply, int, error) {
-	id, ch := s.register()
-	err := s.send(request{ID: id, Op: "exec", Exec: msg}, stdin, stdout, stderr)
-	var r reply
-	if err == nil {
-		r, err = s.wait(ctx, ch)
+	id, ch, err := s.spawnSend(msg, stdin, stdout, stderr)
+	if err != nil {
+		return 0, nil, 0, err
 	}
+	pid, err := s.spawnWait(ctx, id, ch)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	return id, ch, pid, nil
+}
+
+// spawnSend is the first half of spawn: the request sent, not waited for.
+func (s *Sandbox) spawnSend(msg *execMsg, stdin, stdout, stderr *os.File) (uint64, chan reply, error) {
+	id, ch := s.register()
+	if err := s.send(request{ID: id, Op: "exec", Exec: msg}, stdin, stdout, stderr); err != nil {
+		s.unregister(id)
+		return 0, nil, err
+	}
+	return id, ch, nil
+}
+
+// spawnWait is the second half of spawn: init's answer to spawnSend's
+// request id, the command's pid.
+func (s *Sandbox) spawnWait(ctx context.Context, id uint64, ch chan reply) (int, error) {
+	r, err := s.wait(ctx, ch)
 	if err != nil {
 		s.unregister(id)
 		if ctx.Err() != nil {
 			// The command may have started after all: have it killed.
 			s.send(request{Op: "kill", Target: id, Reason: string(ReasonCancelled)})
-			return 0, nil, 0, ctx.Err()
+			return 0, ctx.Err()
 		}
-		return 0, nil, 0, err
+		return 0, err
 	}
-	return id, ch, r.Pid, nil
+	return r.Pid, nil
 }
 
 func grace(d time.Duration) time.Duration {

@@ -280,13 +280,33 @@ func (in *initState) reset(gen int, recycle bool) (int, error) {
 // afterReply runs what the last swap left to do: tearing down the old
 // overlay and what it alone used. That costs time in proportion to the
 // names cached in it, so it runs once the reply has gone, and before the
-// next request is read: the sandbox's next command waits for it rather
-// than share the processor with it.
-func (in *initState) afterReply() {
-	if f := in.teardown; f != nil {
-		in.teardown = nil
-		f()
+// next request is handled: the sandbox's next command waits for it rather
+// than share the processor with it. Except for a command the host sent
+// right behind the swap, there before the reply went (a branch's bash
+// session, Sandbox.BranchShell): its process is started first, and makes
+// its start while the old overlay goes. Nothing of that overlay is in its
+// way: the command sees the new one, and no process is left in the old.
+// next is a request read here to learn that, for the caller to handle.
+func (in *initState) afterReply() (next *request, files []*os.File, err error) {
+	f := in.teardown
+	if f == nil {
+		return nil, nil, nil
 	}
+	in.teardown = nil
+	req := new(request)
+	files, ok, err := in.c.tryRecv(req)
+	if ok && req.Op == "exec" {
+		started := make(chan struct{})
+		go in.exec(*req, files, started)
+		<-started
+		f()
+		return nil, nil, nil
+	}
+	f()
+	if !ok {
+		return nil, nil, err
+	}
+	return req, files, nil
 }
 
 // swap mounts the overlay of generation gen (its tmpfs made) over the

@@ -110,15 +110,21 @@ func (in *initState) reply(r reply, files ...*os.File) {
 // serve handles requests until the host goes away. When it returns, init
 // exits and the kernel kills every process of the pid namespace.
 func (in *initState) serve() {
+	var next *request // read already, by afterReply
+	var nextFiles []*os.File
 	for {
-		var req request
-		files, err := in.c.recv(&req)
-		if err != nil {
-			return
+		req, files := next, nextFiles
+		next, nextFiles = nil, nil
+		if req == nil {
+			req = new(request)
+			var err error
+			if files, err = in.c.recv(req); err != nil {
+				return
+			}
 		}
 		switch req.Op {
 		case "exec":
-			go in.exec(req, files)
+			go in.exec(*req, files, nil)
 		case "kill":
 			in.mu.Lock()
 			ch := in.byID[req.Target]
@@ -136,7 +142,6 @@ func (in *initState) serve() {
 			} else {
 				in.reply(reply{ID: req.ID, Op: "ok", Gen: gen})
 			}
-			in.afterReply()
 		case "freeze":
 			gen, f, err := in.freeze(req.Gen, req.Layer)
 			if err != nil {
@@ -147,7 +152,6 @@ func (in *initState) serve() {
 			} else {
 				in.reply(reply{ID: req.ID, Op: "ok", Gen: gen})
 			}
-			in.afterReply()
 		case "stack":
 			gen, err := in.stack(req.Gen, req.Layers, files)
 			if err != nil {
@@ -155,21 +159,25 @@ func (in *initState) serve() {
 			} else {
 				in.reply(reply{ID: req.ID, Op: "ok", Gen: gen})
 			}
-			in.afterReply()
 		case "prepare":
 			in.replyErr(req.ID, in.prepare(req.Gen, files))
 		case "readfile":
-			go in.readFile(req, files)
+			go in.readFile(*req, files)
 		case "writefile":
-			go in.writeFile(req, files)
+			go in.writeFile(*req, files)
 		case "stat":
-			in.stat(req)
+			in.stat(*req)
 		case "listen":
 			closeAll(files)
-			in.listen(req)
+			in.listen(*req)
 		default:
 			closeAll(files)
 			in.replyErr(req.ID, fmt.Errorf("unknown request %q", req.Op))
+		}
+		// What a swap of overlays (reset, freeze, stack) left to do.
+		var err error
+		if next, nextFiles, err = in.afterReply(); err != nil {
+			return
 		}
 	}
 }
@@ -227,7 +235,15 @@ func (in *initState) unregister(c *child) {
 	in.mu.Unlock()
 }
 
-func (in *initState) exec(req request, files []*os.File) {
+// exec runs one command until it ends. started, when set, is closed once
+// the command's process exists (or its start failed).
+func (in *initState) exec(req request, files []*os.File, started chan<- struct{}) {
+	markStarted := sync.OnceFunc(func() {
+		if started != nil {
+			close(started)
+		}
+	})
+	defer markStarted()
 	m := req.Exec
 	defer closeAll(files)
 	if m == nil || len(m.Argv) == 0 || len(files) != 3 {
@@ -267,6 +283,7 @@ func (in *initState) exec(req request, files []*os.File) {
 	closeAll(files)
 	files = nil
 	in.reply(reply{ID: req.ID, Op: "started", Pid: pid})
+	markStarted()
 
 	var timeout <-chan time.Time
 	if m.Timeout > 0 {

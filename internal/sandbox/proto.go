@@ -209,25 +209,40 @@ func rights(files []*os.File) []byte {
 var errClosed = errors.New("connection closed")
 
 // recv reads one message and the descriptors that came with it. Only one
-// goroutine may call recv.
+// goroutine may call recv and tryRecv.
 func (c *conn) recv(v any) ([]*os.File, error) {
+	files, _, err := c.read(v, true)
+	return files, err
+}
+
+// tryRecv is recv of a message that has arrived already: ok is false,
+// and nothing read, when none has.
+func (c *conn) tryRecv(v any) (files []*os.File, ok bool, err error) {
+	return c.read(v, false)
+}
+
+// read reads one message, waiting for it if wait is set.
+func (c *conn) read(v any, wait bool) ([]*os.File, bool, error) {
 	var n, oobn int
 	var rerr error
 	err := c.rc.Read(func(fd uintptr) bool {
 		n, oobn, _, _, rerr = unix.Recvmsg(int(fd), c.buf, c.oob, unix.MSG_CMSG_CLOEXEC)
-		return rerr != unix.EAGAIN
+		return !wait || rerr != unix.EAGAIN
 	})
 	if err == nil {
 		err = rerr
 	}
+	if !wait && err == unix.EAGAIN {
+		return nil, false, nil
+	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var files []*os.File
 	if oobn > 0 {
 		msgs, err := unix.ParseSocketControlMessage(c.oob[:oobn])
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		for _, m := range msgs {
 			fds, err := unix.ParseUnixRights(&m)
@@ -240,13 +255,13 @@ func (c *conn) recv(v any) ([]*os.File, error) {
 		}
 	}
 	if n == 0 && oobn == 0 {
-		return nil, errClosed
+		return nil, false, errClosed
 	}
 	if err := json.Unmarshal(c.buf[:n], v); err != nil {
 		closeAll(files)
-		return nil, fmt.Errorf("decode message: %w", err)
+		return nil, false, fmt.Errorf("decode message: %w", err)
 	}
-	return files, nil
+	return files, true, nil
 }
 
 func (c *conn) close() error { return c.f.Close() }

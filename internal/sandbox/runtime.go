@@ -80,10 +80,12 @@ type Runtime struct {
 	warnedMu sync.Mutex      // guards warned
 	warned   map[string]bool // directories logged as shown without an idmap
 
-	// mu guards idle, live and closed.
+	// mu guards idle, live, spares, making and closed.
 	mu     sync.Mutex
 	idle   map[string][]*Sandbox // config key -> reset sandboxes
 	live   map[*Sandbox]bool
+	spares int                    // checkpoints' spare branches, made or in the making (spare.go)
+	making map[chan struct{}]bool // spare branches in the making, closed when made
 	closed bool
 	stop   chan struct{}
 	wg     sync.WaitGroup
@@ -100,7 +102,7 @@ func NewRuntime(opts Options) (_ *Runtime, err error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	rt := &Runtime{home: opts.Home, log: log, warm: opts.Warm, warmIdle: opts.WarmIdle,
-		idle: map[string][]*Sandbox{}, live: map[*Sandbox]bool{}, stop: make(chan struct{}),
+		idle: map[string][]*Sandbox{}, live: map[*Sandbox]bool{}, making: map[chan struct{}]bool{}, stop: make(chan struct{}),
 		uid: os.Getuid(), gid: os.Getgid()}
 	if rt.warm == 0 {
 		rt.warm = 8

@@ -475,11 +475,21 @@ func (s *Sandbox) wait(ctx context.Context, ch chan reply) (reply, error) {
 
 // call sends one request and waits for its reply.
 func (s *Sandbox) call(ctx context.Context, req request, files ...*os.File) (reply, error) {
+	return s.callThen(ctx, req, nil, files...)
+}
+
+// callThen is call that runs then, when set, once the request is sent and
+// before its reply is waited for: a request then sends reaches init right
+// behind this one, without a round trip between them.
+func (s *Sandbox) callThen(ctx context.Context, req request, then func(), files ...*os.File) (reply, error) {
 	id, ch := s.register()
 	defer s.unregister(id)
 	req.ID = id
 	if err := s.send(req, files...); err != nil {
 		return reply{}, err
+	}
+	if then != nil {
+		then()
 	}
 	return s.wait(ctx, ch)
 }
@@ -584,7 +594,7 @@ func (s *Sandbox) Clone(ctx context.Context) (*Sandbox, error) {
 		// shared; they are held while the clone is made.
 		s.rt.ref(stack)
 		defer s.rt.unref(stack)
-		return s.fork(ctx, func(n *Sandbox) error { return n.stackOn(ctx, stack, seed) })
+		return s.fork(ctx, func(n *Sandbox) error { return n.stackOn(ctx, stack, seed, nil) })
 	}
 	return s.fork(ctx, func(n *Sandbox) error { return n.resetTo(ctx, "reset", seed) })
 }
@@ -595,20 +605,25 @@ func (s *Sandbox) fork(ctx context.Context, fill func(*Sandbox) error) (*Sandbox
 	if !s.alive() {
 		return nil, ErrDead
 	}
-	rt := s.rt
-	if warm := rt.takeWarm(s.key); warm != nil {
+	return s.rt.fork(ctx, s.cfg, s.key, fill)
+}
+
+// fork is Sandbox.fork for a sandbox of configuration cfg, whose key is
+// key.
+func (rt *Runtime) fork(ctx context.Context, cfg Config, key string, fill func(*Sandbox) error) (*Sandbox, error) {
+	if warm := rt.takeWarm(key); warm != nil {
 		if err := fill(warm); err == nil {
 			if err := rt.adopt(warm); err != nil {
 				go warm.destroy()
 				return nil, err
 			}
-			warm.cfg = s.cfg
+			warm.cfg = cfg
 			warm.closed.Store(false)
 			return warm, nil
 		}
 		warm.destroy()
 	}
-	c, err := rt.start(ctx, s.cfg)
+	c, err := rt.start(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -68,33 +68,48 @@ type Shell struct {
 
 // Shell starts a bash session in the sandbox.
 func (s *Sandbox) Shell(ctx context.Context, opts ShellOptions) (*Shell, error) {
-	if opts.MaxOutput <= 0 {
-		opts.MaxOutput = 480_000
-	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = s.cfg.Limits.Timeout
-	}
-	sh := &Shell{s: s, opts: opts}
+	sh := s.newShell(opts)
 	if err := sh.start(ctx); err != nil {
 		return nil, err
 	}
 	return sh, nil
 }
 
+// newShell is a session of s that has not started: send and started
+// start it.
+func (s *Sandbox) newShell(opts ShellOptions) *Shell {
+	if opts.MaxOutput <= 0 {
+		opts.MaxOutput = 480_000
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = s.cfg.Limits.Timeout
+	}
+	return &Shell{s: s, opts: opts}
+}
+
 func (sh *Shell) start(ctx context.Context) error {
+	if err := sh.send(); err != nil {
+		return err
+	}
+	return sh.started(ctx)
+}
+
+// send asks init to start bash, without waiting for its answer (started):
+// what Run writes before bash runs waits in the pipe.
+func (sh *Shell) send() error {
 	inR, inW, err := os.Pipe()
 	if err != nil {
-		return err
+		return fmt.Errorf("start shell: %w", err)
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		inR.Close()
 		inW.Close()
-		return err
+		return fmt.Errorf("start shell: %w", err)
 	}
 	msg := &execMsg{Argv: []string{"/bin/bash", "--noprofile", "--norc"},
 		Env: mergeEnv(sh.s.cfg.Env, sh.opts.Env), Dir: sh.s.resolve(sh.opts.Dir)}
-	id, ch, _, err := sh.s.spawn(ctx, msg, inR, outW, outW)
+	id, ch, err := sh.s.spawnSend(msg, inR, outW, outW)
 	inR.Close()
 	outW.Close()
 	if err != nil {
@@ -108,6 +123,29 @@ func (sh *Shell) start(ctx context.Context) error {
 	sh.buf = sh.buf[:0]
 	go readChunks(outR, sh.chunks)
 	return nil
+}
+
+// started waits for init's answer to send. A session that did not start
+// is left ended.
+func (sh *Shell) started(ctx context.Context) error {
+	if _, err := sh.s.spawnWait(ctx, sh.id, sh.ch); err != nil {
+		sh.abandon()
+		return fmt.Errorf("start shell: %w", err)
+	}
+	return nil
+}
+
+// abandon ends a session sent but not to be used, without waiting: its
+// reader goes on until init and bash, if it started, have let go of the
+// pipe (bash killed, init dead, or the start failed).
+func (sh *Shell) abandon() {
+	sh.s.unregister(sh.id)
+	sh.in.Close()
+	sh.in = nil
+	go func(chunks chan []byte) {
+		for range chunks {
+		}
+	}(sh.chunks)
 }
 
 // readChunks forwards what r yields until EOF, then closes out.
