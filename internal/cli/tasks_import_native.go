@@ -70,6 +70,11 @@ func (c *tasksImportCmd) runNative(ctx context.Context, e *command.Env, file, re
 	if err != nil {
 		return err
 	}
+	// The pip the builds run, which each instance's install runs too.
+	pip, err := envbuild.EnsurePip(ctx, e.Home, "")
+	if err != nil {
+		return err
+	}
 	store := base.NewStore(e.Home)
 	say := progressTo(e, c.quiet)
 	// Each base's Python once (the first base of a version builds).
@@ -85,7 +90,7 @@ func (c *tasksImportCmd) runNative(ctx context.Context, e *command.Env, file, re
 			roots[v] = b.Root
 		}
 	}
-	o := swenative.Options{Repos: c.repos, Python: py, Envs: sbs, Pythons: pythons,
+	o := swenative.Options{Repos: c.repos, Python: py, Envs: sbs, Pythons: pythons, Egress: &policy, PipWheel: pip,
 		RootFS: func(python string) string {
 			if b := store.Get(roots[python]); b != nil {
 				return b.Rootfs()
@@ -98,7 +103,7 @@ func (c *tasksImportCmd) runNative(ctx context.Context, e *command.Env, file, re
 			return envbuild.Build(ctx, sbs, envbuild.Options{
 				Home: e.Home, Source: s.Source, Rev: s.Rev, Name: s.Name, Install: s.Install, Test: s.Test,
 				RecipeFrom: s.RecipeFrom, Python: s.Python, Bases: bases, Runs: 1, NoCoverage: true,
-				Mode: env.ModeOnline, ExcludeNewer: "none", Egress: &policy,
+				Mode: env.ModeOnline, ExcludeNewer: "none", Egress: &policy, PipWheel: pip,
 				InstallTimeout: 20 * time.Minute, Limits: env.RunLimits{Timeout: c.timeout},
 				Progress: say, Log: e.Log,
 			})

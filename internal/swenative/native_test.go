@@ -108,6 +108,7 @@ func calcRepo(t *testing.T) (clones, first, second string, rows []map[string]any
 	git(t, dir, "init", "-q", "-b", "main")
 	write(t, dir, map[string]string{
 		"calc/__init__.py":   "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a + b\n",
+		"requirements.txt":   "calcdep==1.0\n",
 		"tests/__init__.py":  "",
 		"tests/test_calc.py": testPy,
 	})
@@ -130,6 +131,13 @@ func calcRepo(t *testing.T) (clones, first, second string, rows []map[string]any
 			"FAIL_TO_PASS": fmt.Sprintf("[%q]", f2p), "PASS_TO_PASS": `["test_dep (tests.test_calc.CalcTest.test_dep)"]`,
 		}
 	}
+	// A third commit, after the setup commit, whose tests need a
+	// requirement the setup commit's requirements lack: as pytest 4.6's
+	// base commits need importlib_metadata.
+	write(t, dir, map[string]string{"requirements.txt": "calcdep==1.0\ncalcextra==1.0\n", "tests/__init__.py": "import calcextra\n"})
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-qm", "calcextra")
+	third := git(t, dir, "rev-parse", "HEAD")
 	add, mul := "test_add (tests.test_calc.CalcTest.test_add)", "test_mul (tests.test_calc.CalcTest.test_mul)"
 	rows = []map[string]any{
 		row(1, "1.0", second, addGold, addTest, add),
@@ -138,6 +146,7 @@ func calcRepo(t *testing.T) (clones, first, second string, rows []map[string]any
 		row(4, "1.2", second, addGold, addTest, add),
 		row(5, "1.3", second, addGold, addTest, add),
 		row(6, "1.0", second, addGold, addTest, mul), // the wrong test: not run at all
+		row(7, "1.4", third, addGold, addTest, add),
 	}
 	return clones, first, second, rows
 }
@@ -149,7 +158,10 @@ func calcRepo(t *testing.T) (clones, first, second string, rows []map[string]any
 // parser for it. Version 1.0 holds; 1.1 names a package no index has,
 // 1.2's install reaches a host the relay does not allow, 1.3 wants a
 // Python no base offers: each group's instance is left out with its
-// cause, and 1.0's are kept all the same.
+// cause, and 1.0's are kept all the same. 1.4's instance is at a commit
+// after the setup commit whose tests import a requirement the setup
+// commit's requirements lack: it holds because its install runs again
+// at its base_commit.
 func TestImport(t *testing.T) {
 	ctx := context.Background()
 	home := t.TempDir()
@@ -161,6 +173,7 @@ func TestImport(t *testing.T) {
 	venvPy := pytestenv.Python(t, filepath.Join("testdata", "swebench4.txt"))
 	ix := indextest.Start(t,
 		indextest.Wheel{Name: "calcdep", Version: "1.0"},
+		indextest.Wheel{Name: "calcextra", Version: "1.0"},
 		indextest.Wheel{Name: "setuptools", Version: "69.5.1"},
 		indextest.Wheel{Name: "wheel", Version: "0.43.0"})
 	allow, err := egress.ParseAllowHost(ix.Addr)
@@ -184,6 +197,7 @@ func TestImport(t *testing.T) {
 		"1.2": map[string]any{"python": "3.11", "pip_packages": []string{"calcdep==1.0"}, "test_cmd": "python -m unittest -v",
 			"install": fmt.Sprintf(`python -c "import urllib.request; urllib.request.urlopen('http://%s/', timeout=60)"`, ln.Addr())},
 		"1.3": map[string]any{"python": "3.14", "test_cmd": "python -m unittest -v"},
+		"1.4": map[string]any{"python": "3.11", "install": "python -m pip install -r requirements.txt", "test_cmd": "python -m unittest -v"},
 	}
 	dir := t.TempDir()
 	specFile := filepath.Join(dir, "specs.json")
@@ -211,7 +225,7 @@ func TestImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	sbs := env.NewSandboxes(rt)
-	o := Options{Repos: clones, Python: python, Envs: sbs, Pythons: []string{"3.11"},
+	o := Options{Repos: clones, Python: python, Envs: sbs, Pythons: []string{"3.11"}, Egress: &policy, PipWheel: pip,
 		RootFS: func(string) string { return b.Rootfs() },
 		Build: func(ctx context.Context, s BuildSpec) (*env.Env, error) {
 			return envbuild.Build(ctx, sbs, envbuild.Options{
@@ -236,7 +250,7 @@ func TestImport(t *testing.T) {
 			t.Errorf("kept %s: env %q, parser %q, test command %q; want an environment, parse_log_django, the harness's command", k.InstanceID, k.EnvID, k.Imported.LogParser, k.Imported.TestCommand)
 		}
 	}
-	if diff := cmp.Diff([]string{"cwm-test__calc-1", "cwm-test__calc-2"}, ids); diff != "" {
+	if diff := cmp.Diff([]string{"cwm-test__calc-1", "cwm-test__calc-2", "cwm-test__calc-7"}, ids); diff != "" {
 		t.Errorf("kept (-want +got):\n%s", diff)
 	}
 	got := map[string]string{}
@@ -275,6 +289,7 @@ func TestImport(t *testing.T) {
 		`cwm-test/calc 1.1: python 3.11 used "3.11", kept 0`,
 		`cwm-test/calc 1.2: python 3.11 used "3.11", kept 0`,
 		`cwm-test/calc 1.3: python 3.14 used "", kept 0`,
+		`cwm-test/calc 1.4: python 3.11 used "3.11", kept 1`,
 	}
 	if diff := cmp.Diff(wantGroups, groups); diff != "" {
 		t.Errorf("groups (-want +got):\n%s", diff)

@@ -61,6 +61,11 @@ type Recipe struct {
 	// Install are the build's install steps, in the harness's order:
 	// the packages, pip_packages, pre_install, install.
 	Install []string
+	// Instance are the steps the harness runs again in each instance at
+	// its base_commit (pre_install's lines that are not apt-get's, and
+	// install), with the network: run by Import in the instance's own
+	// sandbox over the group's environment (instance.go).
+	Instance []string
 	// TestPrefix are eval_commands, run before each test command.
 	TestPrefix []string
 	// Untranslated lists what could not be translated, each with why.
@@ -112,9 +117,11 @@ func translate(s *Spec, pythons []string, rootfs func(py string) string) Recipe 
 			continue
 		}
 		r.Install = append(r.Install, line)
+		r.Instance = append(r.Instance, line)
 	}
 	if f.Install != "" {
 		r.Install = append(r.Install, f.Install)
+		r.Instance = append(r.Instance, editable(f.Install))
 	}
 	r.TestPrefix = f.EvalCommands
 	return r
