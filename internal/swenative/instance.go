@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"cwm/internal/egress"
 	"cwm/internal/env"
+	"cwm/internal/hostexec"
+	"cwm/internal/lazyre"
 	"cwm/internal/sandbox"
 	"cwm/internal/task"
 )
@@ -98,7 +101,7 @@ func (in *instance) Close() {
 // install runs steps in a sandbox of e at base (pack holds its objects)
 // and checkpoints it. A step that fails is a reason (the step, pip's last
 // lines, the relay's refusals), not an error.
-func (o Options) install(ctx context.Context, e *env.Env, base string, pack []byte, steps []string) (*instance, string, error) {
+func (o Options) install(ctx context.Context, e *env.Env, clone, base string, pack []byte, steps []string) (*instance, string, error) {
 	t0 := time.Now()
 	open := o.opener(e, base, pack)
 	sb, err := open(ctx, &task.Task{InstanceID: short(base)})
@@ -128,6 +131,9 @@ func (o Options) install(ctx context.Context, e *env.Env, base string, pack []by
 	vars, err := o.caVars(ctx, sb)
 	if err != nil {
 		return nil, "", err
+	}
+	if v := scmVersion(ctx, clone, base); v != "" {
+		vars = append(vars, "SETUPTOOLS_SCM_PRETEND_VERSION="+v)
 	}
 	for _, step := range steps {
 		why, err := o.runStep(ctx, sb, step, vars)
@@ -177,6 +183,9 @@ func (o Options) runStep(ctx context.Context, sb *sandbox.Sandbox, step string, 
 		proxy = append(r.Env(), o.Egress.IndexEnv()...)
 	}
 	vs := slices.Concat(proxy, vars, []string{"PIP_NO_CACHE_DIR=1", "PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_INPUT=1"})
+	if o.UploadedPriorTo != "" {
+		vs = append(vs, "PIP_UPLOADED_PRIOR_TO="+o.UploadedPriorTo)
+	}
 	res, err := sb.Exec(ctx, sandbox.Cmd{Args: []string{"bash", "-c", instancePrelude + step}, Dir: env.RepoRoot, Env: vs, Timeout: instanceTimeout, Capture: 1 << 20})
 	note := ""
 	if relay != nil {
@@ -217,4 +226,43 @@ func lastLines(b []byte) string {
 		lines = lines[len(lines)-3:]
 	}
 	return strings.Join(lines, " | ")
+}
+
+var versionTag = lazyre.New(`^v?(\d+(?:\.\d+)*)$`)
+
+// scmVersion is the version setuptools_scm would give the project at
+// base in a clone with its tags, as the harness's clone has them: the
+// sandbox's repository has base's tree but neither its history nor its
+// tags, from which setuptools_scm makes 0.1.dev1 (and pytest's tox.ini,
+// for one, then refuses the pytest that runs it). The nearest tag when
+// base is tagged; else its next version, .devN after it (setuptools_scm's
+// guess-next-dev, without the local part); "" when the nearest tag is not
+// a version.
+func scmVersion(ctx context.Context, clone, base string) string {
+	out, err := hostexec.Output(ctx, hostexec.Cmd{Args: []string{"git", "-C", clone, "describe", "--tags", "--long", base}, Timeout: time.Minute})
+	if err != nil {
+		return ""
+	}
+	d := strings.TrimSpace(string(out))
+	// TAG-N-gSHA, the tag possibly holding dashes itself.
+	i := strings.LastIndex(d, "-g")
+	if i < 0 {
+		return ""
+	}
+	j := strings.LastIndex(d[:i], "-")
+	if j < 0 {
+		return ""
+	}
+	m := versionTag().FindStringSubmatch(d[:j])
+	n, err := strconv.Atoi(d[j+1 : i])
+	if m == nil || err != nil {
+		return ""
+	}
+	if n == 0 {
+		return m[1]
+	}
+	parts := strings.Split(m[1], ".")
+	last, _ := strconv.Atoi(parts[len(parts)-1])
+	parts[len(parts)-1] = strconv.Itoa(last + 1)
+	return fmt.Sprintf("%s.dev%d", strings.Join(parts, "."), n)
 }

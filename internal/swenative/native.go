@@ -46,6 +46,9 @@ type Options struct {
 	// (instance.go), PipWheel the pip they run (the build's).
 	Egress   *egress.Policy
 	PipWheel string
+	// UploadedPriorTo bounds what those installs take (RFC 3339; "" for
+	// the newest), as the build's --exclude-newer does.
+	UploadedPriorTo string
 	// Runs is how many times each instance is graded with the gold patch
 	// and with the empty one (default 3).
 	Runs int
@@ -265,7 +268,7 @@ func (o Options) group(ctx context.Context, sp *specs, key string, insts []taski
 		var inst *instance
 		if len(r.Instance) > 0 {
 			var why string
-			inst, why, err = o.install(ctx, e, t.BaseCommit, pack, r.Instance)
+			inst, why, err = o.install(ctx, e, clones[s.Repo], t.BaseCommit, pack, r.Instance)
 			if err != nil {
 				return nil, nil, fmt.Errorf("install %s at its base_commit: %w", t.InstanceID, err)
 			}
