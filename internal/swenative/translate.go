@@ -120,8 +120,12 @@ func translate(s *Spec, pythons []string, rootfs func(py string) string) Recipe 
 		r.Instance = append(r.Instance, line)
 	}
 	if f.Install != "" {
-		r.Install = append(r.Install, f.Install)
-		r.Instance = append(r.Instance, editable(f.Install))
+		line := f.Install
+		if noEditableHook(s.Pyproject) {
+			line = withoutIsolation(editable(line))
+		}
+		r.Install = append(r.Install, line)
+		r.Instance = append(r.Instance, editable(line))
 	}
 	r.TestPrefix = f.EvalCommands
 	return r
