@@ -24,7 +24,7 @@ func TestTranslateOldBackend(t *testing.T) {
 	} {
 		s := &Spec{Pyproject: tc.pyproject}
 		s.Fields.Install = "python -m pip install -e ."
-		r := translate(s, []string{"3.9"}, func(string) string { return "" })
+		r := translate(s, []string{"3.9"}, func(string) string { return "" }, nil)
 		if got := r.Install[len(r.Install)-1]; got != tc.want {
 			t.Errorf("%s: the project's install is %q, want %q", tc.name, got, tc.want)
 		}

@@ -206,12 +206,17 @@ func (o Options) group(ctx context.Context, sp *specs, key string, insts []taski
 		return fail(ReasonNoSpec, s.Error)
 	}
 	pys := o.Pythons
+	var onIndex func(string) bool
+	if o.Egress != nil && o.Egress.IndexURL != "" {
+		probe := newIndexProbe(o.Egress.IndexURL)
+		onIndex = func(name string) bool { return probe.has(ctx, name) }
+	}
 	r := translate(s, pys, func(py string) string {
 		if o.RootFS == nil || py == "" {
 			return ""
 		}
 		return o.RootFS(py)
-	})
+	}, onIndex)
 	g.PythonUsed, g.Install, g.Untranslated, g.Reinstall = r.Used, r.Install, r.Untranslated, r.Instance
 	if r.Used == "" {
 		return fail(ReasonNoPython, fmt.Sprintf("%s %s wants Python %s; the bases have %s and nothing newer", s.Repo, s.Version, r.Python, strings.Join(pys, ", ")))

@@ -150,6 +150,7 @@ func calcRepo(t *testing.T) (clones, first, second string, rows []map[string]any
 		row(5, "1.3", second, addGold, addTest, add),
 		row(6, "1.0", second, addGold, addTest, mul), // the wrong test: not run at all
 		row(7, "1.4", third, addGold, addTest, add),
+		row(8, "1.5", second, addGold, addTest, add),
 	}
 	return clones, first, second, rows
 }
@@ -164,7 +165,9 @@ func calcRepo(t *testing.T) (clones, first, second string, rows []map[string]any
 // cause, and 1.0's are kept all the same. 1.4's instance is at a commit
 // after the setup commit whose tests import a requirement the setup
 // commit's requirements lack: it holds because its install runs again
-// at its base_commit, bounded by the date as the build's are.
+// at its base_commit, bounded by the date as the build's are. 1.5's
+// conda packages name one the index does not have: it is listed and the
+// rest installed.
 func TestImport(t *testing.T) {
 	ctx := context.Background()
 	home := t.TempDir()
@@ -202,6 +205,10 @@ func TestImport(t *testing.T) {
 			"install": fmt.Sprintf(`python -c "import urllib.request; urllib.request.urlopen('http://%s/', timeout=60)"`, ln.Addr())},
 		"1.3": map[string]any{"python": "3.14", "test_cmd": "python -m unittest -v"},
 		"1.4": map[string]any{"python": "3.11", "install": "python -m pip install -r requirements.txt", "test_cmd": "python -m unittest -v"},
+		// conda packages, one of which the index does not have (as
+		// xarray's environment.yml names cdms2): listed, the rest
+		// installed.
+		"1.5": map[string]any{"python": "3.11", "packages": "calcdep=1.0 cwm-conda-only", "test_cmd": "python -m unittest -v"},
 	}
 	dir := t.TempDir()
 	specFile := filepath.Join(dir, "specs.json")
@@ -254,7 +261,7 @@ func TestImport(t *testing.T) {
 			t.Errorf("kept %s: env %q, parser %q, test command %q; want an environment, parse_log_django, the harness's command", k.InstanceID, k.EnvID, k.Imported.LogParser, k.Imported.TestCommand)
 		}
 	}
-	if diff := cmp.Diff([]string{"cwm-test__calc-1", "cwm-test__calc-2", "cwm-test__calc-7"}, ids); diff != "" {
+	if diff := cmp.Diff([]string{"cwm-test__calc-1", "cwm-test__calc-2", "cwm-test__calc-7", "cwm-test__calc-8"}, ids); diff != "" {
 		t.Errorf("kept (-want +got):\n%s", diff)
 	}
 	got := map[string]string{}
@@ -294,9 +301,13 @@ func TestImport(t *testing.T) {
 		`cwm-test/calc 1.2: python 3.11 used "3.11", kept 0`,
 		`cwm-test/calc 1.3: python 3.14 used "", kept 0`,
 		`cwm-test/calc 1.4: python 3.11 used "3.11", kept 1`,
+		`cwm-test/calc 1.5: python 3.11 used "3.11", kept 1`,
 	}
 	if diff := cmp.Diff(wantGroups, groups); diff != "" {
 		t.Errorf("groups (-want +got):\n%s", diff)
+	}
+	if g := rep.Groups[len(rep.Groups)-1]; len(g.Untranslated) != 1 || !strings.Contains(g.Untranslated[0], "the index has no project cwm-conda-only") {
+		t.Errorf("group 1.5's untranslated: %q, want cwm-conda-only named", g.Untranslated)
 	}
 }
 

@@ -70,13 +70,15 @@ type Recipe struct {
 	TestPrefix []string
 	// Untranslated lists what could not be translated, each with why.
 	Untranslated []string
+	onIndex      func(name string) bool
 }
 
 // translate makes s a recipe for a build on a base whose root filesystem
-// is rootfs (for its Debian packages), with the base Pythons available.
-func translate(s *Spec, pythons []string, rootfs func(py string) string) Recipe {
+// is rootfs (for its Debian packages), with the base Pythons available;
+// onIndex, when set, says whether the index has a conda name's project.
+func translate(s *Spec, pythons []string, rootfs func(py string) string, onIndex func(name string) bool) Recipe {
 	f := s.Fields
-	r := Recipe{Python: f.Python, Used: nearestPython(f.Python, pythons)}
+	r := Recipe{Python: f.Python, Used: nearestPython(f.Python, pythons), onIndex: onIndex}
 	debs := installedDebs(rootfs(r.Used))
 	deb := func(what, pkg string) {
 		if debs[pkg] {
@@ -176,6 +178,10 @@ func (r *Recipe) conda(spec string, deb func(what, pkg string)) string {
 	}
 	if p, ok := condaToPip[name]; ok {
 		name = p
+	}
+	if r.onIndex != nil && !r.onIndex(name) {
+		r.Untranslated = append(r.Untranslated, fmt.Sprintf("conda package %s: the index has no project %s (conda's alone)", spec, name))
+		return ""
 	}
 	switch op {
 	case "":
