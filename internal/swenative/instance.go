@@ -51,11 +51,28 @@ python() { _cwm_python python "$@"; }; python3() { _cwm_python python3 "$@"; }
 `
 
 // instanceCheckout puts the repository at base_commit (its objects are
-// there: addObjects) and unpacks pip.
+// there: addObjects), unpacks pip, and gives the base interpreter the
+// venv's packages.
+//
+// The last is for what runs the venv's Python through a link of its own:
+// the harness's interpreter is a conda environment's, a prefix of its
+// own, so a link to it (tox-current-env's .tox/py39/bin/python, which
+// sphinx's "python -X dev -m pytest" runs from 3.4 on) runs with the
+// environment's packages; a link to a venv's interpreter finds no
+// pyvenv.cfg beside it and runs as the bare base interpreter ("No module
+// named pytest"). A .pth in the base interpreter's user site directory
+// (the base's own are read-only) adds the venv's (its .pth files too, the
+// editable installs'); the venv's interpreter does not read it, as a venv
+// leaves the user site out.
 const instanceCheckout = `set -e
 cd "$1"
 git checkout -q -f "$2"
 ` + env.VenvRoot + `/bin/python -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$3" "$4"
+home=$(sed -n 's/^home *= *//p' ` + env.VenvRoot + `/pyvenv.cfg)
+venvsite=$(` + env.VenvRoot + `/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+basesite=$("$home/python3" -c 'import site; print(site.getusersitepackages())')
+mkdir -p "$basesite"
+echo "import site; site.addsitedir('$venvsite')" >"$basesite/cwm-venv.pth"
 `
 
 // editable is an install line with pip's install of the project (".",
