@@ -4,22 +4,26 @@ import (
 	"testing"
 )
 
-// TestTranslateOldBackend checks that a project whose build pins a
-// setuptools without build_editable (pylint 2.15's) is installed without
-// build isolation, as the harness's pip fell back to, and no other.
+// TestTranslateOldBackend checks that a project the harness's pip
+// installed with setup.py develop is installed in setuptools' compat
+// mode: one without a pyproject.toml (pylint 2.14), and, without build
+// isolation, one whose build pins a setuptools without build_editable
+// (pylint 2.15); no other.
 func TestTranslateOldBackend(t *testing.T) {
 	const pylint215 = "[build-system]\nrequires = [\"setuptools~=62.6\", \"wheel~=0.37.1\"]\nbuild-backend = \"setuptools.build_meta\"\n"
 	isolated := "python -m pip install -e ."
+	noHook := "python -m pip install --no-build-isolation --config-settings editable_mode=compat -e . </dev/null"
 	for _, tc := range []struct {
 		name, pyproject, want string
 	}{
-		{"pylint 2.15", pylint215, "python -m pip install --no-build-isolation -e . </dev/null"},
-		{"below 64", "[build-system]\nrequires = [\"setuptools<64\"]\n", "python -m pip install --no-build-isolation -e . </dev/null"},
-		{"pinned", "[build-system]\nrequires = [\"setuptools==58.0.4\"]\n", "python -m pip install --no-build-isolation -e . </dev/null"},
+		{"pylint 2.15", pylint215, noHook},
+		{"below 64", "[build-system]\nrequires = [\"setuptools<64\"]\n", noHook},
+		{"pinned", "[build-system]\nrequires = [\"setuptools==58.0.4\"]\n", noHook},
+		{"no pyproject (pylint 2.14)", "", "python -m pip install --config-settings editable_mode=compat -e . </dev/null"},
+		{"no build system", "[tool.black]\nline-length = 88\n", isolated},
 		{"a lower bound", "[build-system]\nrequires = [\"setuptools>=45\", \"setuptools_scm[toml]>=6.2.3\"]\nbuild-backend = \"setuptools.build_meta\"\n", isolated},
 		{"below 65", "[build-system]\nrequires = [\"setuptools<65\"]\n", isolated},
 		{"another backend", "[build-system]\nrequires = [\"flit_core<4\", \"setuptools<60\"]\nbuild-backend = \"flit_core.buildapi\"\n", isolated},
-		{"no pyproject", "", isolated},
 		{"not TOML", "[build-system\n", isolated},
 	} {
 		s := &Spec{Pyproject: tc.pyproject}

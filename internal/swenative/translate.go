@@ -123,8 +123,8 @@ func translate(s *Spec, pythons []string, rootfs func(py string) string, onIndex
 	}
 	if f.Install != "" {
 		line := f.Install
-		if noEditableHook(s.Pyproject) {
-			line = withoutIsolation(editable(line))
+		if develop, noHook := harnessDevelop(s.Pyproject); develop {
+			line = asDevelop(editable(line), noHook)
 		}
 		r.Install = append(r.Install, line)
 		r.Instance = append(r.Instance, editable(line))
