@@ -22,7 +22,10 @@
 # instance and patch, default 3), REPOS (the repositories in the order
 # they are run, default the smaller first), MAX_PER_GROUP (instances
 # tried per version group, default all), TIMEOUT (per test run, default
-# 30m).
+# 30m), UPLOADED_PRIOR_TO (the index as of that date, default 2025-07-01:
+# the harness's images of SWE-bench Lite were built before then, and
+# newer releases break older versions, as docutils 0.22 does sphinx 3.x;
+# none for the newest).
 #
 # Resumable: a group whose report is in OUT is not run again, so a killed
 # run started again goes on where it stopped. One group runs at a time.
@@ -69,7 +72,7 @@ while read -r name; do
 	echo "swebench-native: $name ($(wc -l <"$g.jsonl") instances)" >&2
 	t0=$(date +%s)
 	"$cwm" tasks import --format swebench --native --repos "$clones" "${pyflag[@]}" --runs "$runs" \
-		--timeout "${TIMEOUT:-30m}" --out "$g.tasks.jsonl" --report "$g.report.part" "$g.jsonl" >"$g.log" 2>&1 || true
+		--timeout "${TIMEOUT:-30m}" --uploaded-prior-to "${UPLOADED_PRIOR_TO:-2025-07-01}" --out "$g.tasks.jsonl" --report "$g.report.part" "$g.jsonl" >"$g.log" 2>&1 || true
 	if [ -f "$g.report.part" ]; then
 		echo $(($(date +%s) - t0)) >"$g.seconds"
 		mv "$g.report.part" "$g.report.json"

@@ -107,6 +107,7 @@ func (c *tasksImportCmd) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.repos, "repos", "", "with --native: the `DIR` holding a clone of each repository (owner/name or owner+name)")
 	fs.StringVar(&c.python, "swebench-python", "", "with --native: the `PYTHON` whose swebench (4.x) gives the specifications (default: the first python3 on PATH that has it)")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Minute, "with --native: bound each test run to `DURATION`")
+	fs.StringVar(&c.priorTo, "uploaded-prior-to", "none", "with --native: install only releases uploaded before `DATE` (2025-07-01, an RFC 3339 time, or none: the newest), the index as it was when the harness built its images")
 }
 
 func (c *tasksImportCmd) Run(ctx context.Context, e *command.Env, args []string) error {

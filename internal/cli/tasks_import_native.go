@@ -26,6 +26,7 @@ type nativeFlags struct {
 	repos   string
 	python  string
 	timeout time.Duration
+	priorTo string
 }
 
 // runNative is tasks import --native: the rows' environments built from
@@ -43,6 +44,10 @@ func (c *tasksImportCmd) runNative(ctx context.Context, e *command.Env, file, re
 	}
 	if c.timeout <= 0 {
 		return command.Usagef("--timeout must be positive")
+	}
+	priorTo, err := uploadedPriorTo(c.priorTo)
+	if err != nil {
+		return err
 	}
 	py, err := swenative.FindPython(ctx, c.python)
 	if err != nil {
@@ -70,6 +75,11 @@ func (c *tasksImportCmd) runNative(ctx context.Context, e *command.Env, file, re
 	if err != nil {
 		return err
 	}
+	// The pip the builds run, which each instance's install runs too.
+	pip, err := envbuild.EnsurePip(ctx, e.Home, "")
+	if err != nil {
+		return err
+	}
 	store := base.NewStore(e.Home)
 	say := progressTo(e, c.quiet)
 	// Each base's Python once (the first base of a version builds).
@@ -85,7 +95,7 @@ func (c *tasksImportCmd) runNative(ctx context.Context, e *command.Env, file, re
 			roots[v] = b.Root
 		}
 	}
-	o := swenative.Options{Repos: c.repos, Python: py, Envs: sbs, Pythons: pythons,
+	o := swenative.Options{Repos: c.repos, Python: py, Envs: sbs, Pythons: pythons, Egress: &policy, PipWheel: pip, UploadedPriorTo: priorTo,
 		RootFS: func(python string) string {
 			if b := store.Get(roots[python]); b != nil {
 				return b.Rootfs()
@@ -93,12 +103,13 @@ func (c *tasksImportCmd) runNative(ctx context.Context, e *command.Env, file, re
 			return ""
 		},
 		Build: func(ctx context.Context, s swenative.BuildSpec) (*env.Env, error) {
-			// As the harness builds: the newest releases (no date
-			// bound), one baseline run, no test-to-code map.
+			// As the harness builds: the newest releases (unless
+			// --uploaded-prior-to bounds them), one baseline run, no
+			// test-to-code map.
 			return envbuild.Build(ctx, sbs, envbuild.Options{
 				Home: e.Home, Source: s.Source, Rev: s.Rev, Name: s.Name, Install: s.Install, Test: s.Test,
 				RecipeFrom: s.RecipeFrom, Python: s.Python, Bases: bases, Runs: 1, NoCoverage: true,
-				Mode: env.ModeOnline, ExcludeNewer: "none", Egress: &policy,
+				Mode: env.ModeOnline, ExcludeNewer: c.priorTo, Egress: &policy, PipWheel: pip,
 				InstallTimeout: 20 * time.Minute, Limits: env.RunLimits{Timeout: c.timeout},
 				Progress: say, Log: e.Log,
 			})
@@ -140,4 +151,18 @@ func writeTasks(path string, ts []task.Task) error {
 		}
 		return nil
 	})
+}
+
+// uploadedPriorTo is --uploaded-prior-to as pip takes it (RFC 3339), ""
+// for none.
+func uploadedPriorTo(flag string) (string, error) {
+	if flag == "none" {
+		return "", nil
+	}
+	for _, layout := range []string{time.RFC3339, "2006-01-02"} {
+		if t, err := time.Parse(layout, flag); err == nil {
+			return t.UTC().Format(time.RFC3339), nil
+		}
+	}
+	return "", command.Usagef("--uploaded-prior-to %s: want a date (2025-07-01), an RFC 3339 time or none", flag)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"cwm/internal/egress"
 	"cwm/internal/env"
 	"cwm/internal/logparse"
 	"cwm/internal/sandbox"
@@ -41,6 +42,13 @@ type Options struct {
 	RootFS  func(python string) string
 	// Envs start the grading runs' sandboxes.
 	Envs *env.Sandboxes
+	// Egress is the relay's policy for each instance's install steps
+	// (instance.go), PipWheel the pip they run (the build's).
+	Egress   *egress.Policy
+	PipWheel string
+	// UploadedPriorTo bounds what those installs take (RFC 3339; "" for
+	// the newest), as the build's --exclude-newer does.
+	UploadedPriorTo string
 	// Runs is how many times each instance is graded with the gold patch
 	// and with the empty one (default 3).
 	Runs int
@@ -91,6 +99,10 @@ type Group struct {
 	// not install.
 	Untranslated []string `json:"untranslated,omitempty"`
 	Missing      []string `json:"missing,omitempty"`
+	// Reinstall are the steps run again at each instance's base_commit;
+	// InstallSeconds what they took, per instance.
+	Reinstall      []string           `json:"reinstall,omitempty"`
+	InstallSeconds map[string]float64 `json:"install_seconds,omitempty"`
 	// Failed says why the group has no environment.
 	Failed  string  `json:"failed,omitempty"`
 	Seconds float64 `json:"seconds"`
@@ -194,13 +206,18 @@ func (o Options) group(ctx context.Context, sp *specs, key string, insts []taski
 		return fail(ReasonNoSpec, s.Error)
 	}
 	pys := o.Pythons
+	var onIndex func(string) bool
+	if o.Egress != nil && o.Egress.IndexURL != "" {
+		probe := newIndexProbe(o.Egress.IndexURL)
+		onIndex = func(name string) bool { return probe.has(ctx, name) }
+	}
 	r := translate(s, pys, func(py string) string {
 		if o.RootFS == nil || py == "" {
 			return ""
 		}
 		return o.RootFS(py)
-	})
-	g.PythonUsed, g.Install, g.Untranslated = r.Used, r.Install, r.Untranslated
+	}, onIndex)
+	g.PythonUsed, g.Install, g.Untranslated, g.Reinstall = r.Used, r.Install, r.Untranslated, r.Instance
 	if r.Used == "" {
 		return fail(ReasonNoPython, fmt.Sprintf("%s %s wants Python %s; the bases have %s and nothing newer", s.Repo, s.Version, r.Python, strings.Join(pys, ", ")))
 	}
@@ -253,7 +270,27 @@ func (o Options) group(ctx context.Context, sp *specs, key string, insts []taski
 			continue
 		}
 		sbs := taskimport.Sandboxes{Open: o.opener(e, t.BaseCommit, pack)}
+		var inst *instance
+		if len(r.Instance) > 0 {
+			var why string
+			inst, why, err = o.install(ctx, e, clones[s.Repo], t.BaseCommit, pack, r.Instance)
+			if err != nil {
+				return nil, nil, fmt.Errorf("install %s at its base_commit: %w", t.InstanceID, err)
+			}
+			if why != "" {
+				leave(in, ReasonInstall, why)
+				continue
+			}
+			if g.InstallSeconds == nil {
+				g.InstallSeconds = map[string]float64{}
+			}
+			g.InstallSeconds[t.InstanceID] = inst.Seconds
+			sbs.Open = inst.Open
+		}
 		class, why, err := sbs.Validate(ctx, &t, o.Runs)
+		if inst != nil {
+			inst.Close()
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("validate %s: %w", t.InstanceID, err)
 		}

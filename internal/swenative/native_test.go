@@ -108,6 +108,7 @@ func calcRepo(t *testing.T) (clones, first, second string, rows []map[string]any
 	git(t, dir, "init", "-q", "-b", "main")
 	write(t, dir, map[string]string{
 		"calc/__init__.py":   "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a + b\n",
+		"requirements.txt":   "calcdep==1.0\n",
 		"tests/__init__.py":  "",
 		"tests/test_calc.py": testPy,
 	})
@@ -130,6 +131,16 @@ func calcRepo(t *testing.T) (clones, first, second string, rows []map[string]any
 			"FAIL_TO_PASS": fmt.Sprintf("[%q]", f2p), "PASS_TO_PASS": `["test_dep (tests.test_calc.CalcTest.test_dep)"]`,
 		}
 	}
+	// A third commit, after the setup commit, whose tests need a
+	// requirement the setup commit's requirements lack: as pytest 4.6's
+	// base commits need importlib_metadata.
+	// Its requirement is unpinned, and the index's newest release of it
+	// breaks the tests: as docutils 0.22 broke sphinx 3.x, which the
+	// harness's images predate.
+	write(t, dir, map[string]string{"requirements.txt": "calcdep==1.0\ncalcextra\n", "tests/__init__.py": "import calcextra\n\nassert calcextra.__version__ == \"1.0\"\n"})
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-qm", "calcextra")
+	third := git(t, dir, "rev-parse", "HEAD")
 	add, mul := "test_add (tests.test_calc.CalcTest.test_add)", "test_mul (tests.test_calc.CalcTest.test_mul)"
 	rows = []map[string]any{
 		row(1, "1.0", second, addGold, addTest, add),
@@ -138,6 +149,8 @@ func calcRepo(t *testing.T) (clones, first, second string, rows []map[string]any
 		row(4, "1.2", second, addGold, addTest, add),
 		row(5, "1.3", second, addGold, addTest, add),
 		row(6, "1.0", second, addGold, addTest, mul), // the wrong test: not run at all
+		row(7, "1.4", third, addGold, addTest, add),
+		row(8, "1.5", second, addGold, addTest, add),
 	}
 	return clones, first, second, rows
 }
@@ -149,7 +162,13 @@ func calcRepo(t *testing.T) (clones, first, second string, rows []map[string]any
 // parser for it. Version 1.0 holds; 1.1 names a package no index has,
 // 1.2's install reaches a host the relay does not allow, 1.3 wants a
 // Python no base offers: each group's instance is left out with its
-// cause, and 1.0's are kept all the same.
+// cause, and 1.0's are kept all the same. 1.4's instance is at a commit
+// after the setup commit whose tests import a requirement the setup
+// commit's requirements lack: it holds because its install runs again
+// at its base_commit, bounded by the date as the build's are, and its
+// tests run through a link of the venv's interpreter. 1.5's
+// conda packages name one the index does not have: it is listed and the
+// rest installed.
 func TestImport(t *testing.T) {
 	ctx := context.Background()
 	home := t.TempDir()
@@ -161,6 +180,8 @@ func TestImport(t *testing.T) {
 	venvPy := pytestenv.Python(t, filepath.Join("testdata", "swebench4.txt"))
 	ix := indextest.Start(t,
 		indextest.Wheel{Name: "calcdep", Version: "1.0"},
+		indextest.Wheel{Name: "calcextra", Version: "1.0"},
+		indextest.Wheel{Name: "calcextra", Version: "2.0", Uploaded: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)},
 		indextest.Wheel{Name: "setuptools", Version: "69.5.1"},
 		indextest.Wheel{Name: "wheel", Version: "0.43.0"})
 	allow, err := egress.ParseAllowHost(ix.Addr)
@@ -184,6 +205,14 @@ func TestImport(t *testing.T) {
 		"1.2": map[string]any{"python": "3.11", "pip_packages": []string{"calcdep==1.0"}, "test_cmd": "python -m unittest -v",
 			"install": fmt.Sprintf(`python -c "import urllib.request; urllib.request.urlopen('http://%s/', timeout=60)"`, ln.Addr())},
 		"1.3": map[string]any{"python": "3.14", "test_cmd": "python -m unittest -v"},
+		// Its tests run through a link of the venv's interpreter, as
+		// tox-current-env's .tox/py39/bin/python (sphinx 3.4 on).
+		"1.4": map[string]any{"python": "3.11", "install": "python -m pip install -r requirements.txt",
+			"test_cmd": "ln -sf /venv/bin/python /tmp/linked-python && /tmp/linked-python -m unittest -v"},
+		// conda packages, one of which the index does not have (as
+		// xarray's environment.yml names cdms2): listed, the rest
+		// installed.
+		"1.5": map[string]any{"python": "3.11", "packages": "calcdep=1.0 cwm-conda-only", "test_cmd": "python -m unittest -v"},
 	}
 	dir := t.TempDir()
 	specFile := filepath.Join(dir, "specs.json")
@@ -211,14 +240,14 @@ func TestImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	sbs := env.NewSandboxes(rt)
-	o := Options{Repos: clones, Python: python, Envs: sbs, Pythons: []string{"3.11"},
+	o := Options{Repos: clones, Python: python, Envs: sbs, Pythons: []string{"3.11"}, Egress: &policy, PipWheel: pip, UploadedPriorTo: "2025-07-01T00:00:00Z",
 		RootFS: func(string) string { return b.Rootfs() },
 		Build: func(ctx context.Context, s BuildSpec) (*env.Env, error) {
 			return envbuild.Build(ctx, sbs, envbuild.Options{
 				Home: home, Source: s.Source, Rev: s.Rev, Name: s.Name, Install: s.Install, Test: s.Test,
 				RecipeFrom: s.RecipeFrom, Python: s.Python, Runs: 1, NoCoverage: true,
 				Bases: []envbuild.BasePython{{Ref: b.Short(), Python: py.Version, Root: b.Digest}},
-				Mode:  env.ModeOnline, ExcludeNewer: "none", Egress: &policy, PipWheel: pip,
+				Mode:  env.ModeOnline, ExcludeNewer: "2025-07-01", Egress: &policy, PipWheel: pip,
 				InstallTimeout: 5 * time.Minute, Limits: env.RunLimits{Timeout: 5 * time.Minute},
 			})
 		},
@@ -232,11 +261,11 @@ func TestImport(t *testing.T) {
 	var ids []string
 	for _, k := range kept {
 		ids = append(ids, k.InstanceID)
-		if k.EnvID == "" || k.Imported.LogParser != "parse_log_django" || k.Imported.TestCommand != "python -m unittest -v tests/test_calc.py" {
+		if k.EnvID == "" || k.Imported.LogParser != "parse_log_django" || !strings.HasSuffix(k.Imported.TestCommand, " -m unittest -v tests/test_calc.py") {
 			t.Errorf("kept %s: env %q, parser %q, test command %q; want an environment, parse_log_django, the harness's command", k.InstanceID, k.EnvID, k.Imported.LogParser, k.Imported.TestCommand)
 		}
 	}
-	if diff := cmp.Diff([]string{"cwm-test__calc-1", "cwm-test__calc-2"}, ids); diff != "" {
+	if diff := cmp.Diff([]string{"cwm-test__calc-1", "cwm-test__calc-2", "cwm-test__calc-7", "cwm-test__calc-8"}, ids); diff != "" {
 		t.Errorf("kept (-want +got):\n%s", diff)
 	}
 	got := map[string]string{}
@@ -275,9 +304,14 @@ func TestImport(t *testing.T) {
 		`cwm-test/calc 1.1: python 3.11 used "3.11", kept 0`,
 		`cwm-test/calc 1.2: python 3.11 used "3.11", kept 0`,
 		`cwm-test/calc 1.3: python 3.14 used "", kept 0`,
+		`cwm-test/calc 1.4: python 3.11 used "3.11", kept 1`,
+		`cwm-test/calc 1.5: python 3.11 used "3.11", kept 1`,
 	}
 	if diff := cmp.Diff(wantGroups, groups); diff != "" {
 		t.Errorf("groups (-want +got):\n%s", diff)
+	}
+	if g := rep.Groups[len(rep.Groups)-1]; len(g.Untranslated) != 1 || !strings.Contains(g.Untranslated[0], "the index has no project cwm-conda-only") {
+		t.Errorf("group 1.5's untranslated: %q, want cwm-conda-only named", g.Untranslated)
 	}
 }
 

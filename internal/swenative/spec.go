@@ -46,6 +46,9 @@ type Spec struct {
 	// ("environment.yml").
 	Requirements   string `json:"requirements"`
 	EnvironmentYML string `json:"environment_yml"`
+	// Pyproject is the project's pyproject.toml at the setup commit
+	// ("" when it has none).
+	Pyproject string `json:"pyproject"`
 	// Error says why the files could not be read.
 	Error string `json:"error"`
 }

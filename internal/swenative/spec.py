@@ -94,6 +94,13 @@ def main():
                     g["environment_yml"] = tsp.get_environment_yml(inst, "testbed")
             except Exception as e:
                 g["error"] = f"{pk} at {inst['environment_setup_commit']}: {e}"
+            # The build system the project's install meets (cwm's
+            # translation of an old setuptools backend reads it).
+            gd = clones.get(repo)
+            if gd:
+                p = subprocess.run(["git", "-C", gd, "show", inst["environment_setup_commit"] + ":pyproject.toml"], capture_output=True)
+                if p.returncode == 0:
+                    g["pyproject"] = p.stdout.decode("utf-8", "replace")
             out["groups"][key] = g
         cmd = s["test_cmd"]
         if isinstance(cmd, list):

@@ -61,17 +61,24 @@ type Recipe struct {
 	// Install are the build's install steps, in the harness's order:
 	// the packages, pip_packages, pre_install, install.
 	Install []string
+	// Instance are the steps the harness runs again in each instance at
+	// its base_commit (pre_install's lines that are not apt-get's, and
+	// install), with the network: run by Import in the instance's own
+	// sandbox over the group's environment (instance.go).
+	Instance []string
 	// TestPrefix are eval_commands, run before each test command.
 	TestPrefix []string
 	// Untranslated lists what could not be translated, each with why.
 	Untranslated []string
+	onIndex      func(name string) bool
 }
 
 // translate makes s a recipe for a build on a base whose root filesystem
-// is rootfs (for its Debian packages), with the base Pythons available.
-func translate(s *Spec, pythons []string, rootfs func(py string) string) Recipe {
+// is rootfs (for its Debian packages), with the base Pythons available;
+// onIndex, when set, says whether the index has a conda name's project.
+func translate(s *Spec, pythons []string, rootfs func(py string) string, onIndex func(name string) bool) Recipe {
 	f := s.Fields
-	r := Recipe{Python: f.Python, Used: nearestPython(f.Python, pythons)}
+	r := Recipe{Python: f.Python, Used: nearestPython(f.Python, pythons), onIndex: onIndex}
 	debs := installedDebs(rootfs(r.Used))
 	deb := func(what, pkg string) {
 		if debs[pkg] {
@@ -112,9 +119,15 @@ func translate(s *Spec, pythons []string, rootfs func(py string) string) Recipe 
 			continue
 		}
 		r.Install = append(r.Install, line)
+		r.Instance = append(r.Instance, line)
 	}
 	if f.Install != "" {
-		r.Install = append(r.Install, f.Install)
+		line := f.Install
+		if develop, noHook := harnessDevelop(s.Pyproject); develop {
+			line = asDevelop(editable(line), noHook)
+		}
+		r.Install = append(r.Install, line)
+		r.Instance = append(r.Instance, editable(line))
 	}
 	r.TestPrefix = f.EvalCommands
 	return r
@@ -165,6 +178,10 @@ func (r *Recipe) conda(spec string, deb func(what, pkg string)) string {
 	}
 	if p, ok := condaToPip[name]; ok {
 		name = p
+	}
+	if r.onIndex != nil && !r.onIndex(name) {
+		r.Untranslated = append(r.Untranslated, fmt.Sprintf("conda package %s: the index has no project %s (conda's alone)", spec, name))
+		return ""
 	}
 	switch op {
 	case "":
