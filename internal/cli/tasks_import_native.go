@@ -95,7 +95,7 @@ func (c *tasksImportCmd) runNative(ctx context.Context, e *command.Env, file, re
 			roots[v] = b.Root
 		}
 	}
-	o := swenative.Options{Repos: c.repos, Python: py, Envs: sbs, Pythons: pythons, Egress: &policy, PipWheel: pip, UploadedPriorTo: priorTo,
+	o := swenative.Options{Repos: c.repos, Python: py, Envs: sbs, Store: env.NewStore(e.Home), Pythons: pythons, Egress: &policy, PipWheel: pip, UploadedPriorTo: priorTo,
 		RootFS: func(python string) string {
 			if b := store.Get(roots[python]); b != nil {
 				return b.Rootfs()

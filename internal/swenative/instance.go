@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,16 +26,19 @@ import (
 // dependency, an entry point its code has and the setup commit's lacks)
 // would be graded on the wrong install. Each instance therefore gets the
 // same steps again in a sandbox of its own over the group's environment,
-// through the egress relay as install steps have it; the sandbox is then
-// checkpointed, and every grading run (offline) starts from a branch of
-// that checkpoint.
+// through the egress relay as install steps have it; what they wrote is
+// then stored as the instance's own environment (env.Derive: the group's
+// layer with the sandbox's upper laid over it), which its task names, so
+// that its gradings here and every later stage (forage, serve, grade)
+// open the instance as the harness's image has it, offline. A second
+// import finds it stored and runs nothing.
 
 // instanceTimeout bounds one instance's install steps.
 const instanceTimeout = 20 * time.Minute
 
 // Where an instance's sandbox holds pip while its steps run (the venv has
 // no pip of its own) and the host's certificate bundle, both removed
-// before the checkpoint.
+// before the sandbox is stored.
 const (
 	instancePipWheel = "/tmp/cwm-pip.whl"
 	instancePipDir   = "/tmp/cwm-pip"
@@ -95,59 +99,47 @@ func editable(line string) string {
 	return line
 }
 
-// instance is an instance's install: the sandbox that ran its steps and
-// the checkpoint its grading runs branch from.
-type instance struct {
-	sb *sandbox.Sandbox
-	cp *sandbox.Checkpoint
-	// Seconds is what the steps took.
-	Seconds float64
+// instanceKey names an instance's install among its group
+// environment's derivations: the same instance, base_commit, steps and
+// index bound make the same environment.
+func (o Options) instanceKey(id, base string, steps []string) string {
+	return strings.Join(append([]string{id, base, o.UploadedPriorTo}, steps...), "\n")
 }
 
-// Open starts a grading sandbox: a branch of the checkpoint.
-func (in *instance) Open(ctx context.Context, _ *task.Task) (*sandbox.Sandbox, error) {
-	return in.sb.Branch(ctx, in.cp)
-}
-
-// Close ends the instance's sandbox and drops its checkpoint.
-func (in *instance) Close() {
-	in.cp.Release()
-	in.sb.Close()
-}
-
-// install runs steps in a sandbox of e at base (pack holds its objects)
-// and checkpoints it. A step that fails is a reason (the step, pip's last
+// install gives the instance id its own environment: a sandbox of the
+// group's environment e at base (pack holds its objects) runs steps, and
+// what they wrote is derived from e and stored; a stored one is returned
+// as it is. The seconds are what the steps and the storing took (0 when
+// found stored). A step that fails is a reason (the step, pip's last
 // lines, the relay's refusals), not an error.
-func (o Options) install(ctx context.Context, e *env.Env, clone, base string, pack []byte, steps []string) (*instance, string, error) {
-	t0 := time.Now()
-	open := o.opener(e, base, pack)
-	sb, err := open(ctx, &task.Task{InstanceID: short(base)})
-	if err != nil {
-		return nil, "", err
+func (o Options) install(ctx context.Context, e *env.Env, clone, id, base string, pack []byte, steps []string) (*env.Env, float64, string, error) {
+	key := o.instanceKey(id, base, steps)
+	if d := o.Store.Get(env.DerivedID(e, key)); d != nil && d.Usable {
+		return d, 0, "", nil
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			sb.Close()
-		}
-	}()
+	t0 := time.Now()
+	sb, err := o.opener(e, base, pack)(ctx, &task.Task{InstanceID: id})
+	if err != nil {
+		return nil, 0, "", err
+	}
+	defer sb.Close()
 	whl, err := os.ReadFile(o.PipWheel)
 	if err != nil {
-		return nil, "", fmt.Errorf("read the pip wheel: %w", err)
+		return nil, 0, "", fmt.Errorf("read the pip wheel: %w", err)
 	}
 	if err := sb.WriteFile(ctx, instancePipWheel, whl, 0o644); err != nil {
-		return nil, "", fmt.Errorf("stage pip: %w", err)
+		return nil, 0, "", fmt.Errorf("stage pip: %w", err)
 	}
 	res, err := sb.Exec(ctx, sandbox.Cmd{Args: []string{"bash", "-c", instanceCheckout, "checkout", env.RepoRoot, base, instancePipWheel, instancePipDir}, Capture: 1 << 20})
 	if err != nil {
-		return nil, "", fmt.Errorf("check out base_commit %s: %w", short(base), err)
+		return nil, 0, "", fmt.Errorf("check out base_commit %s: %w", short(base), err)
 	}
 	if !res.Success() {
-		return nil, fmt.Sprintf("check out base_commit %s: %s: %s", short(base), res.Describe(), lastLines(res.Stderr)), nil
+		return nil, 0, fmt.Sprintf("check out base_commit %s: %s: %s", short(base), res.Describe(), lastLines(res.Stderr)), nil
 	}
 	vars, err := o.caVars(ctx, sb)
 	if err != nil {
-		return nil, "", err
+		return nil, 0, "", err
 	}
 	if v := scmVersion(ctx, clone, base); v != "" {
 		vars = append(vars, "SETUPTOOLS_SCM_PRETEND_VERSION="+v)
@@ -155,18 +147,39 @@ func (o Options) install(ctx context.Context, e *env.Env, clone, base string, pa
 	for _, step := range steps {
 		why, err := o.runStep(ctx, sb, step, vars)
 		if err != nil || why != "" {
-			return nil, why, err
+			return nil, 0, why, err
 		}
 	}
 	if res, err := sb.Exec(ctx, sandbox.Cmd{Args: []string{"rm", "-rf", instancePipWheel, instancePipDir, instanceCA}}); err != nil || !res.Success() {
-		return nil, "", fmt.Errorf("remove the staged pip: %v %s", err, res.Describe())
+		return nil, 0, "", fmt.Errorf("remove the staged pip: %v %s", err, res.Describe())
 	}
-	cp, err := sb.Checkpoint(ctx)
+	d, err := o.store(ctx, sb, e, clone, id, base, key, steps)
 	if err != nil {
-		return nil, "", fmt.Errorf("checkpoint the install at base_commit %s: %w", short(base), err)
+		return nil, 0, "", fmt.Errorf("store %s's install at base_commit %s: %w", id, short(base), err)
 	}
-	ok = true
-	return &instance{sb: sb, cp: cp, Seconds: time.Since(t0).Seconds()}, "", nil
+	return d, time.Since(t0).Seconds(), "", nil
+}
+
+// store derives the instance's environment from e with what sb wrote.
+func (o Options) store(ctx context.Context, sb *sandbox.Sandbox, e *env.Env, clone, id, base, key string, steps []string) (*env.Env, error) {
+	tmp, err := os.MkdirTemp("", "cwm-instance-")
+	if err != nil {
+		return nil, err
+	}
+	defer sandbox.RemoveAll(tmp)
+	upper := filepath.Join(tmp, "upper")
+	if err := sb.Snapshot(upper); err != nil {
+		return nil, err
+	}
+	tree, err := hostexec.Output(ctx, hostexec.Cmd{Args: []string{"git", "-C", clone, "rev-parse", base + "^{tree}"}, Timeout: time.Minute})
+	if err != nil {
+		return nil, err
+	}
+	spec := env.DeriveSpec{Key: key, Name: "swe-" + id, Commit: base, Tree: strings.TrimSpace(string(tree))}
+	for _, s := range steps {
+		spec.Install = append(spec.Install, env.Step{Command: s, Status: "ok", Note: "at base_commit " + short(base)})
+	}
+	return o.Store.Derive(ctx, e, upper, spec)
 }
 
 // caVars stages the host's certificate bundle (a TLS-inspecting proxy's

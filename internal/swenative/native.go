@@ -40,8 +40,10 @@ type Options struct {
 	// filesystem of the base of one (for its Debian packages).
 	Pythons []string
 	RootFS  func(python string) string
-	// Envs start the grading runs' sandboxes.
-	Envs *env.Sandboxes
+	// Envs start the grading runs' sandboxes; Store keeps each instance's
+	// own environment (instance.go).
+	Envs  *env.Sandboxes
+	Store *env.Store
 	// Egress is the relay's policy for each instance's install steps
 	// (instance.go), PipWheel the pip they run (the build's).
 	Egress   *egress.Policy
@@ -258,7 +260,6 @@ func (o Options) group(ctx context.Context, sp *specs, key string, insts []taski
 			leave(in, ReasonNoLogPars, fmt.Sprintf("swebench's parser %q: %v", is.Parser, err))
 			continue
 		}
-		t.EnvID = e.ID
 		imp := t.Imported
 		imp.Image, imp.Base, imp.Path = "", "", nil
 		imp.Workdir = env.RepoRoot
@@ -269,28 +270,23 @@ func (o Options) group(ctx context.Context, sp *specs, key string, insts []taski
 			leave(in, taskimport.ReasonPatch, err.Error())
 			continue
 		}
-		sbs := taskimport.Sandboxes{Open: o.opener(e, t.BaseCommit, pack)}
-		var inst *instance
-		if len(r.Instance) > 0 {
-			var why string
-			inst, why, err = o.install(ctx, e, clones[s.Repo], t.BaseCommit, pack, r.Instance)
-			if err != nil {
-				return nil, nil, fmt.Errorf("install %s at its base_commit: %w", t.InstanceID, err)
-			}
-			if why != "" {
-				leave(in, ReasonInstall, why)
-				continue
-			}
-			if g.InstallSeconds == nil {
-				g.InstallSeconds = map[string]float64{}
-			}
-			g.InstallSeconds[t.InstanceID] = inst.Seconds
-			sbs.Open = inst.Open
+		own, secs, why, err := o.install(ctx, e, clones[s.Repo], t.InstanceID, t.BaseCommit, pack, r.Instance)
+		if err != nil {
+			return nil, nil, fmt.Errorf("install %s at its base_commit: %w", t.InstanceID, err)
 		}
+		if why != "" {
+			leave(in, ReasonInstall, why)
+			continue
+		}
+		if g.InstallSeconds == nil {
+			g.InstallSeconds = map[string]float64{}
+		}
+		g.InstallSeconds[t.InstanceID] = secs
+		t.EnvID = own.ID
+		sbs := taskimport.Sandboxes{Open: func(ctx context.Context, _ *task.Task) (*sandbox.Sandbox, error) {
+			return o.Envs.OpenWith(ctx, own, env.RunLimits{Timeout: o.Timeout})
+		}}
 		class, why, err := sbs.Validate(ctx, &t, o.Runs)
-		if inst != nil {
-			inst.Close()
-		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("validate %s: %w", t.InstanceID, err)
 		}

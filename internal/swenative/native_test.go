@@ -20,6 +20,7 @@ import (
 	"cwm/internal/env"
 	"cwm/internal/envbuild"
 	"cwm/internal/pytestenv"
+	"cwm/internal/reward"
 	"cwm/internal/taskimport"
 )
 
@@ -240,7 +241,8 @@ func TestImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	sbs := env.NewSandboxes(rt)
-	o := Options{Repos: clones, Python: python, Envs: sbs, Pythons: []string{"3.11"}, Egress: &policy, PipWheel: pip, UploadedPriorTo: "2025-07-01T00:00:00Z",
+	store := env.NewStore(home)
+	o := Options{Repos: clones, Python: python, Envs: sbs, Store: store, Pythons: []string{"3.11"}, Egress: &policy, PipWheel: pip, UploadedPriorTo: "2025-07-01T00:00:00Z",
 		RootFS: func(string) string { return b.Rootfs() },
 		Build: func(ctx context.Context, s BuildSpec) (*env.Env, error) {
 			return envbuild.Build(ctx, sbs, envbuild.Options{
@@ -267,6 +269,27 @@ func TestImport(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"cwm-test__calc-1", "cwm-test__calc-2", "cwm-test__calc-7", "cwm-test__calc-8"}, ids); diff != "" {
 		t.Errorf("kept (-want +got):\n%s", diff)
+	}
+	// Each kept task names its own environment, the instance's install at
+	// its base_commit, so that the stages after the import (forage,
+	// serve, grade: reward.Grade) open it as validation did, even at a
+	// base_commit the group's environment does not hold (calc-7's is
+	// after the setup commit).
+	for _, k := range kept {
+		e := store.Get(k.EnvID)
+		if e == nil || e.Commit != k.BaseCommit {
+			t.Errorf("kept %s names environment %s: %v; want a stored one at its base_commit %s", k.InstanceID, k.EnvID, e, k.BaseCommit)
+			continue
+		}
+		for _, c := range []struct {
+			patch    string
+			resolved bool
+		}{{k.Patch, true}, {"", false}} {
+			res, err := reward.Grade(ctx, sbs, e, &k, c.patch)
+			if err != nil || res.Resolved != c.resolved {
+				t.Errorf("%s: reward.Grade(patch of %d bytes) = resolved %v, %v (%s); want %v", k.InstanceID, len(c.patch), res.Resolved, err, res.Reason, c.resolved)
+			}
+		}
 	}
 	got := map[string]string{}
 	for _, l := range rep.Left {
