@@ -93,7 +93,7 @@ func TestSearchOnSimBackend(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := []struct {
-		name      string
+		name        string
 		sim         sim.Options
 		predicted   bool
 		divergences int
