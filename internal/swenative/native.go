@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -256,14 +257,15 @@ func (o Options) group(ctx context.Context, sp *specs, key string, insts []taski
 	for _, in := range insts {
 		t := in.Task
 		is := sp.Instances[t.InstanceID]
-		if _, err := logparse.Get(is.Parser); err != nil {
+		parser := parserOf(is.Parser, sp.Swebench)
+		if _, err := logparse.Get(parser); err != nil {
 			leave(in, ReasonNoLogPars, fmt.Sprintf("swebench's parser %q: %v", is.Parser, err))
 			continue
 		}
 		imp := t.Imported
 		imp.Image, imp.Base, imp.Path = "", "", nil
 		imp.Workdir = env.RepoRoot
-		imp.LogParser = is.Parser
+		imp.LogParser = parser
 		imp.TestCommand = testLine(r.TestPrefix, is.TestCmd)
 		pack, err := basePack(ctx, clones[s.Repo], t.BaseCommit)
 		if err != nil {
@@ -316,6 +318,21 @@ func (g *Group) explain(class, why string) string {
 		why += fmt.Sprintf(" (not installed: %s)", strings.Join(g.Missing, ", "))
 	}
 	return why
+}
+
+// parserOf is the parser by whose ids an instance's labels are read:
+// swebench's name, in its 4.x form (logparse.Swebench4) when the
+// specifications are swebench 4's and that form differs from 5.0.2's,
+// since the labels of the datasets of its time are its parsers' ids
+// (parse_log_pytest_v2 cut a parametrised id at its first space).
+func parserOf(name, swebench string) string {
+	major, _, _ := strings.Cut(swebench, ".")
+	if n, err := strconv.Atoi(major); err == nil && n < 5 {
+		if _, err := logparse.Get(name + logparse.Swebench4); err == nil {
+			return name + logparse.Swebench4
+		}
+	}
+	return name
 }
 
 // testLine is the harness's eval_commands, then the test command.

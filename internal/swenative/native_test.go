@@ -357,3 +357,20 @@ func cacheDir(t *testing.T) string {
 	}
 	return d
 }
+
+// TestParserOf: with swebench 4's specifications, the parsers whose 4.x
+// form differs from 5.0.2's are read in that form; others, and 5's, as
+// named.
+func TestParserOf(t *testing.T) {
+	for _, c := range []struct{ name, swebench, want string }{
+		{"parse_log_sphinx", "4.1.0", "parse_log_sphinx@swebench4"},
+		{"parse_log_pytest_v2", "4.0.3", "parse_log_pytest_v2@swebench4"},
+		{"parse_log_django", "4.1.0", "parse_log_django"},
+		{"parse_log_sphinx", "5.0.2", "parse_log_sphinx"},
+		{"parse_log_sphinx", "", "parse_log_sphinx"},
+	} {
+		if got := parserOf(c.name, c.swebench); got != c.want {
+			t.Errorf("parserOf(%q, %q) = %q, want %q", c.name, c.swebench, got, c.want)
+		}
+	}
+}
