@@ -290,6 +290,15 @@ func TestReadTox(t *testing.T) {
 		}, []string{"pip install -e . <- tox.ini [testenv] (the package)",
 			"pip install -r requirements/test.txt -c constraints.txt attrs 'pytest>=7' <- tox.ini [testenv] deps"},
 			"pytest tests <- tox.ini [testenv] commands"},
+		// scrapy's and SQLAlchemy's deps name another section's:
+		// {[section]key}, expanded (and theirs in turn), its factor
+		// conditions applied as the environment's own lines.
+		{"references to other sections", map[string]string{
+			"setup.py": "from setuptools import setup\nsetup(name='x')\n",
+			"tox.ini": "[test-requirements]\ndeps =\n    pytest\n    testfixtures\n\n[testenv]\ndeps =\n    {[test-requirements]deps}\n    mypy: mypy\n" +
+				"commands = {[base]commands} {posargs}\n\n[base]\ncommands = pytest -q {[nowhere]thing}tests\n\n[testenv:extra]\ndeps =\n    {[testenv]deps}\n    Pillow\n",
+		}, []string{"pip install -e . <- tox.ini [testenv] (the package)", "pip install pytest testfixtures <- tox.ini [testenv] deps"},
+			"pytest -q tests <- tox.ini [testenv] commands"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

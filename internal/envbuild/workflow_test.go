@@ -330,6 +330,32 @@ func TestToxFactorConditions(t *testing.T) {
 	}
 }
 
+// TestToxFactorAlternatives: conditions with spaces after their commas
+// (astropy's "image, devpytest: scipy", "alldeps, docdeps: all"),
+// generative ones (sqlfluff's "dbt{170,180}: ..."), and inline comments
+// (scrapy's "bpython  # optional ...") are tox's, not requirements.
+func TestToxFactorAlternatives(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"setup.py": "from setuptools import setup\nsetup(name='x')\n",
+		"tox.ini": "[testenv]\ndeps =\n    image, devpytest: scipy\n    dbt{170,180}: -r constraints/{envname}.txt\n    py{311,312}-unit: attrs\n" +
+			"    bpython  # optional for shell wrapper tests\n    pkg @ git+https://example.org/x.git#egg=pkg\n" +
+			"extras =\n    test: test\n    alldeps, docdeps: all\n    docdeps: docs\ncommands = pytest tests\n\n[testenv:py312-unit]\n",
+	})
+	want := []string{"pip install -e . <- tox.ini [testenv:py312-unit] (the package)", "pip install attrs bpython <- tox.ini [testenv:py312-unit] deps"}
+	if diff := cmp.Diff(want, cmds(readToxEnv(dir, "py312-unit").install)); diff != "" {
+		t.Errorf("readToxEnv(py312-unit) install mismatch (-want +got):\n%s", diff)
+	}
+	want = []string{"pip install -e '.[all,docs]' <- tox.ini [testenv] (the package)", "pip install bpython <- tox.ini [testenv] deps"}
+	if diff := cmp.Diff(want, cmds(readToxEnv(dir, "docdeps").install)); diff != "" {
+		t.Errorf("readToxEnv(docdeps) install mismatch (-want +got):\n%s", diff)
+	}
+	// [testenv] for no environment in particular: a test factor's extras.
+	want = []string{"pip install -e '.[test]' <- tox.ini [testenv] (the package)", "pip install bpython <- tox.ini [testenv] deps"}
+	if diff := cmp.Diff(want, cmds(readToxEnv(dir, "").install)); diff != "" {
+		t.Errorf("readToxEnv() install mismatch (-want +got):\n%s", diff)
+	}
+}
+
 func TestUnwrapLine(t *testing.T) {
 	dir := writeTree(t, map[string]string{
 		"pyproject.toml": `[project]
