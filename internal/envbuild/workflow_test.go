@@ -226,6 +226,35 @@ jobs:
       - run: tox -e unit
 `},
 			nil, "pytest tests <- .github/workflows/ci.yml: job ci, step #3 -> tox.ini [testenv:unit] commands"},
+		// networkx: a weekly run against other projects' development
+		// versions (more install steps, so a higher score) loses to the
+		// tests every push runs.
+		{"a scheduled workflow", map[string]string{
+			"pyproject.toml": project,
+			".github/workflows/test.yml": `
+on: [push, pull_request]
+jobs:
+  base:
+    steps:
+      - uses: actions/setup-python@v5
+      - run: pip install .[test]
+      - run: pytest --pyargs x
+`,
+			".github/workflows/weekly.yml": `
+on:
+  schedule:
+    - cron: "0 0 * * 0"
+  workflow_dispatch:
+jobs:
+  dispatch:
+    steps:
+      - uses: actions/setup-python@v5
+      - run: pip install .[test]
+      - run: pip install git+https://example.org/plugin.git
+      - uses: actions/setup-python@v5
+      - run: pytest --pyargs x -k dispatch
+`},
+			[]string{"pip install .[test] <- .github/workflows/test.yml: job base, step #2"}, "pytest --pyargs x <- .github/workflows/test.yml: job base, step #3"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -429,5 +458,22 @@ jobs:
 	}
 	if r := readTox(dir); r == nil || r.test.Command != "python -m unittest discover -p '*_test.py'" {
 		t.Errorf("readTox test = %+v, want the pattern quoted", r)
+	}
+}
+
+// TestSubstituteTox: tox's substitutions, one inside another's default
+// (sqlfluff's {posargs: "{toxinidir}/test"} was cut at its first brace).
+func TestSubstituteTox(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`pytest -vv {posargs: "{toxinidir}/test"}`, `pytest -vv "./test"`},
+		{"pytest {posargs:tests} --basetemp={envtmpdir}", "pytest tests --basetemp=/tmp/cwm-tox-env-tmp"},
+		{"{envpython} -m pytest {env:PYTEST_ADDOPTS:-q} {posargs}", "python -m pytest -q"},
+		{"pytest {env:ARGS:{posargs:tests}}", "pytest tests"},
+		{"pytest {toxinidir}{/}tests", "pytest ./tests"},
+	}
+	for _, tt := range tests {
+		if got := substituteTox(tt.in); got != tt.want {
+			t.Errorf("substituteTox(%q) = %q, want %q", tt.in, got, tt.want)
+		}
 	}
 }
