@@ -290,6 +290,13 @@ func TestReadTox(t *testing.T) {
 		}, []string{"pip install -e . <- tox.ini [testenv] (the package)",
 			"pip install -r requirements/test.txt -c constraints.txt attrs 'pytest>=7' <- tox.ini [testenv] deps"},
 			"pytest tests <- tox.ini [testenv] commands"},
+		// black's: the package installed by a command before the tests.
+		{"install commands", map[string]string{
+			"pyproject.toml": "[project]\nname = \"x\"\nversion = \"1\"\n\n[dependency-groups]\ntests = [\"pytest>=7\", \"coverage\"]\n",
+			"tox.ini": "[testenv]\nskip_install = True\ndependency_groups = tests\ncommands =\n    pip install -e .[d]\n    coverage erase\n" +
+				"    pytest tests --run-optional no_jupyter \\\n        --numprocesses auto \\\n        --cov {posargs}\n    pip install -e .[jupyter]\n    pytest tests -m jupyter\n",
+		}, []string{"pip install 'pytest>=7' <- tox.ini [testenv] deps", "pip install -e '.[d]' <- tox.ini [testenv] commands"},
+			"pytest tests --run-optional no_jupyter --numprocesses auto --cov <- tox.ini [testenv] commands"},
 		// scrapy's and SQLAlchemy's deps name another section's:
 		// {[section]key}, expanded (and theirs in turn), its factor
 		// conditions applied as the environment's own lines.

@@ -74,15 +74,27 @@ func readToxEnv(repo, name string) *runnerRecipe {
 		// apply; when none of its lines tests, lines conditioned on a
 		// test factor (unit, tests) are taken.
 		f := factorsOf(name, sec)
+		// Install commands before the test command run after deps, as in
+		// tox (black's skip_install environment runs pip install -e .[d]
+		// first).
+		var pre []env.Step
 		for _, loose := range []bool{false, true} {
+			pre = nil
 			// A trailing backslash continues a command on the next line.
+		lines:
 			for _, line := range strings.Split(strings.ReplaceAll(get(sec, "commands"), "\\\n", " "), "\n") {
 				line, ok := f.apply(line, loose)
 				line = literalGlobs(substituteTox(strings.TrimPrefix(line, "-")))
-				if ok && line != "" && classify(line) == kindTest {
+				if !ok || line == "" {
+					continue
+				}
+				switch classify(line) {
+				case kindTest:
 					s.test = env.Step{Command: line, Provenance: prov + " commands"}
 					f.loose = loose
-					break
+					break lines
+				case kindInstall:
+					pre = append(pre, env.Step{Command: line, Provenance: prov + " commands"})
 				}
 			}
 			if s.test.Command != "" {
@@ -150,6 +162,9 @@ func readToxEnv(repo, name string) *runnerRecipe {
 		}
 		if len(deps) > 0 {
 			s.install = append(s.install, env.Step{Command: "pip install " + strings.Join(deps, " "), Provenance: prov + " deps"})
+		}
+		if s.test.Command != "" {
+			s.install = append(s.install, pre...)
 		}
 		if i == 0 || s.test.Command != "" {
 			r = s
