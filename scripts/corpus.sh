@@ -267,7 +267,7 @@ while read -r repo c1 d1 c2 d2 traits; do
 		[ $TABULATE = 1 ] || [ $PLAIN = 1 ] && secs=$(cat "$OUT/logs/$key.secs" 2>/dev/null || echo -)
 		echo "$secs" >"$OUT/logs/$key.secs"
 		if ! [ -s "$man" ] || ! jq -e .id "$man" >/dev/null 2>&1; then
-			reason=$(grep -v '^\s*$' "$OUT/logs/$key.err" | tail -1 | tr '|' ' ' | cut -c1-300)
+			reason=$(tr -d '\0' <"$OUT/logs/$key.err" | grep -v '^\s*$' | tail -1 | tr '|' ' ' | cut -c1-300)
 			line=$(row "$repo" "${commit:0:8}" - no "-" - - - "$secs" - - "build did not finish: ${reason:-no output}")
 		else
 			id=$(jq -r .id "$man")
