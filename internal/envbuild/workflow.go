@@ -23,6 +23,19 @@ type workflowStep struct {
 	WorkingDir string            `yaml:"working-directory"`
 	If         yaml.Node         `yaml:"if"`
 	Env        map[string]string `yaml:"env"`
+	With       map[string]any    `yaml:"with"`
+}
+
+// checksOutOther reports whether a step checks out another repository
+// (actions/checkout with a repository of its own): a job that does tests
+// that repository against this one (dvc's plugin_tests runs dvc-s3's
+// tests), not this one's.
+func (st workflowStep) checksOutOther() bool {
+	if !strings.HasPrefix(st.Uses, "actions/checkout") {
+		return false
+	}
+	r, _ := st.With["repository"].(string)
+	return r != "" && !strings.Contains(r, "github.repository")
 }
 
 type workflowJob struct {
@@ -109,10 +122,12 @@ func chooseWorkflowJob(repo, python string) (*workflowJobChoice, error) {
 				continue
 			}
 			c := candidate{file: rel, job: name, pythons: matrixPythons(&job.Strategy.Matrix)}
+			other := false
 			for si, st := range job.Steps {
 				if strings.Contains(st.Uses, "setup-python") {
 					c.score += 2
 				}
+				other = other || st.checksOutOther()
 				if st.Run == "" {
 					continue
 				}
@@ -185,6 +200,9 @@ func chooseWorkflowJob(repo, python string) (*workflowJobChoice, error) {
 			if len(c.tests) > 0 {
 				c.score += nameScore(rel, name)
 				if offSchedule(&doc.On) {
+					c.score -= 3
+				}
+				if other {
 					c.score -= 3
 				}
 			}

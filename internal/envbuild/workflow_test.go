@@ -255,6 +255,39 @@ jobs:
       - run: pytest --pyargs x -k dispatch
 `},
 			[]string{"pip install .[test] <- .github/workflows/test.yml: job base, step #2"}, "pytest --pyargs x <- .github/workflows/test.yml: job base, step #3"},
+		// dvc: a job that checks out a plugin's repository and runs its
+		// tests (its file first by name) loses to the repository's own.
+		{"another repository's tests", map[string]string{
+			"pyproject.toml": project,
+			".github/workflows/plugin_tests.yaml": `
+on: [pull_request]
+jobs:
+  tests:
+    steps:
+      - uses: actions/checkout@v6
+        with:
+          path: x
+      - uses: actions/checkout@v6
+        with:
+          repository: org/x-plugin
+          path: x-plugin
+      - uses: actions/setup-python@v6
+      - run: pip install -e ./x-plugin
+      - run: cd x-plugin && pytest -v
+`,
+			".github/workflows/tests.yaml": `
+on: [push, pull_request]
+jobs:
+  tests:
+    steps:
+      - uses: actions/checkout@v6
+        with:
+          repository: ${{ github.repository }}
+      - uses: actions/setup-python@v6
+      - run: pip install -e .[dev]
+      - run: pytest -v
+`},
+			[]string{"pip install -e .[dev] <- .github/workflows/tests.yaml: job tests, step #3"}, "pytest -v <- .github/workflows/tests.yaml: job tests, step #4"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
