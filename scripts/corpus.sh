@@ -139,9 +139,12 @@ plain_command() {
 
 # passing_ids reads a plain run's output and prints the ids of the tests
 # it reports passing: pytest's short summary (only there: a test's own
-# output may hold such lines) (PASSED nodeid, and XPASS: an
-# expected failure whose body passed, which cwm counts as a pass, as pytest's
-# JUnit report does) and unittest's verbose lines, read by the rules of
+# output may hold such lines; and only the last one: the output -rA shows
+# of a passing test comes before it, and a test of pytest's own, through
+# pytester, prints a whole session's, with its own summary) (PASSED
+# nodeid, and XPASS: an expected failure whose body passed, which cwm
+# counts as a pass, as pytest's JUnit report does) and unittest's verbose
+# lines, read by the rules of
 # cwm's own parser (internal/testrun/unittest.go), so both sides of a row
 # are read alike: "name (id) ... STATUS", where the status may come lines
 # later, after a docstring or whatever the test printed ("name (id) ...
@@ -155,10 +158,10 @@ plain_command() {
 passing_ids() {
 	perl -ne '
 		s/\r?\n$//;
-		if (/^=+ short test summary info =+$/) { $summary = 1; next }
-		if ($summary && /^PASSED (.+?)\s*$/) { $pass{$1} = 1; next }
-		if ($summary && /^XPASS ((?:[^\s\[]|\[[^\]]*\])+)/) { $pass{$1} = 1; next }
-		if ($summary && /^(?:ERROR|FAILED) ((?:[^\s\[]|\[[^\]]*\])+)/) { $bad{$1} = 1; next }
+		if (/^=+ short test summary info =+$/) { $summary = 1; %spass = (); %sbad = (); next }
+		if ($summary && /^PASSED (.+?)\s*$/) { $spass{$1} = 1; next }
+		if ($summary && /^XPASS ((?:[^\s\[]|\[[^\]]*\])+)/) { $spass{$1} = 1; next }
+		if ($summary && /^(?:ERROR|FAILED) ((?:[^\s\[]|\[[^\]]*\])+)/) { $sbad{$1} = 1; next }
 		sub uid { my ($n, $w) = @_;
 			return $n if $w =~ /^unittest\.loader\._FailedTest/;
 			return $w if $n =~ /^(?:setUpClass|tearDownClass|setUpModule|tearDownModule)$/;
@@ -185,6 +188,7 @@ passing_ids() {
 		my $s = $_; $s = substr($s, rindex($s, " ... ") + 5) if index($s, " ... ") >= 0;
 		if (my $st = status($s)) { mark($pending, $st); $pending = "" }
 		END {
+			$pass{$_} = 1 for keys %spass; $bad{$_} = 1 for keys %sbad;
 			for (keys %ut) { $pass{$_} = 1 if $ut{$_} == 1 || ($ut{$_} == 0 && $finished) }
 			print "$_\n" for grep { !$bad{$_} } keys %pass }
 	' | sort -u
@@ -263,7 +267,7 @@ while read -r repo c1 d1 c2 d2 traits; do
 		[ $TABULATE = 1 ] || [ $PLAIN = 1 ] && secs=$(cat "$OUT/logs/$key.secs" 2>/dev/null || echo -)
 		echo "$secs" >"$OUT/logs/$key.secs"
 		if ! [ -s "$man" ] || ! jq -e .id "$man" >/dev/null 2>&1; then
-			reason=$(grep -v '^\s*$' "$OUT/logs/$key.err" | tail -1 | tr '|' ' ' | cut -c1-300)
+			reason=$(tr -d '\0' <"$OUT/logs/$key.err" | grep -v '^\s*$' | tail -1 | tr '|' ' ' | cut -c1-300)
 			line=$(row "$repo" "${commit:0:8}" - no "-" - - - "$secs" - - "build did not finish: ${reason:-no output}")
 		else
 			id=$(jq -r .id "$man")

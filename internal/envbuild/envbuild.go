@@ -201,6 +201,10 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 		name = strings.TrimSuffix(filepath.Base(strings.TrimRight(src.Location, "/")), ".git")
 	}
 	fmt.Fprintf(say, "env build: %s (%s %s at %s)\n", name, src.Kind, src.Location, short(info.Revision))
+	if info.Note != "" {
+		fmt.Fprintf(say, "source: %s\n", info.Note)
+		fmt.Fprintf(logf, "source: %s\n", info.Note)
+	}
 
 	// The environment as built so far: its layer over the base.
 	e := stg.Env()

@@ -285,6 +285,10 @@ func parsePip(words []string, dir string) (pipPlan, bool) {
 			p.readRequirements(filepath.Join(dir, a[2:]), dir)
 		case name == "--requirement" && hasVal:
 			p.readRequirements(filepath.Join(dir, val), dir)
+		case a == "--group":
+			p.addGroup(dir, next())
+		case name == "--group" && hasVal:
+			p.addGroup(dir, val)
 		case a == "-c" || a == "--constraint" || a == "-i" || a == "--index-url" || a == "--extra-index-url" ||
 			a == "-f" || a == "--find-links" || a == "--upgrade-strategy" || a == "--progress-bar" ||
 			a == "--only-binary" || a == "--no-binary" || a == "--target" || a == "-t" || a == "--prefix" || a == "--root":
@@ -296,6 +300,37 @@ func parsePip(words []string, dir string) (pipPlan, bool) {
 		}
 	}
 	return p, true
+}
+
+// addGroup adds the requirements of a PEP 735 dependency group, pip's
+// --group [PATH:]NAME (pip 25.1; pydicom's CI installs its tests' through
+// it): PATH is a pyproject.toml, the one in dir when absent. A requirement
+// on the project itself adds its extras to the project's editable install
+// rather than fetching the project from the index.
+func (p *pipPlan) addGroup(dir, spec string) {
+	file, name := "pyproject.toml", spec
+	if i := strings.LastIndexByte(spec, ':'); i >= 0 {
+		file, name = spec[:i], spec[i+1:]
+	}
+	proj := filepath.Dir(filepath.Join(dir, file))
+	own := env.RequirementName(readPyproject(proj).Project.Name)
+	for _, r := range dependencyGroup(proj, name, 0) {
+		if own == "" || env.RequirementName(r) != own {
+			p.addTarget(r)
+			continue
+		}
+		rel, err := filepath.Rel(dir, proj)
+		if err != nil || rel == "." {
+			rel = "."
+		} else {
+			rel = "./" + filepath.ToSlash(rel)
+		}
+		if _, extras, ok := strings.Cut(r, "["); ok {
+			p.addTarget(rel + "[" + strings.TrimSpace(strings.SplitN(extras, "]", 2)[0]) + "]")
+		} else if !containsWord(p.editable, rel) {
+			p.addTarget(rel)
+		}
+	}
 }
 
 func isPythonName(b string) bool {
@@ -310,12 +345,36 @@ func (p *pipPlan) addTarget(t string) {
 	}
 	base, extras, _ := strings.Cut(t, "[")
 	if base == "." || strings.HasPrefix(base, "./") || strings.HasPrefix(base, "../") || strings.HasPrefix(base, "/") || base == "" {
-		p.editable = append(p.editable, t)
+		var add []string
 		if extras != "" {
 			for _, e := range strings.Split(strings.TrimSuffix(extras, "]"), ",") {
-				p.extras = append(p.extras, strings.TrimSpace(e))
+				add = append(add, strings.TrimSpace(e))
 			}
 		}
+		p.extras = append(p.extras, add...)
+		// One path named twice (a group's "pkg[io]" and the line's ".")
+		// is one install with both's extras: pip refuses a double
+		// requirement.
+		for i, have := range p.editable {
+			hb, hx, _ := strings.Cut(have, "[")
+			if hb != base {
+				continue
+			}
+			all := strings.Split(strings.TrimSuffix(hx, "]"), ",")
+			if hx == "" {
+				all = nil
+			}
+			for _, e := range add {
+				if !containsWord(all, e) {
+					all = append(all, e)
+				}
+			}
+			if len(all) > 0 {
+				p.editable[i] = hb + "[" + strings.Join(all, ",") + "]"
+			}
+			return
+		}
+		p.editable = append(p.editable, t)
 		return
 	}
 	if isTooling(env.RequirementName(t)) {

@@ -101,6 +101,54 @@ func projectExtra(repo string) string {
 	return ""
 }
 
+// testGroup is the PEP 735 dependency group holding the test
+// requirements (named as test extras are, most specific first), its
+// requirements quoted for a pip line (tooling left out), and the extras of
+// the project itself the group names ("xarray[complete,types]" in
+// xarray's dev group): those go on the project's own editable install,
+// since a requirement on the project by name would fetch it from the
+// index. A project whose CI installs through a tool cwm does not run
+// (pixi, conda) and names no test extra keeps its test requirements
+// there: without the group, pytest's plugins and the tests' imports are
+// missing (xarray: pytest-asyncio, pytz).
+func testGroup(repo string) (name string, reqs, self []string) {
+	pp := readPyproject(repo)
+	have := map[string]string{}
+	for k := range pp.DependencyGroups {
+		have[env.RequirementName(k)] = k
+	}
+	for _, e := range testExtras {
+		if k, ok := have[e]; ok {
+			name = k
+			break
+		}
+	}
+	if name == "" {
+		return "", nil, nil
+	}
+	own := env.RequirementName(pp.Project.Name)
+	seen := map[string]bool{}
+	for _, d := range dependencyGroup(repo, name, 0) {
+		n := env.RequirementName(d)
+		if own != "" && n == own {
+			if i, j := strings.Index(d, "["), strings.Index(d, "]"); i >= 0 && j > i {
+				for _, e := range strings.Split(d[i+1:j], ",") {
+					if e = strings.TrimSpace(e); e != "" && !containsWord(self, e) {
+						self = append(self, e)
+					}
+				}
+			}
+			continue
+		}
+		if n == "" || seen[n] || isTooling(n) {
+			continue
+		}
+		seen[n] = true
+		reqs = append(reqs, quoteArg(d))
+	}
+	return name, reqs, self
+}
+
 // requirementFiles lists requirements*.txt-style files, the main one
 // first.
 func requirementFiles(repo string) []string {
@@ -136,11 +184,25 @@ func readProject(repo string) runnerRecipe {
 		}
 	}
 	if meta != "" {
-		target := "."
+		var extras []string
 		if e := projectExtra(repo); e != "" {
-			target = ".[" + e + "]"
+			extras = append(extras, e)
+		}
+		group, reqs, self := testGroup(repo)
+		for _, e := range self {
+			if !containsWord(extras, e) {
+				extras = append(extras, e)
+			}
+		}
+		target := "."
+		if len(extras) > 0 {
+			target = ".[" + strings.Join(extras, ",") + "]"
 		}
 		r.install = append(r.install, env.Step{Command: "pip install -e " + target, Provenance: meta})
+		if len(reqs) > 0 {
+			r.install = append(r.install, env.Step{Command: "pip install " + strings.Join(reqs, " "),
+				Provenance: "pyproject.toml [dependency-groups] " + group})
+		}
 	}
 	for _, f := range requirementFiles(repo) {
 		r.install = append(r.install, env.Step{Command: "pip install -r " + f, Provenance: f})

@@ -388,7 +388,9 @@ func readINI(path string) ini {
 
 // toxSubst replaces tox substitutions: {posargs:DEFAULT} by its default,
 // directory variables by the repository root.
-var toxSubst = lazyre.New(`\{(posargs|toxinidir|tox_root|envpython|env_python|envbindir|env_bin_dir|envsitepackagesdir|env_site_packages_dir|envtmpdir|env_tmp_dir|envdir|env_dir|toxworkdir|work_dir|temp_dir|envname|env_name)(?::([^}]*))?\}`)
+// A default holds no brace: one that holds a substitution of its own
+// (sqlfluff's {posargs: "{toxinidir}/test"}) is replaced after it.
+var toxSubst = lazyre.New(`\{(posargs|toxinidir|tox_root|envpython|env_python|envbindir|env_bin_dir|envsitepackagesdir|env_site_packages_dir|envtmpdir|env_tmp_dir|envdir|env_dir|toxworkdir|work_dir|temp_dir|envname|env_name)(?::([^{}]*))?\}`)
 
 // toxEnvVar is tox's {env:NAME:DEFAULT} (or {env:NAME}, empty).
 var toxEnvVar = lazyre.New(`\{env:[A-Za-z_][A-Za-z0-9_]*:?([^{}]*)\}`)
@@ -396,33 +398,43 @@ var toxEnvVar = lazyre.New(`\{env:[A-Za-z_][A-Za-z0-9_]*:?([^{}]*)\}`)
 func substituteTox(s string) string {
 	// tox splits commands into words itself, so spacing carries nothing.
 	s = strings.ReplaceAll(s, "{/}", "/")
-	s = toxEnvVar().ReplaceAllString(s, "$1") // {env:NAME:DEFAULT}: the default
-	return strings.Join(strings.Fields(toxSubst().ReplaceAllStringFunc(s, func(m string) string {
-		sm := toxSubst().FindStringSubmatch(m)
-		switch sm[1] {
-		case "posargs":
-			return sm[2]
-		case "toxinidir", "tox_root":
-			return "."
-		case "envpython", "env_python":
-			return "python"
-		case "envbindir", "env_bin_dir":
-			return env.VenvRoot + "/bin"
-		case "envdir", "env_dir":
-			return env.VenvRoot
-		case "envsitepackagesdir", "env_site_packages_dir":
-			// Where tox installed the package: here its sources, in
-			// the repository (installed editable or on the path).
-			return "."
-		case "envname", "env_name":
-			return "cwm"
-		case "envtmpdir", "env_tmp_dir":
-			// A directory of the environment's own, as tox's is: a test
-			// command may clear it (pytest --basetemp).
-			return "/tmp/cwm-tox-env-tmp"
+	for range 4 { // innermost first: a default may hold a substitution
+		was := s
+		s = toxEnvVar().ReplaceAllString(s, "$1") // {env:NAME:DEFAULT}: the default
+		s = toxSubst().ReplaceAllStringFunc(s, toxValue)
+		if s == was {
+			break
 		}
-		return "/tmp"
-	})), " ")
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// toxValue is the value cwm gives a tox substitution (toxSubst's match m).
+func toxValue(m string) string {
+	sm := toxSubst().FindStringSubmatch(m)
+	switch sm[1] {
+	case "posargs":
+		return sm[2]
+	case "toxinidir", "tox_root":
+		return "."
+	case "envpython", "env_python":
+		return "python"
+	case "envbindir", "env_bin_dir":
+		return env.VenvRoot + "/bin"
+	case "envdir", "env_dir":
+		return env.VenvRoot
+	case "envsitepackagesdir", "env_site_packages_dir":
+		// Where tox installed the package: here its sources, in
+		// the repository (installed editable or on the path).
+		return "."
+	case "envname", "env_name":
+		return "cwm"
+	case "envtmpdir", "env_tmp_dir":
+		// A directory of the environment's own, as tox's is: a test
+		// command may clear it (pytest --basetemp).
+		return "/tmp/cwm-tox-env-tmp"
+	}
+	return "/tmp"
 }
 
 func isTrue(s string) bool {

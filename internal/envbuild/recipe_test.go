@@ -145,6 +145,8 @@ func TestParsePip(t *testing.T) {
 		"requirements.txt":     "-r base.txt\nrequests>=2 ; python_version > '3'  # net\n--index-url https://x\nflake8\n-e .\n",
 		"base.txt":             "attrs==22.2.0 --hash=sha256:abc\n",
 		"requirements-dev.txt": "",
+		"pyproject.toml":       "[project]\nname = \"Pkg\"\n\n[dependency-groups]\ndev = [\"pydicom-data\", \"pytest-cov\", \"pkg[io]\", {include-group = \"test\"}]\ntest = [\"pyfakefs>=6.2.0\"]\n",
+		"sub/pyproject.toml":   "[project]\nname = \"sub\"\n\n[dependency-groups]\nci = [\"sub\", \"attrs\"]\n",
 	})
 	tests := []struct {
 		line string
@@ -158,6 +160,10 @@ func TestParsePip(t *testing.T) {
 		{"python setup.py develop", pipPlan{editable: []string{"."}}, true},
 		{"pip install -e.", pipPlan{editable: []string{"."}}, true},
 		{"pip install -i https://index.example/simple numpy", pipPlan{reqs: []string{"numpy"}, dropped: []string{"-i", "https://index.example/simple"}}, true},
+		{"python -m pip install --group dev . -e .[test]", pipPlan{editable: []string{".[io,test]"}, extras: []string{"io", "test"},
+			reqs: []string{"pydicom-data", "pyfakefs>=6.2.0"}, dropped: []string{"pytest-cov"}}, true},
+		{"pip install --group=sub/pyproject.toml:ci", pipPlan{editable: []string{"./sub"}, reqs: []string{"attrs"}}, true},
+		{"pip install --group nosuch", pipPlan{}, true},
 		{"pip list", pipPlan{}, false},
 		{"make install", pipPlan{}, false},
 	}
@@ -284,6 +290,22 @@ func TestReadTox(t *testing.T) {
 		}, []string{"pip install -e . <- tox.ini [testenv] (the package)",
 			"pip install -r requirements/test.txt -c constraints.txt attrs 'pytest>=7' <- tox.ini [testenv] deps"},
 			"pytest tests <- tox.ini [testenv] commands"},
+		// black's: the package installed by a command before the tests.
+		{"install commands", map[string]string{
+			"pyproject.toml": "[project]\nname = \"x\"\nversion = \"1\"\n\n[dependency-groups]\ntests = [\"pytest>=7\", \"coverage\"]\n",
+			"tox.ini": "[testenv]\nskip_install = True\ndependency_groups = tests\ncommands =\n    pip install -e .[d]\n    coverage erase\n" +
+				"    pytest tests --run-optional no_jupyter \\\n        --numprocesses auto \\\n        --cov {posargs}\n    pip install -e .[jupyter]\n    pytest tests -m jupyter\n",
+		}, []string{"pip install 'pytest>=7' <- tox.ini [testenv] deps", "pip install -e '.[d]' <- tox.ini [testenv] commands"},
+			"pytest tests --run-optional no_jupyter --numprocesses auto --cov <- tox.ini [testenv] commands"},
+		// scrapy's and SQLAlchemy's deps name another section's:
+		// {[section]key}, expanded (and theirs in turn), its factor
+		// conditions applied as the environment's own lines.
+		{"references to other sections", map[string]string{
+			"setup.py": "from setuptools import setup\nsetup(name='x')\n",
+			"tox.ini": "[test-requirements]\ndeps =\n    pytest\n    testfixtures\n\n[testenv]\ndeps =\n    {[test-requirements]deps}\n    mypy: mypy\n" +
+				"commands = {[base]commands} {posargs}\n\n[base]\ncommands = pytest -q {[nowhere]thing}tests\n\n[testenv:extra]\ndeps =\n    {[testenv]deps}\n    Pillow\n",
+		}, []string{"pip install -e . <- tox.ini [testenv] (the package)", "pip install pytest testfixtures <- tox.ini [testenv] deps"},
+			"pytest -q tests <- tox.ini [testenv] commands"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -298,5 +320,43 @@ func TestReadTox(t *testing.T) {
 				t.Errorf("readTox test = %q, want %q", got, c.test)
 			}
 		})
+	}
+}
+
+// TestProjectTestGroup: a project whose CI installs through a tool cwm
+// does not run (xarray's pixi) keeps its test requirements in a PEP 735
+// group; the fallback recipe installs it, tooling left out, and a
+// requirement on the project itself ("xarray[complete]") becomes extras
+// of the project's own editable install instead of a download of it.
+func TestProjectTestGroup(t *testing.T) {
+	tests := []struct {
+		name    string
+		files   map[string]string
+		install []string
+	}{
+		{"dev group with the project's own extras", map[string]string{
+			"pyproject.toml": "[project]\nname = \"Xarray\"\n\n[project.optional-dependencies]\nio = [\"netCDF4\"]\n\n" +
+				"[dependency-groups]\ndev = [\"hypothesis\", \"mypy==1.19.1\", \"pytest\", \"pytest-asyncio\", \"pytz\", " +
+				"\"pytest-asyncio\", \"xarray[io,viz]\", \"pandas>=2; python_version>'3.9'\", {include-group = \"extra\"}]\nextra = [\"tzdata\"]\n",
+		}, []string{
+			"pip install -e .[io,viz] <- pyproject.toml",
+			"pip install hypothesis pytest pytest-asyncio pytz 'pandas>=2; python_version>'\\''3.9'\\''' tzdata <- pyproject.toml [dependency-groups] dev",
+		}},
+		{"a test group wins over dev, with a test extra", map[string]string{
+			"pyproject.toml": "[project]\nname = \"p\"\n\n[project.optional-dependencies]\ntest = [\"a\"]\n\n" +
+				"[dependency-groups]\ndev = [\"ruff\"]\nTests = [\"attrs\"]\n",
+		}, []string{"pip install -e .[test] <- pyproject.toml", "pip install attrs <- pyproject.toml [dependency-groups] Tests"}},
+		{"only tooling in the group", map[string]string{
+			"pyproject.toml": "[project]\nname = \"p\"\n\n[dependency-groups]\ndev = [\"mypy\", \"ruff\"]\n",
+		}, []string{"pip install -e . <- pyproject.toml"}},
+		{"no group for tests", map[string]string{
+			"pyproject.toml": "[project]\nname = \"p\"\n\n[dependency-groups]\ndocs = [\"sphinx-rtd-theme\"]\n",
+		}, []string{"pip install -e . <- pyproject.toml"}},
+	}
+	for _, tt := range tests {
+		r := readProject(writeTree(t, tt.files))
+		if diff := cmp.Diff(tt.install, cmds(r.install)); diff != "" {
+			t.Errorf("%s: readProject install mismatch (-want +got):\n%s", tt.name, diff)
+		}
 	}
 }

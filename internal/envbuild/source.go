@@ -26,6 +26,9 @@ type sourceInfo struct {
 	// Date is the commit's committer date (git sources; zero for a plain
 	// directory, whose commit date is fixed).
 	Date time.Time
+	// Note says what of the source could not be copied, for the build's
+	// output: "" when all was.
+	Note string
 }
 
 // inputErrorf is a problem with what the user asked for (a path that does
@@ -150,10 +153,36 @@ func fetchSource(ctx context.Context, src env.Source, rev, dst, scratch string) 
 		return sourceInfo{}, err
 	}
 	depth, tag := nearestTag(ctx, from, commit)
-	steps := [][]string{
-		{"init", "--quiet"},
-		{"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--depth", strconv.Itoa(depth), from, commit},
+	var note string
+	if _, err := git(ctx, dst, nil, "init", "--quiet"); err != nil {
+		return sourceInfo{}, fmt.Errorf("copy %s at %s: %w", src.Location, rev, err)
 	}
+	if _, err := git(ctx, dst, nil, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--depth", strconv.Itoa(depth), from, commit); err != nil {
+		if depth == 1 {
+			return sourceInfo{}, fmt.Errorf("copy %s at %s: %w", src.Location, rev, err)
+		}
+		// A source whose history lacks objects (a partial clone, a
+		// damaged mirror) cannot give the commits down to the tag, while
+		// the commit's own tree may be whole: the layer keeps that, and
+		// says what it lost.
+		if err := sandbox.RemoveAll(filepath.Join(dst, ".git")); err != nil {
+			return sourceInfo{}, fmt.Errorf("copy %s at %s: start again: %w", src.Location, rev, err)
+		}
+		if _, err1 := git(ctx, dst, nil, "init", "--quiet"); err1 != nil {
+			return sourceInfo{}, fmt.Errorf("copy %s at %s: %w", src.Location, rev, err1)
+		}
+		if _, err1 := git(ctx, dst, nil, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--depth", "1", from, commit); err1 != nil {
+			return sourceInfo{}, fmt.Errorf("copy %s at %s: %w", src.Location, rev, err)
+		}
+		cause := strings.SplitN(err.Error(), "\n", 2)[0]
+		if i := strings.Index(cause, commit+": "); i >= 0 {
+			cause = cause[i+len(commit)+2:]
+		}
+		note = fmt.Sprintf("the source's history down to tag %s (%d commits) could not be copied (%s): the layer holds the commit alone, without its version tag",
+			tag, depth-1, strings.TrimSpace(cause))
+		tag = ""
+	}
+	var steps [][]string
 	if tag != "" {
 		// The tag's commit is fetched already; depth 1 adds no ancestor
 		// of its own (one fetch would reach depth commits from each ref).
@@ -188,7 +217,7 @@ func fetchSource(ctx context.Context, src env.Source, rev, dst, scratch string) 
 	if err != nil {
 		return sourceInfo{}, fmt.Errorf("date of %s at %s: %w", src.Location, rev, err)
 	}
-	return sourceInfo{Revision: commit, Tree: strings.TrimSpace(tree), Commit: commit, Date: when}, nil
+	return sourceInfo{Revision: commit, Tree: strings.TrimSpace(tree), Commit: commit, Date: when, Note: note}, nil
 }
 
 // skipDirs are never copied from a plain directory: version control,

@@ -42,10 +42,11 @@ func readToxEnv(repo, name string) *runnerRecipe {
 	}
 	// Named environments inherit what they do not set from [testenv].
 	get := func(sec, key string) string {
-		if v, ok := cfg[sec][key]; ok {
-			return v
+		v, ok := cfg[sec][key]
+		if !ok {
+			v = cfg["testenv"][key]
 		}
-		return cfg["testenv"][key]
+		return toxRefs(cfg, v, 0)
 	}
 	// Unnamed, an environment named for tests comes first, and one that
 	// type-checks is passed over.
@@ -73,15 +74,27 @@ func readToxEnv(repo, name string) *runnerRecipe {
 		// apply; when none of its lines tests, lines conditioned on a
 		// test factor (unit, tests) are taken.
 		f := factorsOf(name, sec)
+		// Install commands before the test command run after deps, as in
+		// tox (black's skip_install environment runs pip install -e .[d]
+		// first).
+		var pre []env.Step
 		for _, loose := range []bool{false, true} {
+			pre = nil
 			// A trailing backslash continues a command on the next line.
+		lines:
 			for _, line := range strings.Split(strings.ReplaceAll(get(sec, "commands"), "\\\n", " "), "\n") {
 				line, ok := f.apply(line, loose)
 				line = literalGlobs(substituteTox(strings.TrimPrefix(line, "-")))
-				if ok && line != "" && classify(line) == kindTest {
+				if !ok || line == "" {
+					continue
+				}
+				switch classify(line) {
+				case kindTest:
 					s.test = env.Step{Command: line, Provenance: prov + " commands"}
 					f.loose = loose
-					break
+					break lines
+				case kindInstall:
+					pre = append(pre, env.Step{Command: line, Provenance: prov + " commands"})
 				}
 			}
 			if s.test.Command != "" {
@@ -92,8 +105,12 @@ func readToxEnv(repo, name string) *runnerRecipe {
 		if !skip && hasProjectMetadata(repo) {
 			target := "."
 			var ex []string
+			// [testenv] standing for environments of no named factor
+			// takes a test factor's extras too (astropy's "test: test",
+			// whose CI names its environments in a shared workflow).
+			loose := f.loose || len(f.set) == 0
 			for _, line := range strings.Split(get(sec, "extras"), "\n") {
-				if line, ok := f.apply(line, f.loose); ok {
+				if line, ok := f.apply(line, loose); ok {
 					ex = append(ex, strings.Fields(strings.ReplaceAll(line, ",", " "))...)
 				}
 			}
@@ -105,6 +122,9 @@ func readToxEnv(repo, name string) *runnerRecipe {
 		var deps []string
 		for _, d := range strings.Split(get(sec, "deps"), "\n") {
 			d, ok := f.apply(d, f.loose)
+			// tox ends a line's value at an inline comment (scrapy's
+			// "bpython  # optional for shell wrapper tests").
+			d = inlineComment().ReplaceAllString(d, "")
 			d = substituteTox(d)
 			switch {
 			case !ok || d == "" || strings.Contains(d, "://"):
@@ -143,6 +163,9 @@ func readToxEnv(repo, name string) *runnerRecipe {
 		if len(deps) > 0 {
 			s.install = append(s.install, env.Step{Command: "pip install " + strings.Join(deps, " "), Provenance: prov + " deps"})
 		}
+		if s.test.Command != "" {
+			s.install = append(s.install, pre...)
+		}
 		if i == 0 || s.test.Command != "" {
 			r = s
 		}
@@ -180,6 +203,24 @@ func toxEnvArg(words []string) string {
 // toxConfig reads tox's configuration as INI sections (TOML forms are
 // converted: env_run_base is [testenv], env.NAME is [testenv:NAME],
 // commands one per line) and names the file it came from.
+// toxRef is tox's reference to another section's value, {[section]key}
+// (scrapy's deps = {[testenv:extra-deps]deps}, SQLAlchemy's
+// {[testenv:githubbase]deps}).
+var toxRef = lazyre.New(`\{\[([^\]\s]+)\]([\w-]+)\}`)
+
+// toxRefs is v with its {[section]key} references replaced by their
+// values, themselves expanded (to a depth that stops a cycle); a reference
+// to nothing is nothing, as tox makes it.
+func toxRefs(cfg ini, v string, depth int) string {
+	if depth > 8 || !strings.Contains(v, "{[") {
+		return v
+	}
+	return toxRef().ReplaceAllStringFunc(v, func(m string) string {
+		sm := toxRef().FindStringSubmatch(m)
+		return toxRefs(cfg, cfg[sm[1]][sm[2]], depth+1)
+	})
+}
+
 func toxConfig(repo string) (ini, string) {
 	if cfg := readINI(filepath.Join(repo, "tox.ini")); cfg != nil {
 		return cfg, "tox.ini"
@@ -283,8 +324,13 @@ func toxEnvFromTOML(m map[string]any) map[string]string {
 }
 
 // toxFactors is a factor-conditional prefix of a tox setting's line
-// ("unit: pytest", "py311,!lint: dep").
-var toxFactors = lazyre.New(`^([!\w.,-]+):\s+`)
+// ("unit: pytest", "py311,!lint: dep", astropy's "image, devpytest:
+// scipy", sqlfluff's "dbt{170,180}: ...").
+var toxFactors = lazyre.New(`^([!\w.{}-]+(?:\s*,\s*[!\w.{}-]+)*):\s+`)
+
+// inlineComment is a comment after a value on a tox line: a # after
+// whitespace (a URL's #egg= fragment has none before it).
+var inlineComment = lazyre.New(`\s+#.*$`)
 
 // factors are the factors of the tox environment cwm stands in for
 // (py311-unit: py311 and unit).
@@ -317,7 +363,9 @@ func (f *factors) apply(line string, loose bool) (string, bool) {
 		return line, true
 	}
 	rest := strings.TrimSpace(line[len(m[0]):])
-	for _, alt := range strings.Split(m[1], ",") {
+	// Alternatives as an envlist's names: astropy's "image, devpytest",
+	// sqlfluff's generative "dbt{170,180}".
+	for _, alt := range expandBraces(m[1]) {
 		ok, testish := true, false
 		for _, p := range strings.Split(alt, "-") {
 			neg := strings.HasPrefix(p, "!")

@@ -223,6 +223,7 @@ type pyproject struct {
 		Requires []string `toml:"requires"`
 	} `toml:"build-system"`
 	Project struct {
+		Name                 string              `toml:"name"`
 		Dependencies         []string            `toml:"dependencies"`
 		OptionalDependencies map[string][]string `toml:"optional-dependencies"`
 	} `toml:"project"`

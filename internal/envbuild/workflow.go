@@ -23,6 +23,19 @@ type workflowStep struct {
 	WorkingDir string            `yaml:"working-directory"`
 	If         yaml.Node         `yaml:"if"`
 	Env        map[string]string `yaml:"env"`
+	With       map[string]any    `yaml:"with"`
+}
+
+// checksOutOther reports whether a step checks out another repository
+// (actions/checkout with a repository of its own): a job that does tests
+// that repository against this one (dvc's plugin_tests runs dvc-s3's
+// tests), not this one's.
+func (st workflowStep) checksOutOther() bool {
+	if !strings.HasPrefix(st.Uses, "actions/checkout") {
+		return false
+	}
+	r, _ := st.With["repository"].(string)
+	return r != "" && !strings.Contains(r, "github.repository")
 }
 
 type workflowJob struct {
@@ -109,10 +122,12 @@ func chooseWorkflowJob(repo, python string) (*workflowJobChoice, error) {
 				continue
 			}
 			c := candidate{file: rel, job: name, pythons: matrixPythons(&job.Strategy.Matrix)}
+			other := false
 			for si, st := range job.Steps {
 				if strings.Contains(st.Uses, "setup-python") {
 					c.score += 2
 				}
+				other = other || st.checksOutOther()
 				if st.Run == "" {
 					continue
 				}
@@ -184,6 +199,12 @@ func chooseWorkflowJob(repo, python string) (*workflowJobChoice, error) {
 			}
 			if len(c.tests) > 0 {
 				c.score += nameScore(rel, name)
+				if offSchedule(&doc.On) {
+					c.score -= 3
+				}
+				if other {
+					c.score -= 3
+				}
 			}
 			if len(c.tests) > 0 && c.score >= 3 && (best == nil || c.score > best.score) {
 				best = &c
@@ -337,6 +358,33 @@ func addEnv(dst map[string]any, src map[string]string, ctx exprContext, python s
 
 // workflowInputs are the defaults of a workflow's workflow_dispatch and
 // workflow_call inputs.
+// offSchedule reports whether a workflow runs only on a schedule or by
+// hand (schedule, workflow_dispatch): a weekly run against the
+// development versions of other projects (networkx's weekly-dispatch,
+// scrapy's tests-vcs-deps, whose steps install from git), not the tests
+// every change passes.
+func offSchedule(on *yaml.Node) bool {
+	var events []string
+	switch on.Kind {
+	case yaml.ScalarNode:
+		events = []string{on.Value}
+	case yaml.SequenceNode:
+		for _, n := range on.Content {
+			events = append(events, n.Value)
+		}
+	case yaml.MappingNode:
+		for i := 0; i < len(on.Content); i += 2 {
+			events = append(events, on.Content[i].Value)
+		}
+	}
+	for _, ev := range events {
+		if ev != "schedule" && ev != "workflow_dispatch" {
+			return false
+		}
+	}
+	return len(events) > 0
+}
+
 func workflowInputs(on *yaml.Node) map[string]any {
 	out := map[string]any{}
 	if on == nil || on.Kind != yaml.MappingNode {

@@ -226,6 +226,68 @@ jobs:
       - run: tox -e unit
 `},
 			nil, "pytest tests <- .github/workflows/ci.yml: job ci, step #3 -> tox.ini [testenv:unit] commands"},
+		// networkx: a weekly run against other projects' development
+		// versions (more install steps, so a higher score) loses to the
+		// tests every push runs.
+		{"a scheduled workflow", map[string]string{
+			"pyproject.toml": project,
+			".github/workflows/test.yml": `
+on: [push, pull_request]
+jobs:
+  base:
+    steps:
+      - uses: actions/setup-python@v5
+      - run: pip install .[test]
+      - run: pytest --pyargs x
+`,
+			".github/workflows/weekly.yml": `
+on:
+  schedule:
+    - cron: "0 0 * * 0"
+  workflow_dispatch:
+jobs:
+  dispatch:
+    steps:
+      - uses: actions/setup-python@v5
+      - run: pip install .[test]
+      - run: pip install git+https://example.org/plugin.git
+      - uses: actions/setup-python@v5
+      - run: pytest --pyargs x -k dispatch
+`},
+			[]string{"pip install .[test] <- .github/workflows/test.yml: job base, step #2"}, "pytest --pyargs x <- .github/workflows/test.yml: job base, step #3"},
+		// dvc: a job that checks out a plugin's repository and runs its
+		// tests (its file first by name) loses to the repository's own.
+		{"another repository's tests", map[string]string{
+			"pyproject.toml": project,
+			".github/workflows/plugin_tests.yaml": `
+on: [pull_request]
+jobs:
+  tests:
+    steps:
+      - uses: actions/checkout@v6
+        with:
+          path: x
+      - uses: actions/checkout@v6
+        with:
+          repository: org/x-plugin
+          path: x-plugin
+      - uses: actions/setup-python@v6
+      - run: pip install -e ./x-plugin
+      - run: cd x-plugin && pytest -v
+`,
+			".github/workflows/tests.yaml": `
+on: [push, pull_request]
+jobs:
+  tests:
+    steps:
+      - uses: actions/checkout@v6
+        with:
+          repository: ${{ github.repository }}
+      - uses: actions/setup-python@v6
+      - run: pip install -e .[dev]
+      - run: pytest -v
+`},
+			[]string{"pip install -e .[dev] <- .github/workflows/tests.yaml: job tests, step #3"}, "pytest -v <- .github/workflows/tests.yaml: job tests, step #4"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -330,6 +392,32 @@ func TestToxFactorConditions(t *testing.T) {
 	}
 }
 
+// TestToxFactorAlternatives: conditions with spaces after their commas
+// (astropy's "image, devpytest: scipy", "alldeps, docdeps: all"),
+// generative ones (sqlfluff's "dbt{170,180}: ..."), and inline comments
+// (scrapy's "bpython  # optional ...") are tox's, not requirements.
+func TestToxFactorAlternatives(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"setup.py": "from setuptools import setup\nsetup(name='x')\n",
+		"tox.ini": "[testenv]\ndeps =\n    image, devpytest: scipy\n    dbt{170,180}: -r constraints/{envname}.txt\n    py{311,312}-unit: attrs\n" +
+			"    bpython  # optional for shell wrapper tests\n    pkg @ git+https://example.org/x.git#egg=pkg\n" +
+			"extras =\n    test: test\n    alldeps, docdeps: all\n    docdeps: docs\ncommands = pytest tests\n\n[testenv:py312-unit]\n",
+	})
+	want := []string{"pip install -e . <- tox.ini [testenv:py312-unit] (the package)", "pip install attrs bpython <- tox.ini [testenv:py312-unit] deps"}
+	if diff := cmp.Diff(want, cmds(readToxEnv(dir, "py312-unit").install)); diff != "" {
+		t.Errorf("readToxEnv(py312-unit) install mismatch (-want +got):\n%s", diff)
+	}
+	want = []string{"pip install -e '.[all,docs]' <- tox.ini [testenv] (the package)", "pip install bpython <- tox.ini [testenv] deps"}
+	if diff := cmp.Diff(want, cmds(readToxEnv(dir, "docdeps").install)); diff != "" {
+		t.Errorf("readToxEnv(docdeps) install mismatch (-want +got):\n%s", diff)
+	}
+	// [testenv] for no environment in particular: a test factor's extras.
+	want = []string{"pip install -e '.[test]' <- tox.ini [testenv] (the package)", "pip install bpython <- tox.ini [testenv] deps"}
+	if diff := cmp.Diff(want, cmds(readToxEnv(dir, "").install)); diff != "" {
+		t.Errorf("readToxEnv() install mismatch (-want +got):\n%s", diff)
+	}
+}
+
 func TestUnwrapLine(t *testing.T) {
 	dir := writeTree(t, map[string]string{
 		"pyproject.toml": `[project]
@@ -403,5 +491,22 @@ jobs:
 	}
 	if r := readTox(dir); r == nil || r.test.Command != "python -m unittest discover -p '*_test.py'" {
 		t.Errorf("readTox test = %+v, want the pattern quoted", r)
+	}
+}
+
+// TestSubstituteTox: tox's substitutions, one inside another's default
+// (sqlfluff's {posargs: "{toxinidir}/test"} was cut at its first brace).
+func TestSubstituteTox(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`pytest -vv {posargs: "{toxinidir}/test"}`, `pytest -vv "./test"`},
+		{"pytest {posargs:tests} --basetemp={envtmpdir}", "pytest tests --basetemp=/tmp/cwm-tox-env-tmp"},
+		{"{envpython} -m pytest {env:PYTEST_ADDOPTS:-q} {posargs}", "python -m pytest -q"},
+		{"pytest {env:ARGS:{posargs:tests}}", "pytest tests"},
+		{"pytest {toxinidir}{/}tests", "pytest ./tests"},
+	}
+	for _, tt := range tests {
+		if got := substituteTox(tt.in); got != tt.want {
+			t.Errorf("substituteTox(%q) = %q, want %q", tt.in, got, tt.want)
+		}
 	}
 }

@@ -249,6 +249,17 @@ var dropSpec = func() string {
 	return strings.Join(append(words, "--cov*"), " ")
 }()
 
+// gluedWorkers reports whether a is xdist's -n with its value in the same
+// word: a number, or auto and logical, its two named counts (mypy's
+// addopts hold -nauto).
+func gluedWorkers(a string) bool {
+	if !strings.HasPrefix(a, "-n") || len(a) == 2 {
+		return false
+	}
+	v := a[2:]
+	return strings.Trim(v, "0123456789") == "" || v == "auto" || v == "logical"
+}
+
 func filterPytestArgs(args []string) (kept, dropped []string) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -264,8 +275,8 @@ func filterPytestArgs(args []string) (kept, dropped []string) {
 			}
 			continue
 		}
-		// -n4, --maxfail=2 style.
-		if strings.HasPrefix(a, "-n") && len(a) > 2 && strings.Trim(a[2:], "0123456789") == "" {
+		// -n4, -nauto, --maxfail=2 style.
+		if gluedWorkers(a) {
 			dropped = append(dropped, a)
 			continue
 		}

@@ -18,6 +18,7 @@ func TestParse(t *testing.T) {
 			Command{Framework: Pytest, Args: []string{"tests"}, Dropped: []string{"-x", "--cov=pkg", "--cov-report", "term", "-n", "4"}}},
 		{"python3.12 -W error -m pytest -k 'not slow'", Command{Framework: Pytest, Args: []string{"-k", "not slow"}}},
 		{"py.test -n4", Command{Framework: Pytest, Dropped: []string{"-n4"}}},
+		{"pytest -nauto -q -nlogical -nx", Command{Framework: Pytest, Args: []string{"-q", "-nx"}, Dropped: []string{"-nauto", "-nlogical"}}},
 		{"python -m pytest --cov humanize --cov tests --cov-context test --no-cov-on-fail --cov-report html -q",
 			Command{Framework: Pytest, Args: []string{"-q"}, Dropped: []string{"--cov", "humanize", "--cov", "tests", "--cov-context", "test", "--no-cov-on-fail", "--cov-report", "html"}}},
 		{"pytest --cov -q tests", Command{Framework: Pytest, Args: []string{"-q", "tests"}, Dropped: []string{"--cov"}}},

@@ -57,7 +57,7 @@ def _filter(args, exact, prefixes):
                 i += 1
             i += 1
             continue
-        if a.startswith("-n") and len(a) > 2 and a[2:].isdigit():
+        if a.startswith("-n") and (a[2:].isdigit() or a[2:] in ("auto", "logical")):
             i += 1
             continue
         kept.append(a)

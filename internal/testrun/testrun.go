@@ -294,10 +294,10 @@ func LastLine(streams ...[]byte) string {
 }
 
 // pytestStopLine is a line of pytest's that says why it stopped before
-// running tests ("pytest: error: unrecognized arguments: --mypy", "ERROR:
-// file or directory not found: t.py"); its usage line, printed first,
-// says nothing.
-var pytestStopLine = lazyre.New(`^(ERROR: |[\w.-]+: error: )`)
+// running tests ("pytest: error: unrecognized arguments: --mypy", "python
+// -m pytest: error: ...", "ERROR: file or directory not found: t.py");
+// its usage line, printed first, says nothing.
+var pytestStopLine = lazyre.New(`^(ERROR: |[\w.-]+(?: -m [\w.]+)?: error: )`)
 
 // pytestCause is ": " and the first line of pytest's outputs that states
 // why it stopped, which the last line seldom is (rootdir: /repo), or

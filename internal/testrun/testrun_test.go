@@ -196,7 +196,7 @@ func TestRunPytestStops(t *testing.T) {
 	files := map[string]string{
 		"repo/ok/pytest.ini":      "[pytest]\naddopts = --mypy --mypy-pyproject-toml-file pyproject.toml --cov=ok --cov-report term -n 2 -x\n",
 		"repo/ok/test_ok.py":      "def test_ok():\n    pass\n",
-		"repo/pyp/pyproject.toml": "[tool.pytest.ini_options]\naddopts = [\"--flake8\", \"--cov\", \"pyp\"]\n",
+		"repo/pyp/pyproject.toml": "[tool.pytest.ini_options]\naddopts = [\"--flake8\", \"--cov\", \"pyp\", \"-nauto\"]\n",
 		"repo/pyp/test_ok.py":     "def test_ok():\n    pass\n",
 		"repo/usage/tox.ini":      "[pytest]\naddopts = --no-such-plugin-option\n",
 		"repo/usage/test_ok.py":   "def test_ok():\n    pass\n",
@@ -265,5 +265,23 @@ func TestRunKeepsOwnOptions(t *testing.T) {
 	}
 	if failed != 1 {
 		t.Errorf("--maxfail=1: %d tests failed or errored, want the run stopped at the first: %v", failed, outcomes(rep.Tests))
+	}
+}
+
+// TestPytestCause: the line that says why pytest stopped, whatever name
+// its usage gives the program (pytest 9 run as python -m pytest says
+// "python -m pytest: error:"; mypy's build quoted "rootdir: /repo").
+func TestPytestCause(t *testing.T) {
+	tests := []struct{ out, want string }{
+		{"ERROR: usage: python -m pytest [options] [file_or_dir] [file_or_dir] [...]\npython -m pytest: error: unrecognized arguments: -nauto\n  inifile: /repo/pyproject.toml\n  rootdir: /repo\n",
+			": python -m pytest: error: unrecognized arguments: -nauto"},
+		{"ERROR: usage: __main__.py [options]\n__main__.py: error: unrecognized arguments: --mypy\n  rootdir: /repo\n", ": __main__.py: error: unrecognized arguments: --mypy"},
+		{"ERROR: file or directory not found: t.py\n\n", ": ERROR: file or directory not found: t.py"},
+		{"collected 0 items\n  rootdir: /repo\n", ":   rootdir: /repo"},
+	}
+	for _, tt := range tests {
+		if got := pytestCause([]byte(tt.out)); got != tt.want {
+			t.Errorf("pytestCause(%q) = %q, want %q", tt.out, got, tt.want)
+		}
 	}
 }
