@@ -526,8 +526,17 @@ func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo
 	ph.done("snapshot")
 	// Compile the bytecode once into the layer (and, for pytest, let it
 	// cache its rewritten test modules): every later run would otherwise
-	// compile it again in its own throwaway upper layer.
-	warm := []string{"python -m compileall -q -j 0 -x '/\\.git/' /repo >/dev/null 2>&1 || true"}
+	// compile it again in its own throwaway upper layer. The venv's
+	// packages are compiled whole, warnings ignored, as pip's install
+	// compiles them (the install runs with --no-compile): a suite that
+	// makes warnings errors (pytest's filterwarnings = error, -W error)
+	// otherwise fails importing a dependency whose source has a
+	// SyntaxWarning ("invalid escape sequence"), which compiled bytecode
+	// never shows (flask 2.0 and blinker).
+	warm := []string{
+		"python -W ignore -m compileall -q -j 0 " + env.VenvRoot + "/lib >/dev/null 2>&1 || true",
+		"python -m compileall -q -j 0 -x '/\\.git/' /repo >/dev/null 2>&1 || true",
+	}
 	if e.TestCommand.Framework == testrun.Pytest {
 		dir := filepath.Join("/repo", e.TestCommand.Dir)
 		args := append([]string{"python", "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"}, e.TestCommand.Args...)

@@ -25,10 +25,8 @@ func (in *installer) pipWords(report string) []string {
 	// Build dependencies in pip's own process (pip 26's inprocess-build-deps):
 	// the launcher then sees their downloads too, and they take the
 	// build's find-links and index as the install does.
-	// No bytecode at install (--no-compile): Python compiles a module
-	// when it is first imported, and the build's warm-up run compiles what
-	// the tests import into the layer; compiling every installed file
-	// (most of which no test imports) was most of pip's time.
+	// No bytecode at install (--no-compile): the build's warm-up
+	// compiles the venv once, in parallel, after every step (install).
 	w := []string{env.VenvRoot + "/bin/python", toolsPipMain, "install", "--disable-pip-version-check", "--no-input", "--use-feature=inprocess-build-deps", "--no-compile"}
 	if report != "" {
 		w = append(w, "--report", report)

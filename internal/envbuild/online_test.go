@@ -326,3 +326,34 @@ func TestOnlineNoAllowedPython(t *testing.T) {
 		t.Errorf("Build(requires-python >=3.14) = %v, want %s... host); build one with cwm base build --debian SUITE", err, want)
 	}
 }
+
+// TestOnlineWarningsAsErrors: a dependency whose source warns when it is
+// compiled (an invalid escape sequence) imports in tests that make
+// warnings errors (pytest's filterwarnings = error does so), as it does
+// where pip compiled it at install: the build's warm-up compiles the venv
+// (the install runs with --no-compile), warnings ignored, so the tests
+// never compile it.
+func TestOnlineWarningsAsErrors(t *testing.T) {
+	ix := indextest.Start(t, indextest.Wheel{Name: "cwmdep", Version: "1.0",
+		Module: "PATTERN = '\\*'\n__version__ = '1.0'\n"})
+	repo := writeTree(t, map[string]string{
+		"requirements.txt": "cwmdep\n",
+		"test_dep.py": `import unittest
+import warnings
+
+warnings.simplefilter("error")
+import cwmdep  # noqa: E402
+
+
+class TestDep(unittest.TestCase):
+    def test_version(self):
+        self.assertEqual(cwmdep.__version__, "1.0")
+`,
+	})
+	opts := onlineOpts(t, repo)
+	opts.Mode, opts.Egress, opts.ExcludeNewer = env.ModeOnline, indexPolicy(t, ix), "none"
+	e := mustBuild(t, opts)
+	if !e.Usable || e.Counts.Pass != 1 {
+		t.Errorf("Build(a dependency that warns, tests that make warnings errors) = usable %v, %+v (%s); want its test passing", e.Usable, e.Counts, e.Reason)
+	}
+}
