@@ -64,6 +64,12 @@ type exitStatus struct {
 }
 
 func runInit() {
+	// Descriptors cwm inherited from whatever started it (a shell's
+	// "exec 9>lock", a job runner's pipes) and did not open itself lack
+	// close-on-exec, so every command would inherit them: a host file
+	// held open, writable, inside the sandbox. Init keeps its socket (3)
+	// and what the runtime opened; nothing above 3 reaches a command.
+	closeInherited(4)
 	// Signals from inside the sandbox must not stop init: pid 1 of a pid
 	// namespace only receives signals it handles, and Go's handlers would
 	// otherwise exit on SIGTERM and friends. They are caught and dropped,
@@ -488,4 +494,22 @@ func parseStat(b []byte) (ppid int, state byte, ok bool) {
 		j++
 	}
 	return ppid, state, true
+}
+
+// closeInherited marks every descriptor from lo up close-on-exec (with
+// close_range, or one by one from /proc/self/fd on kernels without its
+// CLOSE_RANGE_CLOEXEC).
+func closeInherited(lo int) {
+	if unix.CloseRange(uint(lo), ^uint(0)>>32, unix.CLOSE_RANGE_CLOEXEC) == nil {
+		return
+	}
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd >= lo {
+			unix.CloseOnExec(fd)
+		}
+	}
 }
