@@ -96,14 +96,17 @@ var (
 	}()...)
 )
 
+// plain is a line with colour codes and control characters dropped, as
+// parse_log_pytest_v2 reads it.
+func plain(line string) string { return controls.Replace(colour().ReplaceAllString(line, "")) }
+
 // PytestV2 is parse_log_pytest_v2: colour codes and control characters
 // dropped, the whole rest of the line the id (spaces kept), and lines
 // ending in a status (older pytest's verbose form) read too.
 func PytestV2(log string) map[string]string {
 	out := map[string]string{}
 	for _, line := range strings.Split(log, "\n") {
-		line = colour().ReplaceAllString(line, "")
-		line = controls.Replace(line)
+		line = plain(line)
 		switch {
 		case startsWithStatus(line):
 			if strings.HasPrefix(line, Failed) {

@@ -26,8 +26,7 @@ func init() {
 func PytestV2Fields(log string) map[string]string {
 	out := map[string]string{}
 	for _, line := range strings.Split(log, "\n") {
-		line = colour().ReplaceAllString(line, "")
-		line = controls.Replace(line)
+		line = plain(line)
 		switch {
 		case startsWithStatus(line):
 			if strings.HasPrefix(line, Failed) {
