@@ -21,11 +21,12 @@ if [ $# -ne 2 ]; then
 	sed -n '2,/^set -/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
 	exit 2
 fi
-tasks=$1 out=$2
+tasks=$1
 cwm=${CWM:-cwm}
 here=$(cd "$(dirname "$0")/.." && pwd)
 [ -f "$tasks" ] || { echo "swebench-native-forage: $tasks: no such file" >&2; exit 2; }
-mkdir -p "$out"
+mkdir -p "$2"
+out=$(cd "$2" && pwd)
 (cd "$here" && go build -o "$out/modelreplay" ./internal/model/modeltest/modelreplay)
 
 # Two scripts from the tasks: each episode is matched by the first line
