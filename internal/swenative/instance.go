@@ -71,6 +71,7 @@ python() { _cwm_python python "$@"; }; python3() { _cwm_python python3 "$@"; }
 const instanceCheckout = `set -e
 cd "$1"
 git checkout -q -f "$2"
+` + shallowBase + `
 ` + env.VenvRoot + `/bin/python -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$3" "$4"
 home=$(sed -n 's/^home *= *//p' ` + env.VenvRoot + `/pyvenv.cfg)
 venvsite=$(` + env.VenvRoot + `/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
@@ -78,6 +79,16 @@ basesite=$("$home/python3" -c 'import site; print(site.getusersitepackages())')
 mkdir -p "$basesite"
 echo "import site; site.addsitedir('$venvsite')" >"$basesite/cwm-venv.pth"
 `
+
+// shallowBase makes base_commit ($2) a shallow boundary of the
+// repository when a parent of it is missing (the objects added are the
+// commit and its tree, not its history): git then reads it as the end of
+// the history instead of failing on the parent ("Could not read ...":
+// an episode's git log, squash and repack stopped there).
+const shallowBase = `gitdir=$(git rev-parse --git-dir)
+for p in $(git cat-file -p "$2^{commit}" | sed -n 's/^parent //p'); do
+	if ! git cat-file -e "$p^{commit}" 2>/dev/null; then git rev-parse "$2^{commit}" >>"$gitdir/shallow"; break; fi
+done`
 
 // editable is an install line with pip's install of the project (".",
 // ".[test]") made editable, as the build's is: the repository at each
@@ -103,7 +114,7 @@ func editable(line string) string {
 // environment's derivations: the same instance, base_commit, steps and
 // index bound make the same environment.
 func (o Options) instanceKey(id, base string, steps []string) string {
-	return strings.Join(append([]string{id, base, o.UploadedPriorTo}, steps...), "\n")
+	return strings.Join(append([]string{"v2", id, base, o.UploadedPriorTo}, steps...), "\n")
 }
 
 // install gives the instance id its own environment: a sandbox of the

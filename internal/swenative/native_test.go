@@ -19,6 +19,7 @@ import (
 	"cwm/internal/egress/indextest"
 	"cwm/internal/env"
 	"cwm/internal/envbuild"
+	"cwm/internal/episode"
 	"cwm/internal/pytestenv"
 	"cwm/internal/reward"
 	"cwm/internal/taskimport"
@@ -142,6 +143,12 @@ func calcRepo(t *testing.T) (clones, first, second string, rows []map[string]any
 	git(t, dir, "add", "-A")
 	git(t, dir, "commit", "-qm", "calcextra")
 	third := git(t, dir, "rev-parse", "HEAD")
+	// A fourth, whose parent (the third) neither the environment's
+	// history nor its own objects hold.
+	write(t, dir, map[string]string{"README": "calc, with calcextra\n"})
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-qm", "readme again")
+	fourth := git(t, dir, "rev-parse", "HEAD")
 	add, mul := "test_add (tests.test_calc.CalcTest.test_add)", "test_mul (tests.test_calc.CalcTest.test_mul)"
 	rows = []map[string]any{
 		row(1, "1.0", second, addGold, addTest, add),
@@ -152,6 +159,7 @@ func calcRepo(t *testing.T) (clones, first, second string, rows []map[string]any
 		row(6, "1.0", second, addGold, addTest, mul), // the wrong test: not run at all
 		row(7, "1.4", third, addGold, addTest, add),
 		row(8, "1.5", second, addGold, addTest, add),
+		row(9, "1.4", fourth, addGold, addTest, add),
 	}
 	return clones, first, second, rows
 }
@@ -267,7 +275,7 @@ func TestImport(t *testing.T) {
 			t.Errorf("kept %s: env %q, parser %q, test command %q; want an environment, parse_log_django, the harness's command", k.InstanceID, k.EnvID, k.Imported.LogParser, k.Imported.TestCommand)
 		}
 	}
-	if diff := cmp.Diff([]string{"cwm-test__calc-1", "cwm-test__calc-2", "cwm-test__calc-7", "cwm-test__calc-8"}, ids); diff != "" {
+	if diff := cmp.Diff([]string{"cwm-test__calc-1", "cwm-test__calc-2", "cwm-test__calc-7", "cwm-test__calc-9", "cwm-test__calc-8"}, ids); diff != "" {
 		t.Errorf("kept (-want +got):\n%s", diff)
 	}
 	// Each kept task names its own environment, the instance's install at
@@ -281,6 +289,16 @@ func TestImport(t *testing.T) {
 			t.Errorf("kept %s names environment %s: %v; want a stored one at its base_commit %s", k.InstanceID, k.EnvID, e, k.BaseCommit)
 			continue
 		}
+		// An episode starts there (its git history squashed: calc-9's
+		// base_commit has no parent in the repository).
+		sb, err := sbs.Open(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := episode.Start(ctx, sb, &k, episode.Options{RepoRoot: env.RepoRoot}); err != nil {
+			t.Errorf("%s: an episode on its environment: %v", k.InstanceID, err)
+		}
+		sb.Close()
 		for _, c := range []struct {
 			patch    string
 			resolved bool
@@ -327,7 +345,7 @@ func TestImport(t *testing.T) {
 		`cwm-test/calc 1.1: python 3.11 used "3.11", kept 0`,
 		`cwm-test/calc 1.2: python 3.11 used "3.11", kept 0`,
 		`cwm-test/calc 1.3: python 3.14 used "", kept 0`,
-		`cwm-test/calc 1.4: python 3.11 used "3.11", kept 1`,
+		`cwm-test/calc 1.4: python 3.11 used "3.11", kept 2`,
 		`cwm-test/calc 1.5: python 3.11 used "3.11", kept 1`,
 	}
 	if diff := cmp.Diff(wantGroups, groups); diff != "" {
