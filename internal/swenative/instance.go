@@ -90,6 +90,16 @@ for p in $(git cat-file -p "$2^{commit}" | sed -n 's/^parent //p'); do
 	if ! git cat-file -e "$p^{commit}" 2>/dev/null; then git rev-parse "$2^{commit}" >>"$gitdir/shallow"; break; fi
 done`
 
+// hideEdits marks the tracked files the steps edited (sphinx's
+// pre_install pins its requirements with sed in setup.py and tox.ini)
+// skip-worktree: they stay edited, as the harness's image has them, but
+// git diff and git status no longer show them, so an agent's diff, and
+// the patch it submits, hold its own changes only (graded on a tree that
+// has the edits already, a patch that repeats them does not apply).
+const hideEdits = `set -e
+cd "$1"
+git diff --name-only -z | xargs -0 -r git update-index --skip-worktree --`
+
 // editable is an install line with pip's install of the project (".",
 // ".[test]") made editable, as the build's is: the repository at each
 // base_commit is then the code the tests import.
@@ -114,7 +124,7 @@ func editable(line string) string {
 // environment's derivations: the same instance, base_commit, steps and
 // index bound make the same environment.
 func (o Options) instanceKey(id, base string, steps []string) string {
-	return strings.Join(append([]string{"v2", id, base, o.UploadedPriorTo}, steps...), "\n")
+	return strings.Join(append([]string{"v3", id, base, o.UploadedPriorTo}, steps...), "\n")
 }
 
 // install gives the instance id its own environment: a sandbox of the
@@ -163,6 +173,9 @@ func (o Options) install(ctx context.Context, e *env.Env, clone, id, base string
 	}
 	if res, err := sb.Exec(ctx, sandbox.Cmd{Args: []string{"rm", "-rf", instancePipWheel, instancePipDir, instanceCA}}); err != nil || !res.Success() {
 		return nil, 0, "", fmt.Errorf("remove the staged pip: %v %s", err, res.Describe())
+	}
+	if res, err := sb.Exec(ctx, sandbox.Cmd{Args: []string{"bash", "-c", hideEdits, "hide", env.RepoRoot}, Capture: 1 << 20}); err != nil || !res.Success() {
+		return nil, 0, "", fmt.Errorf("hide the install's edits from git: %v %s %s", err, res.Describe(), res.Stderr)
 	}
 	d, err := o.store(ctx, sb, e, clone, id, base, key, steps)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"cwm/internal/episode"
 	"cwm/internal/pytestenv"
 	"cwm/internal/reward"
+	"cwm/internal/sandbox"
 	"cwm/internal/taskimport"
 )
 
@@ -209,7 +210,10 @@ func TestImport(t *testing.T) {
 
 	clones, _, _, rows := calcRepo(t)
 	specs := map[string]any{
-		"1.0": map[string]any{"python": "3.11", "pip_packages": []string{"calcdep==1.0"}, "test_cmd": "python -m unittest -v"},
+		// Its pre_install edits a tracked file, as sphinx's pins its
+		// requirements with sed.
+		"1.0": map[string]any{"python": "3.11", "pip_packages": []string{"calcdep==1.0"}, "test_cmd": "python -m unittest -v",
+			"pre_install": []string{"sed -i 's/calcdep==1.0/calcdep==1.0 # pinned/' requirements.txt"}},
 		"1.1": map[string]any{"python": "3.11", "pip_packages": []string{"calcdep==1.0", "cwm-no-such-package==1.0"}, "test_cmd": "python -m unittest -v"},
 		"1.2": map[string]any{"python": "3.11", "pip_packages": []string{"calcdep==1.0"}, "test_cmd": "python -m unittest -v",
 			"install": fmt.Sprintf(`python -c "import urllib.request; urllib.request.urlopen('http://%s/', timeout=60)"`, ln.Addr())},
@@ -297,6 +301,12 @@ func TestImport(t *testing.T) {
 		}
 		if _, err := episode.Start(ctx, sb, &k, episode.Options{RepoRoot: env.RepoRoot}); err != nil {
 			t.Errorf("%s: an episode on its environment: %v", k.InstanceID, err)
+		}
+		// The pre_install's edit is there, and out of git's view: the
+		// agent's diff starts empty.
+		res, err := sb.Exec(ctx, sandbox.Cmd{Args: []string{"bash", "-c", "cd /repo && git status --porcelain --untracked-files=no && grep -c pinned requirements.txt || true"}, Capture: 1 << 16})
+		if want := map[string]string{"1.0": "1\n"}[k.Version]; err != nil || (want != "" && string(res.Stdout) != want) {
+			t.Errorf("%s: git status and the pre_install's edit: %q, %v; want %q", k.InstanceID, res.Stdout, err, want)
 		}
 		sb.Close()
 		for _, c := range []struct {
