@@ -118,6 +118,9 @@ func Import(ctx context.Context, path string, o Options) ([]task.Task, *Report, 
 	if o.Runs <= 0 {
 		o.Runs = 3
 	}
+	if o.Store == nil || o.Envs == nil || o.Build == nil {
+		return nil, nil, fmt.Errorf("swenative.Import: Options need Build, Envs and Store")
+	}
 	insts, ir, err := taskimport.Instances(path, "swebench")
 	if err != nil {
 		return nil, nil, err
