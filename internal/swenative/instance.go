@@ -127,17 +127,22 @@ func (o Options) instanceKey(id, base string, steps []string) string {
 	return strings.Join(append([]string{"v3", id, base, o.UploadedPriorTo}, steps...), "\n")
 }
 
+// stored is the instance id's environment when an earlier import stored
+// it (the same group environment, base, steps and index bound), else nil.
+func (o Options) stored(e *env.Env, id, base string, steps []string) *env.Env {
+	if d := o.Store.Get(env.DerivedID(e, o.instanceKey(id, base, steps))); d != nil && d.Usable {
+		return d
+	}
+	return nil
+}
+
 // install gives the instance id its own environment: a sandbox of the
 // group's environment e at base (pack holds its objects) runs steps, and
-// what they wrote is derived from e and stored; a stored one is returned
-// as it is. The seconds are what the steps and the storing took (0 when
-// found stored). A step that fails is a reason (the step, pip's last
-// lines, the relay's refusals), not an error.
+// what they wrote is derived from e and stored. The seconds are what the
+// steps and the storing took. A step that fails is a reason (the step,
+// pip's last lines, the relay's refusals), not an error.
 func (o Options) install(ctx context.Context, e *env.Env, clone, id, base string, pack []byte, steps []string) (*env.Env, float64, string, error) {
 	key := o.instanceKey(id, base, steps)
-	if d := o.Store.Get(env.DerivedID(e, key)); d != nil && d.Usable {
-		return d, 0, "", nil
-	}
 	t0 := time.Now()
 	sb, err := o.opener(e, base, pack)(ctx, &task.Task{InstanceID: id})
 	if err != nil {

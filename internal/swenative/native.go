@@ -270,18 +270,25 @@ func (o Options) group(ctx context.Context, sp *specs, key string, insts []taski
 		imp.Workdir = env.RepoRoot
 		imp.LogParser = parser
 		imp.TestCommand = testLine(r.TestPrefix, is.TestCmd)
-		pack, err := basePack(ctx, clones[s.Repo], t.BaseCommit)
-		if err != nil {
-			leave(in, taskimport.ReasonPatch, err.Error())
-			continue
-		}
-		own, secs, why, err := o.install(ctx, e, clones[s.Repo], t.InstanceID, t.BaseCommit, pack, r.Instance)
-		if err != nil {
-			return nil, nil, fmt.Errorf("install %s at its base_commit: %w", t.InstanceID, err)
-		}
-		if why != "" {
-			leave(in, ReasonInstall, why)
-			continue
+		// An instance stored by an earlier import needs neither its
+		// base_commit's objects nor its install again.
+		var secs float64
+		own := o.stored(e, t.InstanceID, t.BaseCommit, r.Instance)
+		if own == nil {
+			pack, err := basePack(ctx, clones[s.Repo], t.BaseCommit)
+			if err != nil {
+				leave(in, taskimport.ReasonPatch, err.Error())
+				continue
+			}
+			var why string
+			own, secs, why, err = o.install(ctx, e, clones[s.Repo], t.InstanceID, t.BaseCommit, pack, r.Instance)
+			if err != nil {
+				return nil, nil, fmt.Errorf("install %s at its base_commit: %w", t.InstanceID, err)
+			}
+			if why != "" {
+				leave(in, ReasonInstall, why)
+				continue
+			}
 		}
 		if g.InstallSeconds == nil {
 			g.InstallSeconds = map[string]float64{}
