@@ -72,6 +72,42 @@ def _install_build_deps(self, *args, **kwargs):
 
 build_env.InprocessBuildEnvironmentInstaller.install = _install_build_deps
 
+
+# CWM_PIP_NEWER="NAME=ISO-DATE,...": per-package upload bounds that replace
+# --uploaded-prior-to for those packages alone (as uv's
+# --exclude-newer-package does), in the install and its isolated builds.
+# cwm sets it for setuptools when an old commit's editable install needs
+# a setuptools with PEP 660's hook (editable.go).
+def _newer_bounds():
+    import datetime
+
+    bounds = {}
+    for item in os.environ.get("CWM_PIP_NEWER", "").split(","):
+        name, sep, date = item.partition("=")
+        if sep:
+            bounds[name.strip().lower().replace("_", "-")] = datetime.datetime.fromisoformat(date.strip())
+    return bounds
+
+
+_bounds = _newer_bounds()
+if _bounds:
+    from pip._internal.index import package_finder  # noqa: E402
+
+    _evaluate = package_finder.LinkEvaluator.evaluate_link
+
+    def _evaluate_link(self, link):
+        bound = _bounds.get(str(self._canonical_name))
+        if bound is None or self._uploaded_prior_to is None:
+            return _evaluate(self, link)
+        kept = self._uploaded_prior_to
+        self._uploaded_prior_to = max(kept, bound)
+        try:
+            return _evaluate(self, link)
+        finally:
+            self._uploaded_prior_to = kept
+
+    package_finder.LinkEvaluator.evaluate_link = _evaluate_link
+
 if __name__ == "__main__":
     from pip._internal.cli.main import main
 

@@ -237,6 +237,10 @@ type pipPlan struct {
 	extras   []string
 	dropped  []string
 	noDeps   bool
+	// compat installs the editable targets as setup.py develop did
+	// (editable.go): after pip refused their backend for lacking PEP
+	// 660's hook.
+	compat bool
 }
 
 // parsePip recognises "pip install ...", "python -m pip install ..." and
@@ -439,6 +443,9 @@ func (p pipPlan) command(pip []string) string {
 	if p.noDeps {
 		words = append(words, "--no-deps")
 	}
+	if p.compat {
+		words = append(words, compatWords()...)
+	}
 	for _, e := range p.editable {
 		words = append(words, "-e", e)
 	}
@@ -460,6 +467,7 @@ func (in *installer) runPip(ctx context.Context, st *env.Step, p pipPlan, dir st
 		return nil
 	}
 	partial := false
+	var compatVars []string
 	for attempt := 0; attempt < 50; attempt++ {
 		report := ""
 		if in.mode != env.ModeOffline {
@@ -467,8 +475,8 @@ func (in *installer) runPip(ctx context.Context, st *env.Step, p pipPlan, dir st
 			report = fmt.Sprintf("/tmp/cwm-pip-report-%d.json", in.reports)
 		}
 		line := p.command(in.pipWords(report))
-		if len(vars) > 0 {
-			line = strings.Join(vars, " ") + " " + line
+		if all := slices.Concat(vars, compatVars); len(all) > 0 {
+			line = strings.Join(all, " ") + " " + line
 		}
 		st.Run = line
 		if dir != "" {
@@ -483,9 +491,19 @@ func (in *installer) runPip(ctx context.Context, st *env.Step, p pipPlan, dir st
 			if partial {
 				st.Status, st.Note = "partial", "installed without the missing requirements"
 			}
+			if p.compat {
+				st.Note = joinNote(st.Note, compatNote)
+			}
 			return in.readReport(ctx, report)
 		}
 		out := string(res.Stdout) + "\n" + string(res.Stderr)
+		if !p.compat && len(p.editable) > 0 && in.mode != env.ModeOffline && noEditableHook().MatchString(out) {
+			p.compat = true
+			if compatVars, err = in.prepareCompat(ctx); err != nil {
+				return err
+			}
+			continue
+		}
 		m := pipMissing().FindStringSubmatch(out)
 		if m == nil {
 			cause := firstError(out)

@@ -1,0 +1,113 @@
+package envbuild
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"cwm/internal/egress/indextest"
+	"cwm/internal/env"
+)
+
+// fakeBackend is a setuptools.build_meta of the test's index: PEP 517's
+// hooks, build_editable among them only when hook is set (setuptools has
+// it from 64 on). Its editable wheel puts the project's src directory on
+// sys.path through a .pth, as compat mode does.
+func fakeBackend(hook bool) string {
+	b := `import base64, hashlib, os, zipfile
+
+NAME, VERSION = "cwmproj", "1.0"
+
+
+def _wheel(directory, files):
+    dist = "%s-%s.dist-info" % (NAME, VERSION)
+    files = dict(files)
+    files[dist + "/METADATA"] = "Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (NAME, VERSION)
+    files[dist + "/WHEEL"] = "Wheel-Version: 1.0\nGenerator: cwm-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    record = []
+    for path, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record.append("%s,sha256=%s,%d" % (path, digest, len(text.encode())))
+    record.append(dist + "/RECORD,,")
+    files[dist + "/RECORD"] = "\n".join(record) + "\n"
+    name = "%s-%s-py3-none-any.whl" % (NAME, VERSION)
+    with zipfile.ZipFile(os.path.join(directory, name), "w") as z:
+        for path, text in files.items():
+            z.writestr(path, text)
+    return name
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    src = os.path.join(os.getcwd(), "src", NAME, "__init__.py")
+    with open(src) as f:
+        return _wheel(wheel_directory, {NAME + "/__init__.py": f.read()})
+`
+	if hook {
+		b += `
+
+def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
+    return _wheel(wheel_directory, {"__editable__.cwmproj.pth": os.path.join(os.getcwd(), "src") + "\n"})
+`
+	}
+	return b
+}
+
+// TestCompatEditable: a commit whose date bounds its isolated build to a
+// setuptools without PEP 660's hook (pip 26 refuses its editable
+// install, as pip before 25.3 did not) is installed again in compat
+// mode with setuptools>=64 bounded later for that package alone, the
+// step's note saying so, and its tests pass; the other dependency keeps
+// the commit's bound.
+func TestCompatEditable(t *testing.T) {
+	old := time.Date(2021, 3, 1, 0, 0, 0, 0, time.UTC)
+	hooked := time.Date(2022, 8, 15, 0, 0, 0, 0, time.UTC)
+	ix := indextest.Start(t,
+		indextest.Wheel{Name: "setuptools", Version: "62.0", Uploaded: old,
+			Files: map[string]string{"setuptools/__init__.py": "", "setuptools/build_meta.py": fakeBackend(false)}},
+		indextest.Wheel{Name: "setuptools", Version: "64.0", Uploaded: hooked,
+			Files: map[string]string{"setuptools/__init__.py": "", "setuptools/build_meta.py": fakeBackend(true)}},
+		indextest.Wheel{Name: "cwmdep", Version: "1.0", Uploaded: old},
+		indextest.Wheel{Name: "cwmdep", Version: "2.0", Uploaded: hooked, Module: "__version__ = '2.0'\n"})
+	repo := writeTree(t, map[string]string{
+		"pyproject.toml":          "[build-system]\nrequires = [\"setuptools\"]\nbuild-backend = \"setuptools.build_meta\"\n",
+		"src/cwmproj/__init__.py": "VALUE = 42\n",
+		"tests/test_proj.py": `import unittest
+
+import cwmdep
+import cwmproj
+
+
+class TestProj(unittest.TestCase):
+    def test_value(self):
+        self.assertEqual(cwmproj.VALUE, 42)
+
+    def test_dep(self):
+        self.assertEqual(cwmdep.__version__, "1.0")
+`,
+	})
+	opts := onlineOpts(t, repo)
+	opts.Mode, opts.Egress, opts.ExcludeNewer = env.ModeOnline, indexPolicy(t, ix), "2022-01-01"
+	opts.Install = []string{"pip install -e . cwmdep"}
+	e := mustBuild(t, opts)
+	var step *env.Step
+	for i := range e.Install {
+		if strings.Contains(e.Install[i].Command, "pip install -e .") {
+			step = &e.Install[i]
+		}
+	}
+	if step == nil || step.Status != "ok" || !strings.Contains(step.Note, "no PEP 660 hook") || !strings.Contains(step.Run, "editable_mode=compat") {
+		t.Fatalf("the editable install step = %+v; want ok, in compat mode, its note saying why; build log:\n%s", step, readFile(t, e.File(env.BuildLog)))
+	}
+	if !e.Usable || e.Counts.Pass != 2 {
+		t.Errorf("Build(an editable install of a backend without the hook) = usable %v, %+v (%s); want both tests passing", e.Usable, e.Counts, e.Reason)
+	}
+	var setuptools string
+	for _, p := range e.Lock {
+		if p.Name == "setuptools" {
+			setuptools = p.Version
+		}
+	}
+	if setuptools != "64.0" {
+		t.Errorf("lock = %+v; want the build's setuptools 64.0", e.Lock)
+	}
+}
