@@ -56,6 +56,10 @@ func (p *Program) Run(ctx context.Context, args []string, stdin io.Reader, stdou
 	cmd, rest := p.lookup(args)
 	if cmd == nil {
 		if group := p.group(args[0]); len(group) > 0 {
+			if len(args) > 1 && (args[1] == "-h" || args[1] == "-help" || args[1] == "--help") {
+				printGroupHelp(stdout, args[0], group)
+				return 0
+			}
 			if len(args) > 1 {
 				fmt.Fprintf(stderr, "cwm %s: unknown command %q\n\n", args[0], args[1])
 			}

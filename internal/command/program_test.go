@@ -101,6 +101,8 @@ func TestGroups(t *testing.T) {
 	}{
 		{[]string{"box"}, 2, "", "Usage:\n  cwm box COMMAND [flags] [arguments]\n\nCommands:\n  box run    synopsis of box run\n  box shell  synopsis of box shell\n"},
 		{[]string{"box", "frob"}, 2, "", "cwm box: unknown command \"frob\"\n\nUsage:"},
+		{[]string{"box", "--help"}, 0, "Usage:\n  cwm box COMMAND [flags] [arguments]\n\nCommands:\n  box run", ""},
+		{[]string{"box", "-h"}, 0, "Commands:\n  box run", ""},
 		{[]string{"help", "box"}, 0, "Run 'cwm help box COMMAND'", ""},
 		{[]string{"help", "box", "frob"}, 2, "", `unknown command "box frob"`},
 	} {
