@@ -256,14 +256,19 @@ func ownModule(repo, mod string) bool {
 	return false
 }
 
-// finishMissing fills in import names and Debian packages. On the host
-// base, a Debian package that is installed already (pip found no version
-// that satisfies the requirement among the host's) is too old: its version
-// becomes Installed, so that the hint does not name it for installing.
-func finishMissing(ctx context.Context, ms []env.Missing, hostBase bool) []env.Missing {
+// finishMissing fills in import names and, for an offline build (debian),
+// Debian packages: an online build's dependencies come from the index, so
+// a Debian package would be the wrong advice. On the host base, a Debian
+// package that is installed already (pip found no version that satisfies
+// the requirement among the host's) is too old: its version becomes
+// Installed, so that the hint does not name it for installing.
+func finishMissing(ctx context.Context, ms []env.Missing, hostBase, debian bool) []env.Missing {
 	for i := range ms {
 		if ms[i].Import == "" {
 			ms[i].Import = importName(ms[i].Requirement)
+		}
+		if !debian {
+			continue
 		}
 		if ms[i].Debian == "" {
 			ms[i].Debian = debianPackage(ctx, ms[i])

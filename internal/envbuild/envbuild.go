@@ -408,7 +408,7 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 			addMissingTo(&e.Missing, env.Missing{Import: mod, Source: "tests"})
 		}
 	}
-	e.Missing = finishMissing(ctx, e.Missing, base == "host")
+	e.Missing = finishMissing(ctx, e.Missing, base == "host", e.Mode == env.ModeOffline)
 	e.Reason = unusableReason(e.Counts, e.Runs, e.Install, e.Missing)
 	if noTest != "" {
 		e.Reason = noTest + "; " + e.Reason

@@ -548,9 +548,15 @@ func TestInstalledTooOld(t *testing.T) {
 	ms := finishMissing(context.Background(), []env.Missing{
 		{Requirement: "coreutils>=999", Debian: "coreutils", Source: "pip"},
 		{Requirement: "cwm-absent-alpha", Debian: "python3-cwm-absent-alpha", Source: "pip"},
-	}, true)
+	}, true, true)
 	if !strings.HasSuffix(ms[0].Installed, " (Debian)") || ms[1].Installed != "" {
 		t.Errorf("finishMissing = %+v, want coreutils installed (too old), the other absent", ms)
+	}
+	// Online, the index is where a dependency comes from: no Debian
+	// package is named.
+	online := finishMissing(context.Background(), []env.Missing{{Requirement: "pytest-httpbin>=1", Source: "pip"}}, false, false)
+	if online[0].Debian != "" || online[0].Import != "pytest_httpbin" {
+		t.Errorf("finishMissing(online) = %+v, want the import name and no Debian package", online)
 	}
 }
 
