@@ -8,7 +8,9 @@ will read comes from DEST, staged here:
 
 - every non-local artifact of the lock (env.json's "lock"), downloaded
   from the URL the lock names and checked against its sha256 (pip checks
-  it again, with --require-hashes);
+  it again, with --require-hashes); the lock's build entries (what cwm's
+  isolated builds installed) are staged for pip's isolated builds, not
+  installed into the venv;
 - pip's wheel (PIPWHEEL), which the plain venv installs first;
 - the build requirements of what pip will build: each local project of
   the lock (its pyproject.toml's [build-system] requires, setuptools and
@@ -111,6 +113,8 @@ def main():
         if not p.get("sha256"):
             sys.exit(f"plain-wheelhouse: {p['name']}=={p['version']} has no sha256 in the lock")
         got = fetch(url, p["sha256"], dest)
+        if p.get("build"):
+            continue  # an isolated build's: staged for it, not installed
         lock.append(f"{p['name']}=={p['version']} --hash=sha256:{p['sha256']}")
         if not got.endswith(".whl"):
             reqs += build_requires(sdist_pyproject(got))
