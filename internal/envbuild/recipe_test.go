@@ -306,6 +306,14 @@ func TestReadTox(t *testing.T) {
 				"commands = {[base]commands} {posargs}\n\n[base]\ncommands = pytest -q {[nowhere]thing}tests\n\n[testenv:extra]\ndeps =\n    {[testenv]deps}\n    Pillow\n",
 		}, []string{"pip install -e . <- tox.ini [testenv] (the package)", "pip install pytest testfixtures <- tox.ini [testenv] deps"},
 			"pytest -q tests <- tox.ini [testenv] commands"},
+		// conan's of 2022: an inline comment after the command, and tox
+		// 3's [] for the positional arguments.
+		{"inline comment and old posargs", map[string]string{
+			"setup.py": "from setuptools import setup\nsetup(name='x')\n",
+			"tox.ini": "[tox]\n\n[testenv]\ndeps = -rconans/requirements_dev.txt\n" +
+				"commands = pytest -m \"not slow and not tool_svn\" [] # substitute with tox' positional arguments\n",
+		}, []string{"pip install -e . <- tox.ini [testenv] (the package)", "pip install -rconans/requirements_dev.txt <- tox.ini [testenv] deps"},
+			"pytest -m \"not slow and not tool_svn\" <- tox.ini [testenv] commands"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -84,6 +84,10 @@ func readToxEnv(repo, name string) *runnerRecipe {
 		lines:
 			for _, line := range strings.Split(strings.ReplaceAll(get(sec, "commands"), "\\\n", " "), "\n") {
 				line, ok := f.apply(line, loose)
+				// An inline comment ends the command (conan's "pytest -m
+				// ... [] # substitute with tox' positional arguments"),
+				// and [] is tox 3's old spelling of {posargs}.
+				line = oldPosargs().ReplaceAllString(inlineComment().ReplaceAllString(line, ""), "$1$2")
 				line = literalGlobs(substituteTox(strings.TrimPrefix(line, "-")))
 				if !ok || line == "" {
 					continue
@@ -331,6 +335,9 @@ var toxFactors = lazyre.New(`^([!\w.{}-]+(?:\s*,\s*[!\w.{}-]+)*):\s+`)
 // inlineComment is a comment after a value on a tox line: a # after
 // whitespace (a URL's #egg= fragment has none before it).
 var inlineComment = lazyre.New(`\s+#.*$`)
+
+// oldPosargs is tox 3's [] for the positional arguments, a word of its own.
+var oldPosargs = lazyre.New(`(^|\s)\[\](\s|$)`)
 
 // factors are the factors of the tox environment cwm stands in for
 // (py311-unit: py311 and unit).
