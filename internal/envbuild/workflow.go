@@ -118,7 +118,7 @@ func chooseWorkflowJob(repo, python string) (*workflowJobChoice, error) {
 			ctx := exprContext{matrix: collapseMatrix(&job.Strategy.Matrix, python), inputs: inputs, env: map[string]any{}}
 			addEnv(ctx.env, doc.Env, ctx, python)
 			addEnv(ctx.env, job.Env, ctx, python)
-			if !condition(&job.If, ctx, python) || !runsOnLinux(&job.RunsOn, ctx, python) {
+			if !condition(&job.If, ctx, python) || !runsOnLinux(&job.RunsOn, ctx, python) || doctestJob(name) {
 				continue
 			}
 			c := candidate{file: rel, job: name, pythons: matrixPythons(&job.Strategy.Matrix)}
@@ -290,6 +290,13 @@ func matrixPythons(n *yaml.Node) []string {
 // So do jobs that run the project elsewhere (primer runs of other
 // projects, Pyodide or Emscripten builds, docker images) or type-check it.
 var offTopic = lazyre.New(`(?i)nightly|downstream|flask|integration|publish|release|deploy|docs?\b|bench|wheel|cron|schedule|primer|pyodide|emscripten|wasm|docker|mypy|pyright|typ(e|ing)[-_ ]?check`)
+
+// doctestJob says whether a job runs the doctests alone (dask's ignores
+// every test file): not the suite, whatever else it scores.
+func doctestJob(name string) bool {
+	j := strings.ToLower(name)
+	return strings.Contains(j, "doctest") && !strings.Contains(strings.ReplaceAll(j, "doctest", ""), "test")
+}
 
 // nameScore prefers a job named for tests (test, tests, pytest, unit),
 // then a workflow so named, and passes over off-topic ones.

@@ -288,6 +288,24 @@ jobs:
       - run: pytest -v
 `},
 			[]string{"pip install -e .[dev] <- .github/workflows/tests.yaml: job tests, step #3"}, "pytest -v <- .github/workflows/tests.yaml: job tests, step #4"},
+		// dask's of 2022: the test job runs conda (not a candidate), and
+		// the doctest job, which ignores every test file, is not the
+		// suite: the project's own pytest configuration is.
+		{"a doctest job", map[string]string{
+			"setup.py":  "from setuptools import setup\nsetup(name='x')\n",
+			"setup.cfg": "[tool:pytest]\naddopts = -rsx\n",
+			".github/workflows/additional.yml": `
+on: [push, pull_request]
+jobs:
+  doctest:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v2
+      - uses: actions/setup-python@v4
+      - run: pip install -e .
+      - run: pytest -v --doctest-modules --ignore-glob='*/test_*.py' x
+`},
+			[]string{"pip install -e . <- setup.cfg"}, "python -m pytest <- setup.cfg [tool:pytest]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
