@@ -222,6 +222,8 @@ func TestClassify(t *testing.T) {
 		{"uv tool install --python 3.14 tox --with tox-uv", kindOther},
 		{"tox run -vv --notest -e 3.11", kindOther},
 		{"tox -e py", kindTest},
+		{"tox -e docslint", kindOther}, // sphinx's of 2022, chosen as its tests by file name
+		{"tox -e du18 -- -vv", kindTest},
 		{"make test", kindTest},
 		{"coverage run -m pytest", kindTest},
 		{"echo pytest-free", kindOther},

@@ -609,7 +609,7 @@ var runsPytest = lazyre.New(`(^|\s)(pytest|py\.test)(\s|$)|-m\s*(pytest|unittest
 
 // notTestEnv names tox environments and nox sessions that build, lint or
 // type-check rather than test.
-var notTestEnv = lazyre.New(`(?i)^(docs?|lint|style|typing|types|mypy|pyright|pre-commit|precommit|format|fmt|build|release|publish|dist|check-?manifest|coverage-report|report|clean|spell|readme|pkg|package|flake8|ruff|pylint|black|isort)$`)
+var notTestEnv = lazyre.New(`(?i)^(docs?|docs?-?lint|lint-?docs?|linkcheck|doctests?|build-?docs|docs-?build|lint|style|typing|types|mypy|pyright|pre-commit|precommit|format|fmt|build|release|publish|dist|check-?manifest|coverage-report|report|clean|spell|readme|pkg|package|flake8|ruff|pylint|black|isort)$`)
 
 // typeCheckFactor names the tox factors of a type-checking environment
 // (py311-mypy), which runs pytest only to collect its plugin's items.
