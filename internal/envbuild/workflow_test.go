@@ -288,6 +288,37 @@ jobs:
       - run: pytest -v
 `},
 			[]string{"pip install -e .[dev] <- .github/workflows/tests.yaml: job tests, step #3"}, "pytest -v <- .github/workflows/tests.yaml: job tests, step #4"},
+		// sphinx's of 2022: a lint workflow whose matrix runs linters
+		// through tox, first by file name, is not the tests.
+		{"a lint workflow", map[string]string{
+			"setup.py": "from setuptools import setup\nsetup(name='x')\n",
+			"tox.ini":  "[testenv]\ncommands = python -m pytest {posargs}\n[testenv:docslint]\ncommands = python utils/doclinter.py\n[testenv:twine]\ncommands = twine check dist/*\n",
+			".github/workflows/lint.yml": `
+on: [push, pull_request]
+jobs:
+  build:
+    runs-on: ubuntu-latest
+    strategy:
+      matrix:
+        tool: [docslint, flake8, twine]
+    steps:
+      - uses: actions/setup-python@v4
+      - run: pip install -U tox
+      - run: tox -e ${{ matrix.tool }}
+`,
+			".github/workflows/main.yml": `
+on: [push, pull_request]
+jobs:
+  ubuntu:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/setup-python@v4
+      - run: sudo apt-get install graphviz
+      - run: python -m pip install -U pip tox
+      - run: tox -e py -- -vv
+`},
+			[]string{"sudo apt-get install graphviz <- .github/workflows/main.yml: job ubuntu, step #2", "pip install -e . <- tox.ini [testenv] (the package)"},
+			"python -m pytest <- .github/workflows/main.yml: job ubuntu, step #4 -> tox.ini [testenv] commands"},
 		// dask's of 2022: the test job runs conda (not a candidate), and
 		// the doctest job, which ignores every test file, is not the
 		// suite: the project's own pytest configuration is.
