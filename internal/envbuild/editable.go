@@ -2,8 +2,14 @@ package envbuild
 
 import (
 	"context"
+	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
 
+	"cwm/internal/env"
 	"cwm/internal/lazyre"
+	"cwm/internal/testrun"
 )
 
 // An old commit's editable install meets a pip newer than its time. pip
@@ -18,46 +24,133 @@ import (
 // its editable install fails however its setup.py is written.
 //
 // cwm then installs it again in the same step, as setup.py develop did
-// as closely as PEP 660 allows: setuptools at least 64 in the isolated
-// build (a build constraint), whose bound alone is moved to
-// editableBound when the build's is older (cwmpip.py's per-package bound,
-// uv's --exclude-newer-package; everything else keeps the commit's
-// bound), and setuptools' compat editable mode, which puts the project's
-// root on sys.path as develop's .egg-link did. The step's note says so.
+// as closely as PEP 660 allows, in setuptools' compat editable mode
+// (the project's root on sys.path, as develop's .egg-link put it):
+//
+//   - compatIsolated: in the isolated build, with setuptools>=64 (a
+//     build constraint), whose bound alone is moved to editableBound when
+//     the build's is older (cwmpip.py's per-package bound, as uv's
+//     --exclude-newer-package; everything else keeps the commit's bound);
+//   - compatVenv, when the project's build requirements pin a setuptools
+//     without the hook (pylint's of 2022 pins ~=62.6, which the
+//     constraint contradicts): its build requirements with setuptools>=64
+//     instead of the pin, installed into the venv, and the project built
+//     there without isolation, as develop ran on the venv's setuptools.
+//
+// The step's note says which.
+
+// compatMode is how far an editable install has gone from pip's default.
+type compatMode int
+
+const (
+	compatNone compatMode = iota
+	compatIsolated
+	compatVenv
+)
 
 // noEditableHook matches pip's refusal of an editable install whose build
 // backend lacks PEP 660's build_editable.
 var noEditableHook = lazyre.New(`missing the 'build_editable' hook`)
+
+// setuptoolsConflict matches pip's failure to satisfy the build
+// constraint together with the project's own setuptools requirement.
+var setuptoolsConflict = lazyre.New(`Cannot install setuptools|setuptools[^\n]*conflicting dependencies|ResolutionImpossible`)
+
+// next is the mode to try after a failure whose output is out, or
+// compatNone.
+func (m compatMode) next(out string) compatMode {
+	switch {
+	case m == compatNone && noEditableHook().MatchString(out):
+		return compatIsolated
+	case m == compatIsolated && setuptoolsConflict().MatchString(out):
+		return compatVenv
+	}
+	return compatNone
+}
+
+// words are the pip options of the mode.
+func (m compatMode) words() []string {
+	switch m {
+	case compatIsolated:
+		return []string{"--build-constraint", editableConstraint, "--config-settings", "editable_mode=compat"}
+	case compatVenv:
+		return []string{"--no-build-isolation", "--config-settings", "editable_mode=compat"}
+	}
+	return nil
+}
+
+// note is the sentence the step's note gets in the mode.
+func (m compatMode) note() string {
+	const why = "the project's build backend has no PEP 660 hook at the commit's date: installed again in setuptools' compat editable mode, as setup.py develop did, "
+	if m == compatVenv {
+		return why + "its build requirements with setuptools>=64 (bounded at " + editableBound[:10] + " where the build's bound is older) in the venv and no build isolation, as its own pins a setuptools without the hook"
+	}
+	return why + "with setuptools>=64 in its isolated build (bounded at " + editableBound[:10] + " where the build's bound is older)"
+}
 
 // editableBound is the upload bound of setuptools in a compat editable
 // install whose build is bounded earlier: setuptools 65.4 by then, the
 // fixes of 64's first editable releases in.
 const editableBound = "2022-10-01T00:00:00+00:00"
 
-// editableConstraint is the build constraint file of a compat editable
+// editableConstraint is the build constraint file of a compatIsolated
 // install, written into the sandbox before it runs.
 const editableConstraint = "/tmp/cwm-editable-build.txt"
 
-// compatWords are the pip options of a compat editable install.
-func compatWords() []string {
-	return []string{"--build-constraint", editableConstraint, "--config-settings", "editable_mode=compat"}
-}
-
-// prepareCompat writes the build constraint of a compat editable install
-// and says which variables its pip runs with.
-func (in *installer) prepareCompat(ctx context.Context) ([]string, error) {
-	if err := in.s.WriteFile(ctx, editableConstraint, []byte("setuptools>=64\n"), 0o644); err != nil {
+// prepareCompat readies an editable install in mode m of targets (run in
+// dir) and says which variables its pip runs with: for compatIsolated
+// the build constraint, for compatVenv the build requirements installed
+// into the venv.
+func (in *installer) prepareCompat(ctx context.Context, m compatMode, targets []string, dir string) ([]string, error) {
+	var vars []string
+	if in.exclude != "" && in.exclude < editableBound[:10] {
+		vars = []string{"CWM_PIP_NEWER=setuptools=" + editableBound}
+	}
+	if m == compatIsolated {
+		return vars, in.s.WriteFile(ctx, editableConstraint, []byte("setuptools>=64\n"), 0o644)
+	}
+	reqs := []string{"setuptools>=64", "wheel"}
+	for _, t := range targets {
+		for _, r := range in.buildRequires(t, dir) {
+			switch env.RequirementName(r) {
+			case "setuptools", "wheel":
+			default:
+				reqs = append(reqs, r)
+			}
+		}
+	}
+	report := ""
+	if in.mode != env.ModeOffline {
+		in.reports++
+		report = fmt.Sprintf("/tmp/cwm-pip-report-%d.json", in.reports)
+	}
+	line := strings.Join(vars, " ") + " " + testrun.Join(append(in.pipWords(report), reqs...))
+	res, err := in.exec(ctx, strings.TrimSpace(line), dir)
+	if err != nil {
 		return nil, err
 	}
-	if in.exclude != "" && in.exclude < "2022-10-01" {
-		return []string{"CWM_PIP_NEWER=setuptools=" + editableBound}, nil
+	if !res.Success() {
+		fmt.Fprintf(in.log, "(the build requirements did not install: %s)\n", res.Describe())
+		return vars, nil
 	}
-	return nil, nil
+	return vars, in.readReport(ctx, report)
 }
 
-// compatNote is the note of a step whose editable install was made in
-// compat mode.
-var compatNote = "the project's build backend has no PEP 660 hook at the commit's date: installed again with setuptools>=64 in its isolated build (bounded at " + editableBound[:10] + " where the build's bound is older) in setuptools' compat editable mode, as setup.py develop did"
+// buildRequires is the [build-system] requires of an editable target
+// (a path, extras cut, run in dir), read from the checkout; none when it
+// is not in the repository or says none.
+func (in *installer) buildRequires(target, dir string) []string {
+	t, _, _ := strings.Cut(strings.Trim(target, `'"`), "[")
+	if dir == "" {
+		dir = env.RepoRoot
+	}
+	p := path.Clean(path.Join(dir, t))
+	rel, ok := strings.CutPrefix(p, env.RepoRoot)
+	if !ok {
+		return nil
+	}
+	return readPyproject(filepath.Join(in.repo, filepath.FromSlash(rel))).BuildSystem.Requires
+}
 
 // joinNote adds a sentence to a step's note.
 func joinNote(note, more string) string {

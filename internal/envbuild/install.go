@@ -238,9 +238,9 @@ type pipPlan struct {
 	dropped  []string
 	noDeps   bool
 	// compat installs the editable targets as setup.py develop did
-	// (editable.go): after pip refused their backend for lacking PEP
-	// 660's hook.
-	compat bool
+	// (editable.go), after pip refused their backend for lacking PEP
+	// 660's hook: compatIsolated, then compatVenv.
+	compat compatMode
 }
 
 // parsePip recognises "pip install ...", "python -m pip install ..." and
@@ -443,9 +443,7 @@ func (p pipPlan) command(pip []string) string {
 	if p.noDeps {
 		words = append(words, "--no-deps")
 	}
-	if p.compat {
-		words = append(words, compatWords()...)
-	}
+	words = append(words, p.compat.words()...)
 	for _, e := range p.editable {
 		words = append(words, "-e", e)
 	}
@@ -491,15 +489,15 @@ func (in *installer) runPip(ctx context.Context, st *env.Step, p pipPlan, dir st
 			if partial {
 				st.Status, st.Note = "partial", "installed without the missing requirements"
 			}
-			if p.compat {
-				st.Note = joinNote(st.Note, compatNote)
+			if p.compat != compatNone {
+				st.Note = joinNote(st.Note, p.compat.note())
 			}
 			return in.readReport(ctx, report)
 		}
 		out := string(res.Stdout) + "\n" + string(res.Stderr)
-		if !p.compat && len(p.editable) > 0 && in.mode != env.ModeOffline && noEditableHook().MatchString(out) {
-			p.compat = true
-			if compatVars, err = in.prepareCompat(ctx); err != nil {
+		if next := p.compat.next(out); next != compatNone && len(p.editable) > 0 && in.mode != env.ModeOffline {
+			p.compat = next
+			if compatVars, err = in.prepareCompat(ctx, next, p.editable, dir); err != nil {
 				return err
 			}
 			continue
