@@ -487,6 +487,9 @@ func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo
 		if i == 0 && st.Status != "ok" {
 			return "", "", fmt.Errorf("create the virtual environment: %s", st.Note)
 		}
+		if i == 0 && e.Mode != env.ModeOffline {
+			in.seedVenv(ctx)
+		}
 	}
 	if st, ok, err := in.ensureRunner(ctx, e.TestCommand.Framework); err != nil {
 		return "", "", err
