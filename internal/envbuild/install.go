@@ -186,12 +186,41 @@ func withoutSudo(words []string) []string {
 	return words
 }
 
+// aptPackages are the packages an apt-get install line names (options
+// and version pins left out: libxml2=2.9.14* is libxml2).
+func aptPackages(words []string) []string {
+	i := slices.Index(words, "install")
+	if i < 0 {
+		return nil
+	}
+	var pkgs []string
+	for _, w := range words[i+1:] {
+		if w == "&&" || w == ";" || w == "|" {
+			break
+		}
+		if strings.HasPrefix(w, "-") {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.Trim(w, `'"`), "=")
+		if name != "" && !slices.Contains(pkgs, name) {
+			pkgs = append(pkgs, name)
+		}
+	}
+	return pkgs
+}
+
 // unsupported says why a command cannot run in an offline sandbox, or ""
 // when it can be tried.
 func unsupported(words []string) string {
 	switch b := path.Base(words[0]); b {
-	case "apt", "apt-get", "aptitude", "yum", "dnf", "apk", "brew", "choco":
-		return "system packages cannot be installed in the sandbox; install them on the host (or in the --base root)"
+	case "apt", "apt-get", "aptitude":
+		if pkgs := aptPackages(words); len(pkgs) > 0 {
+			return "system packages cannot be installed in the sandbox: build on a base that has them (cwm base build --debian SUITE --packages " +
+				strings.Join(pkgs, ",") + ", then --base DIGEST), or, with --offline, install them on the host"
+		}
+		return "system packages cannot be installed in the sandbox"
+	case "yum", "dnf", "apk", "brew", "choco":
+		return "system packages cannot be installed in the sandbox; build on a base that has them (--base), or, with --offline, install them on the host"
 	case "conda", "mamba", "micromamba":
 		return "conda is not supported; cwm installs with pip into /venv"
 	case "poetry", "pipenv", "pdm", "uv", "hatch", "rye":
