@@ -109,7 +109,9 @@ func (in *installer) prepareCompat(ctx context.Context, m compatMode, targets []
 	if m == compatIsolated {
 		return vars, in.s.WriteFile(ctx, editableConstraint, []byte("setuptools>=64\n"), 0o644)
 	}
-	reqs := []string{"setuptools>=64", "wheel"}
+	// Upgraded, as an isolated build takes them at their newest within
+	// the bound (the venv's seeded setuptools may be older).
+	reqs := []string{"--upgrade", "setuptools>=64", "wheel"}
 	for _, t := range targets {
 		for _, r := range in.buildRequires(t, dir) {
 			switch env.RequirementName(r) {

@@ -487,8 +487,8 @@ func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo
 		if i == 0 && st.Status != "ok" {
 			return "", "", fmt.Errorf("create the virtual environment: %s", st.Note)
 		}
-		if i == 0 && e.Mode != env.ModeOffline {
-			in.seedVenv(ctx)
+		if i == 0 && e.Mode != env.ModeOffline && !slices.ContainsFunc(r.Install, func(st env.Step) bool { return isUVInstall(st.Command) }) {
+			in.seedVenv(ctx) // uv's venvs have no seed: a project that syncs with uv gets none
 		}
 	}
 	if st, ok, err := in.ensureRunner(ctx, e.TestCommand.Framework); err != nil {

@@ -15,7 +15,8 @@ import (
 // same wheel, offline, as python -m venv would have; not in the lock,
 // which holds what the steps installed (a --locked rebuild seeds it
 // again). Python 3.12's ensurepip stopped installing it, and so does
-// this. A setuptools already there (a lock's, linked) is left alone.
+// this; so does a build whose steps install with uv, whose venvs have no
+// seed. A setuptools already there (a lock's, linked) is left alone.
 
 // seedScript is run by the venv's Python with cwm's pip launcher as its
 // argument.
