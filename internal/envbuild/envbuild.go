@@ -538,7 +538,7 @@ func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo
 	// never shows (flask 2.0 and blinker).
 	warm := []string{
 		"python -W ignore -m compileall -q -j 0 " + env.VenvRoot + "/lib >/dev/null 2>&1 || true",
-		"python -m compileall -q -j 0 -x '/\\.git/' /repo >/dev/null 2>&1 || true",
+		repoCompile("/repo"),
 	}
 	if e.TestCommand.Framework == testrun.Pytest {
 		dir := filepath.Join("/repo", e.TestCommand.Dir)
