@@ -472,7 +472,10 @@ func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo
 	steps := append([]env.Step{first}, r.Install...)
 	for i := range steps {
 		st := &steps[i]
-		if err := in.run(ctx, st); err != nil {
+		stop := progress.Waiting(say, fmt.Sprintf("install step %d/%d (%s)", i+1, len(steps), shortCommand(st.Command)), progress.HeartbeatEvery)
+		err := in.run(ctx, st)
+		stop()
+		if err != nil {
 			return "", "", fmt.Errorf("install step %q: %w", st.Command, err)
 		}
 		line := fmt.Sprintf("install: %s", st.Command)
@@ -666,4 +669,12 @@ func AtRevision(ctx context.Context, sbs *env.Sandboxes, e *env.Env, rev string,
 		opts.Mode = e.Mode // a task's parent installs as its child did
 	}
 	return Build(ctx, sbs, opts)
+}
+
+// shortCommand is a command cut for a progress line.
+func shortCommand(c string) string {
+	if c, _, _ = strings.Cut(c, "\n"); len(c) > 60 {
+		return c[:57] + "..."
+	}
+	return c
 }

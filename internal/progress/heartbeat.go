@@ -20,11 +20,24 @@ const HeartbeatEvery = 10 * time.Second
 // when items advance, so a step that is one item would say nothing until
 // it ends. On a terminal, or with w nil, it does nothing.
 func Heartbeat(w io.Writer, label string, every time.Duration) (stop func()) {
+	return beat(w, label, every, true)
+}
+
+// Waiting reports a step that is usually short but may take minutes (an
+// install that compiles a C extension) as Heartbeat does, without the
+// line at its start: nothing unless it outlasts every.
+func Waiting(w io.Writer, label string, every time.Duration) (stop func()) {
+	return beat(w, label, every, false)
+}
+
+func beat(w io.Writer, label string, every time.Duration, started bool) (stop func()) {
 	if w == nil || isTerminal(w) {
 		return func() {}
 	}
 	start := time.Now()
-	fmt.Fprintf(w, "%s: started\n", label)
+	if started {
+		fmt.Fprintf(w, "%s: started\n", label)
+	}
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)

@@ -251,3 +251,20 @@ func TestHeartbeat(t *testing.T) {
 	}
 	Heartbeat(nil, "x", time.Millisecond)() // nil writer: nothing, no goroutine left
 }
+
+// TestWaiting: no line at the start, then Heartbeat's lines.
+func TestWaiting(t *testing.T) {
+	var w syncBuffer
+	stop := Waiting(&w, "install step 2/3 (pip install -e .)", time.Millisecond)
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(w.String(), "install step 2/3 (pip install -e .): running for ") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no line in a minute: %q", w.String())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	stop()
+	if strings.Contains(w.String(), "started") {
+		t.Errorf("Waiting said the start: %q", w.String())
+	}
+}
