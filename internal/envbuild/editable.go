@@ -38,6 +38,15 @@ import (
 //     there without isolation, as develop ran on the venv's setuptools.
 //
 // The step's note says which.
+//
+// A project whose backend is meson-python is another case (statsmodels,
+// scipy, numpy): its editable install leaves an import hook that rebuilds
+// the extension modules with the build environment's ninja whenever the
+// package is imported, and an isolated build environment is deleted when
+// pip ends, so every import fails (FileNotFoundError: .../pip-build-env-
+// .../bin/ninja). meson-python says to install it editable without build
+// isolation; cwm does (venvBuild): its build requirements into the venv,
+// then the project without isolation.
 
 // compatMode is how far an editable install has gone from pip's default.
 type compatMode int
@@ -46,7 +55,23 @@ const (
 	compatNone compatMode = iota
 	compatIsolated
 	compatVenv
+	venvBuild
 )
+
+// venvBackends are the build backends whose editable installs need their
+// build environment at run time.
+var venvBackends = map[string]bool{"mesonpy": true}
+
+// editableMode is the mode an editable install starts in: venvBuild for a
+// target whose backend needs it, otherwise pip's default.
+func (in *installer) editableMode(targets []string, dir string) compatMode {
+	for _, t := range targets {
+		if venvBackends[in.buildSystem(t, dir).Backend] {
+			return venvBuild
+		}
+	}
+	return compatNone
+}
 
 // noEditableHook matches pip's refusal of an editable install whose build
 // backend lacks PEP 660's build_editable.
@@ -75,12 +100,17 @@ func (m compatMode) words() []string {
 		return []string{"--build-constraint", editableConstraint, "--config-settings", "editable_mode=compat"}
 	case compatVenv:
 		return []string{"--no-build-isolation", "--config-settings", "editable_mode=compat"}
+	case venvBuild:
+		return []string{"--no-build-isolation"}
 	}
 	return nil
 }
 
 // note is the sentence the step's note gets in the mode.
 func (m compatMode) note() string {
+	if m == venvBuild {
+		return "its build backend's editable install rebuilds at import with its build environment: the build requirements installed into the venv and the project without build isolation, as meson-python says"
+	}
 	const why = "the project's build backend has no PEP 660 hook at the commit's date: installed again in setuptools' compat editable mode, as setup.py develop did, "
 	if m == compatVenv {
 		return why + "its build requirements with setuptools>=64 (bounded at " + editableBound[:10] + " where the build's bound is older) in the venv and no build isolation, as its own pins a setuptools without the hook"
@@ -103,7 +133,7 @@ const editableConstraint = "/tmp/cwm-editable-build.txt"
 // into the venv.
 func (in *installer) prepareCompat(ctx context.Context, m compatMode, targets []string, dir string) ([]string, error) {
 	var vars []string
-	if in.exclude != "" && in.exclude < editableBound[:10] {
+	if m != venvBuild && in.exclude != "" && in.exclude < editableBound[:10] {
 		vars = []string{"CWM_PIP_NEWER=setuptools=" + editableBound}
 	}
 	if m == compatIsolated {
@@ -111,15 +141,23 @@ func (in *installer) prepareCompat(ctx context.Context, m compatMode, targets []
 	}
 	// Upgraded, as an isolated build takes them at their newest within
 	// the bound (the venv's seeded setuptools may be older).
-	reqs := []string{"--upgrade", "setuptools>=64", "wheel"}
+	reqs := []string{"--upgrade"}
+	if m == compatVenv {
+		reqs = append(reqs, "setuptools>=64", "wheel")
+	}
 	for _, t := range targets {
-		for _, r := range in.buildRequires(t, dir) {
+		for _, r := range in.buildSystem(t, dir).Requires {
 			switch env.RequirementName(r) {
 			case "setuptools", "wheel":
-			default:
-				reqs = append(reqs, r)
+				if m == compatVenv {
+					continue
+				}
 			}
+			reqs = append(reqs, r)
 		}
+	}
+	if len(reqs) == 1 {
+		return vars, nil
 	}
 	report := ""
 	if in.mode != env.ModeOffline {
@@ -138,10 +176,10 @@ func (in *installer) prepareCompat(ctx context.Context, m compatMode, targets []
 	return vars, in.readReport(ctx, report)
 }
 
-// buildRequires is the [build-system] requires of an editable target
-// (a path, extras cut, run in dir), read from the checkout; none when it
-// is not in the repository or says none.
-func (in *installer) buildRequires(target, dir string) []string {
+// buildSystem is the [build-system] of an editable target (a path,
+// extras cut, run in dir), read from the checkout; empty when it is not
+// in the repository or has none.
+func (in *installer) buildSystem(target, dir string) (bs buildSystem) {
 	t, _, _ := strings.Cut(strings.Trim(target, `'"`), "[")
 	if dir == "" {
 		dir = env.RepoRoot
@@ -149,9 +187,9 @@ func (in *installer) buildRequires(target, dir string) []string {
 	p := path.Clean(path.Join(dir, t))
 	rel, ok := strings.CutPrefix(p, env.RepoRoot)
 	if !ok {
-		return nil
+		return bs
 	}
-	return readPyproject(filepath.Join(in.repo, filepath.FromSlash(rel))).BuildSystem.Requires
+	return readPyproject(filepath.Join(in.repo, filepath.FromSlash(rel))).BuildSystem
 }
 
 // joinNote adds a sentence to a step's note.

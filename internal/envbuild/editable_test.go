@@ -121,3 +121,62 @@ class TestProj(unittest.TestCase):
 		})
 	}
 }
+
+// fakeMeson is a mesonpy backend of the test's index whose editable
+// install, like meson-python's, needs its build environment when the
+// package is imported: the hook it installs fails once that is gone.
+const fakeMeson = `import base64, hashlib, os, zipfile
+
+NAME, VERSION = "cwmproj", "1.0"
+
+
+def _wheel(directory, files):
+    dist = "%s-%s.dist-info" % (NAME, VERSION)
+    files = dict(files)
+    files[dist + "/METADATA"] = "Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (NAME, VERSION)
+    files[dist + "/WHEEL"] = "Wheel-Version: 1.0\nGenerator: cwm-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    record = []
+    for path, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record.append("%s,sha256=%s,%d" % (path, digest, len(text.encode())))
+    record.append(dist + "/RECORD,,")
+    files[dist + "/RECORD"] = "\n".join(record) + "\n"
+    name = "%s-%s-py3-none-any.whl" % (NAME, VERSION)
+    with zipfile.ZipFile(os.path.join(directory, name), "w") as z:
+        for path, text in files.items():
+            z.writestr(path, text)
+    return name
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    raise RuntimeError("only editable installs here")
+
+
+def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
+    hook = "import os, sys\nif os.path.exists(%r):\n    sys.path.insert(0, %r)\n" % (__file__, os.path.join(os.getcwd(), "src"))
+    return _wheel(wheel_directory, {"cwmproj_hook.py": hook, "cwmproj-hook.pth": "import cwmproj_hook\n"})
+`
+
+// TestMesonEditable: a project built by meson-python is installed
+// editable without build isolation, its build requirements in the venv,
+// so that its import hook finds its build environment at test time.
+func TestMesonEditable(t *testing.T) {
+	ix := indextest.Start(t, indextest.Wheel{Name: "meson-python", Version: "0.18.0",
+		Files: map[string]string{"mesonpy/__init__.py": fakeMeson}})
+	repo := writeTree(t, map[string]string{
+		"pyproject.toml":          "[build-system]\nrequires = [\"meson-python\"]\nbuild-backend = \"mesonpy\"\n",
+		"src/cwmproj/__init__.py": "VALUE = 42\n",
+		"tests/test_proj.py":      "import unittest\n\nimport cwmproj\n\n\nclass TestProj(unittest.TestCase):\n    def test_value(self):\n        self.assertEqual(cwmproj.VALUE, 42)\n",
+	})
+	opts := onlineOpts(t, repo)
+	opts.Mode, opts.Egress, opts.ExcludeNewer = env.ModeOnline, indexPolicy(t, ix), "none"
+	opts.Install = []string{"pip install -e ."}
+	e := mustBuild(t, opts)
+	st := e.Install[len(e.Install)-1]
+	if st.Status != "ok" || !strings.Contains(st.Run, "--no-build-isolation") || !strings.Contains(st.Note, "meson-python") {
+		t.Fatalf("the editable install step = %+v; want ok, without build isolation, its note saying why; build log:\n%s", st, readFile(t, e.File(env.BuildLog)))
+	}
+	if !e.Usable || e.Counts.Pass != 1 {
+		t.Errorf("Build(a meson-python project, editable) = usable %v, %+v (%s); want its test passing", e.Usable, e.Counts, e.Reason)
+	}
+}

@@ -495,6 +495,14 @@ func (in *installer) runPip(ctx context.Context, st *env.Step, p pipPlan, dir st
 	}
 	partial := false
 	var compatVars []string
+	if in.mode != env.ModeOffline && len(p.editable) > 0 && p.compat == compatNone {
+		if p.compat = in.editableMode(p.editable, dir); p.compat != compatNone {
+			var err error
+			if compatVars, err = in.prepareCompat(ctx, p.compat, p.editable, dir); err != nil {
+				return err
+			}
+		}
+	}
 	for attempt := 0; attempt < 50; attempt++ {
 		report := ""
 		if in.mode != env.ModeOffline {

@@ -217,11 +217,15 @@ func (o uvOpts) install(repo string, run bool) string {
 	return "pip install " + strings.Join(words, " ")
 }
 
+// buildSystem is pyproject.toml's [build-system].
+type buildSystem struct {
+	Requires []string `toml:"requires"`
+	Backend  string   `toml:"build-backend"`
+}
+
 // pyproject is the part of pyproject.toml recipe detection reads.
 type pyproject struct {
-	BuildSystem struct {
-		Requires []string `toml:"requires"`
-	} `toml:"build-system"`
+	BuildSystem buildSystem `toml:"build-system"`
 	Project struct {
 		Name                 string              `toml:"name"`
 		Dependencies         []string            `toml:"dependencies"`
