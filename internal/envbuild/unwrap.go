@@ -226,7 +226,7 @@ type buildSystem struct {
 // pyproject is the part of pyproject.toml recipe detection reads.
 type pyproject struct {
 	BuildSystem buildSystem `toml:"build-system"`
-	Project struct {
+	Project     struct {
 		Name                 string              `toml:"name"`
 		Dependencies         []string            `toml:"dependencies"`
 		OptionalDependencies map[string][]string `toml:"optional-dependencies"`
