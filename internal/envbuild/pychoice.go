@@ -100,6 +100,16 @@ func choosePython(need pythonNeed, flag, host string, portable bool, bases []Bas
 			return pythonChoice{Base: b, Prov: prov}, nil
 		}
 	}
+	// None newer either (sqlalchemy's CI tests 3.14 and 3.15 only): the
+	// newest base requires-python allows, which is the rule; the listed
+	// versions were a preference.
+	if flag == "" && need.Spec != "" && floor != "" {
+		if b := pick(func(v string) bool { return specAllows(need.Spec, v) }, false); b != nil {
+			prov.Base = b.Ref
+			prov.Note = fmt.Sprintf("no base offers Python %s or newer; the newest one %s allows", floor, need.SpecFrom)
+			return pythonChoice{Base: b, Prov: prov}, nil
+		}
+	}
 	var have []string
 	for _, b := range bases {
 		have = append(have, majorMinor(b.Python)+" "+b.Ref)

@@ -139,6 +139,11 @@ func TestChoosePython(t *testing.T) {
 			env.PythonProvenance{From: "tox.ini envlist 3.7 3.8 3.9", Wanted: "3.9", Base: "bullseye"}, ""},
 		{"nearest newer", pythonNeed{Spec: ">=3.8", SpecFrom: "setup.cfg python_requires", Listed: []string{"3.8", "3.10"}, ListedFrom: "trove classifiers"}, "", true,
 			env.PythonProvenance{Requires: ">=3.8", From: "setup.cfg python_requires >=3.8; trove classifiers 3.8 3.10", Wanted: "3.10", Base: "bookworm", Note: "no base offers Python 3.10; the nearest newer one the project allows"}, ""},
+		// sqlalchemy's: its CI tests only Pythons no base has, newer than
+		// every base; requires-python allows the bases.
+		{"listed only newer than every base", pythonNeed{Spec: ">=3.10", SpecFrom: "pyproject.toml requires-python", Listed: []string{"3.14", "3.15"}, ListedFrom: "a CI matrix"}, "", true,
+			env.PythonProvenance{Requires: ">=3.10", From: "pyproject.toml requires-python >=3.10; a CI matrix 3.14 3.15", Wanted: "3.15", Base: "trixie",
+				Note: "no base offers Python 3.15 or newer; the newest one pyproject.toml requires-python allows"}, ""},
 		{"--python", pythonNeed{}, "3.9", false,
 			env.PythonProvenance{From: "--python", Wanted: "3.9", Base: "bullseye"}, ""},
 		{"--python the host has", pythonNeed{}, "3.11", false,
