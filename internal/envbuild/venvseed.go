@@ -25,12 +25,19 @@ if sys.version_info >= (3, 12) or importlib.util.find_spec("setuptools"):
     sys.exit(0)
 import ensurepip
 dirs = [os.path.join(os.path.dirname(ensurepip.__file__), "_bundled"), "/usr/share/python-wheels"]
-wheels = sorted(w for d in dirs for w in glob.glob(os.path.join(d, "setuptools-*.whl")))
+def newest(name):
+    found = sorted(w for d in dirs for w in glob.glob(os.path.join(d, name + "-*.whl")))
+    return found[-1:]
+wheels = newest("setuptools")
 if not wheels:
     print("cwm: no setuptools wheel of this Python's to seed the venv with")
     sys.exit(0)
+# Debian's setuptools wheel of bullseye leaves pkg_resources to a wheel
+# of its own, which its venvs get too (the "pkg-resources==0.0.0" of pip
+# freeze there).
+wheels += newest("pkg_resources")
 sys.exit(subprocess.call([sys.executable, sys.argv[1], "install", "--no-index", "--no-deps",
-    "--disable-pip-version-check", "--no-input", "--no-compile", "-q", wheels[-1]]))
+    "--disable-pip-version-check", "--no-input", "--no-compile", "-q"] + wheels))
 `
 
 // seedVenv seeds an online build's venv with its Python's setuptools
