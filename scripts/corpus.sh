@@ -205,8 +205,8 @@ passing_ids() {
 # and the tags cwm kept), a wheelhouse of the lock's files staged on the
 # host, then in a sandbox on the environment's base, with no network:
 # python3 -m venv, pip 26 from the wheelhouse, pip install --require-hashes
-# --no-deps of the lock, each local project editable with --no-deps, and
-# the test command. Its output goes to logs/KEY.plain.
+# --no-deps of the lock, each local project editable with --no-deps (as
+# it was when it cannot be editable), and the test command. Its output goes to logs/KEY.plain.
 plain_run() {
 	local man=$1 key=$2 id layer dir py base
 	id=$(jq -r .id "$man")
@@ -226,7 +226,13 @@ plain_run() {
 		export PATH=/tmp/plain/bin:$PATH VIRTUAL_ENV=/tmp/plain
 		pip install -q --no-index --find-links /wh pip==26.0.1
 		pip install -q --no-index --find-links /wh --require-hashes --no-deps -r /wh/plain-lock.txt
-		while read -r p; do pip install -q --no-index --find-links /wh --no-deps -e "$p"; done </wh/plain-local.txt
+		# Editable, as cwm's steps mostly install them; a local project
+		# that cannot be (mypy's mypyc/lib-rt, installed with pip install
+		# -U mypyc/lib-rt) as it was.
+		while read -r p; do
+			pip install -q --no-index --find-links /wh --no-deps -e "$p" ||
+				pip install -q --no-index --find-links /wh --no-deps "$p"
+		done </wh/plain-local.txt
 		echo "== the test command: $(cat /wh/test.sh)"
 		set +e
 		. /wh/test.sh
