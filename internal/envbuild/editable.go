@@ -59,14 +59,16 @@ const (
 )
 
 // venvBackends are the build backends whose editable installs need their
-// build environment at run time.
-var venvBackends = map[string]bool{"mesonpy": true}
+// build environment at run time, with what their get_requires hooks add
+// to the static requirements (meson-python asks for ninja when there is
+// none on PATH; an isolated build installs it so).
+var venvBackends = map[string][]string{"mesonpy": {"ninja"}}
 
 // editableMode is the mode an editable install starts in: venvBuild for a
 // target whose backend needs it, otherwise pip's default.
 func (in *installer) editableMode(targets []string, dir string) compatMode {
 	for _, t := range targets {
-		if venvBackends[in.buildSystem(t, dir).Backend] {
+		if _, ok := venvBackends[in.buildSystem(t, dir).Backend]; ok {
 			return venvBuild
 		}
 	}
@@ -146,7 +148,11 @@ func (in *installer) prepareCompat(ctx context.Context, m compatMode, targets []
 		reqs = append(reqs, "setuptools>=64", "wheel")
 	}
 	for _, t := range targets {
-		for _, r := range in.buildSystem(t, dir).Requires {
+		bs := in.buildSystem(t, dir)
+		if m == venvBuild {
+			reqs = append(reqs, venvBackends[bs.Backend]...)
+		}
+		for _, r := range bs.Requires {
 			switch env.RequirementName(r) {
 			case "setuptools", "wheel":
 				if m == compatVenv {

@@ -162,7 +162,8 @@ def build_editable(wheel_directory, config_settings=None, metadata_directory=Non
 // so that its import hook finds its build environment at test time.
 func TestMesonEditable(t *testing.T) {
 	ix := indextest.Start(t, indextest.Wheel{Name: "meson-python", Version: "0.18.0",
-		Files: map[string]string{"mesonpy/__init__.py": fakeMeson}})
+		Files: map[string]string{"mesonpy/__init__.py": fakeMeson}},
+		indextest.Wheel{Name: "ninja", Version: "1.13.0"}) // what meson-python's hook asks for
 	repo := writeTree(t, map[string]string{
 		"pyproject.toml":          "[build-system]\nrequires = [\"meson-python\"]\nbuild-backend = \"mesonpy\"\n",
 		"src/cwmproj/__init__.py": "VALUE = 42\n",
