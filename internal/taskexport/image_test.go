@@ -99,8 +99,10 @@ func checkImages(t *testing.T, e *env.Env, out string, insts []Instance) {
 		if tag == in.Image || tag == "latest" {
 			t.Fatalf("%s: image %s is not the task's", in.InstanceID, in.Image)
 		}
+		// One stream: git apply -v writes to stderr, which would otherwise
+		// race the lines before it.
 		script := "pwd && readlink /testbed && command -v python && cd /testbed && git rev-parse HEAD && git status --porcelain && echo CLEAN && " +
-			"git apply -v - <<'EOF_GOLD'\n" + in.Patch + "EOF_GOLD\n" +
+			"git apply -v - 2>&1 <<'EOF_GOLD'\n" + in.Patch + "EOF_GOLD\n" +
 			"cat > /tmp/eval.sh <<'EOF_EVAL'\n" + in.EvalScript + "EOF_EVAL\nbash /tmp/eval.sh 2>&1"
 		log := runImage(t, layout, tag, script)
 		if first := strings.SplitN(log, "\n", 5); len(first) < 5 || first[0] != "/repo" || first[1] != "repo" || first[2] != "/venv/bin/python" {
