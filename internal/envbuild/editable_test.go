@@ -9,12 +9,9 @@ import (
 	"cwm/internal/env"
 )
 
-// fakeBackend is a setuptools.build_meta of the test's index: PEP 517's
-// hooks, build_editable among them only when hook is set (setuptools has
-// it from 64 on). Its editable wheel puts the project's src directory on
-// sys.path through a .pth, as compat mode does.
-func fakeBackend(hook bool) string {
-	b := `import base64, hashlib, os, zipfile
+// fakeWheelHelper is the Python the test backends write their wheels
+// with: cwmproj 1.0, the files given, METADATA, WHEEL and RECORD.
+const fakeWheelHelper = `import base64, hashlib, os, zipfile
 
 NAME, VERSION = "cwmproj", "1.0"
 
@@ -37,7 +34,14 @@ def _wheel(directory, files):
     return name
 
 
-def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+`
+
+// fakeBackend is a setuptools.build_meta of the test's index: PEP 517's
+// hooks, build_editable among them only when hook is set (setuptools has
+// it from 64 on). Its editable wheel puts the project's src directory on
+// sys.path through a .pth, as compat mode does.
+func fakeBackend(hook bool) string {
+	b := fakeWheelHelper + `def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     src = os.path.join(os.getcwd(), "src", NAME, "__init__.py")
     with open(src) as f:
         return _wheel(wheel_directory, {NAME + "/__init__.py": f.read()})
@@ -125,30 +129,7 @@ class TestProj(unittest.TestCase):
 // fakeMeson is a mesonpy backend of the test's index whose editable
 // install, like meson-python's, needs its build environment when the
 // package is imported: the hook it installs fails once that is gone.
-const fakeMeson = `import base64, hashlib, os, zipfile
-
-NAME, VERSION = "cwmproj", "1.0"
-
-
-def _wheel(directory, files):
-    dist = "%s-%s.dist-info" % (NAME, VERSION)
-    files = dict(files)
-    files[dist + "/METADATA"] = "Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (NAME, VERSION)
-    files[dist + "/WHEEL"] = "Wheel-Version: 1.0\nGenerator: cwm-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-    record = []
-    for path, text in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
-        record.append("%s,sha256=%s,%d" % (path, digest, len(text.encode())))
-    record.append(dist + "/RECORD,,")
-    files[dist + "/RECORD"] = "\n".join(record) + "\n"
-    name = "%s-%s-py3-none-any.whl" % (NAME, VERSION)
-    with zipfile.ZipFile(os.path.join(directory, name), "w") as z:
-        for path, text in files.items():
-            z.writestr(path, text)
-    return name
-
-
-def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+var fakeMeson = fakeWheelHelper + `def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     raise RuntimeError("only editable installs here")
 
 
