@@ -229,8 +229,12 @@ plain_run() {
 		# Editable, as cwm's steps mostly install them; a local project
 		# that cannot be (mypy's mypyc/lib-rt, installed with pip install
 		# -U mypyc/lib-rt) as it was.
+		# A meson-python project without build isolation, as
+		# meson-python says (its build requirements are in the lock).
 		while read -r p; do
-			pip install -q --no-index --find-links /wh --no-deps -e "$p" ||
+			iso=
+			grep -qs 'build-backend *= *"mesonpy"' "$p/pyproject.toml" && iso=--no-build-isolation
+			pip install -q --no-index --find-links /wh --no-deps $iso -e "$p" ||
 				pip install -q --no-index --find-links /wh --no-deps "$p"
 		done </wh/plain-local.txt
 		echo "== the test command: $(cat /wh/test.sh)"
