@@ -58,12 +58,32 @@ def index_files(session, index, name):
     return out
 
 
+def expand(tag):
+    """A compressed tag set (py-abi-plat, each part dotted) as its tags."""
+    parts = tag.split("-")
+    if len(parts) != 3:
+        return set()
+    py, abi, plat = parts
+    return {"%s-%s-%s" % (a, b, c) for a in py.split(".") for b in abi.split(".") for c in plat.split(".")}
+
+
+def installed_tags(wheel):
+    """The tags of an installed wheel's WHEEL file: one a line by the spec;
+    maturin writes the compressed set (cp313-cp313-manylinux_2_17_x86_64.
+    manylinux2014_x86_64), which as one tag matched no file, and the lock
+    named the sdist."""
+    tags = set()
+    for line in wheel.splitlines():
+        if line.startswith("Tag:"):
+            tags |= expand(line.split(":", 1)[1].strip())
+    return tags
+
+
 def wheel_tags(filename):
     parts = filename[: -len(".whl")].split("-")
     if len(parts) < 5:
         return set()
-    py, abi, plat = parts[-3:]
-    return {"%s-%s-%s" % (a, b, c) for a in py.split(".") for b in abi.split(".") for c in plat.split(".")}
+    return expand("-".join(parts[-3:]))
 
 
 def pick(files, name, version, tags):
@@ -115,10 +135,7 @@ def main():
             entry["download_info"] = {"url": k.get("url", ""), "archive_info": {"hashes": {"sha256": k["sha256"]}}}
             install.append(entry)
             continue
-        tags = set()
-        for line in (d.read_text("WHEEL") or "").splitlines():
-            if line.startswith("Tag:"):
-                tags.add(line.split(":", 1)[1].strip())
+        tags = installed_tags(d.read_text("WHEEL") or "")
         found = None
         for index in indexes:
             try:
