@@ -272,6 +272,24 @@ type pipPlan struct {
 	compat compatMode
 }
 
+// pythonFlags are Python's options that take no argument, which may come
+// before -m and join it (aiohttp's CI runs python -Im pip install).
+var pythonFlags = lazyre.New(`^-[IEsSuBOqbd]*m?$`)
+
+// pipModule is the index of the word after "python [FLAGS] -m pip", or 0
+// when words do not run pip's module.
+func pipModule(words []string) int {
+	for i := 1; i+1 < len(words) && pythonFlags().MatchString(words[i]) && words[i] != "-"; i++ {
+		if strings.HasSuffix(words[i], "m") {
+			if words[i+1] == "pip" || words[i+1] == "pip3" {
+				return i + 2
+			}
+			return 0
+		}
+	}
+	return 0
+}
+
 // parsePip recognises "pip install ...", "python -m pip install ..." and
 // "python setup.py develop|install". Tooling (pip, setuptools, tox, linters)
 // is dropped; project paths become editable installs; requirement files are
@@ -283,8 +301,8 @@ func parsePip(words []string, dir string) (pipPlan, bool) {
 	switch b := path.Base(words[0]); {
 	case b == "pip" || b == "pip3" || strings.HasPrefix(b, "pip3."):
 		i = 1
-	case isPythonName(b) && len(words) > 2 && words[1] == "-m" && (words[2] == "pip" || words[2] == "pip3"):
-		i = 3
+	case isPythonName(b) && pipModule(words) > 0:
+		i = pipModule(words)
 	case isPythonName(b) && len(words) > 2 && path.Base(words[1]) == "setup.py" && (words[2] == "develop" || words[2] == "install"):
 		p.editable = []string{"."}
 		return p, true

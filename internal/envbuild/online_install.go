@@ -50,7 +50,10 @@ func (in *installer) pipFunc() string {
 	// python -m pip too: the venv has no pip module.
 	return `pip() { if [ "$1" = install ]; then shift; set -- install --report ` + shellReports + `-$BASHPID-$RANDOM.json ` + strings.Join(in.pipWords("")[3:], " ") + ` "$@"; fi; ` +
 		env.VenvRoot + `/bin/python ` + toolsPipMain + ` "$@"; }; pip3() { pip "$@"; }; ` +
-		`_cwm_python() { local py=$1; shift; if [ "$1" = -m ] && { [ "$2" = pip ] || [ "$2" = pip3 ]; }; then shift 2; pip "$@"; else command "$py" "$@"; fi; }; ` +
+		// python's flags may come before -m and join it (python -Im pip).
+		`_cwm_python() { local py=$1 n=0 a; shift; for a in "$@"; do n=$((n+1)); case $a in ` +
+		`-m|-[IEsSuBOqbd]*m) if [ "${@:n+1:1}" = pip ] || [ "${@:n+1:1}" = pip3 ]; then shift $((n+1)); pip "$@"; return; fi; break ;; ` +
+		`-[IEsSuBOqbd]*) ;; *) break ;; esac; done; command "$py" "$@"; }; ` +
 		`python() { _cwm_python python "$@"; }; python3() { _cwm_python python3 "$@"; }; `
 }
 

@@ -164,6 +164,10 @@ func TestParsePip(t *testing.T) {
 			reqs: []string{"pydicom-data", "pyfakefs>=6.2.0"}, dropped: []string{"pytest-cov"}}, true},
 		{"pip install --group=sub/pyproject.toml:ci", pipPlan{editable: []string{"./sub"}, reqs: []string{"attrs"}}, true},
 		{"pip install --group nosuch", pipPlan{}, true},
+		// aiohttp's CI: python's flags joined to -m.
+		{"python -Im pip install -U build -r requirements-dev.txt", pipPlan{dropped: []string{"-U", "build"}}, true},
+		{"python3 -I -m pip install numpy", pipPlan{reqs: []string{"numpy"}}, true},
+		{"python -Im pytest", pipPlan{}, false},
 		{"pip list", pipPlan{}, false},
 		{"make install", pipPlan{}, false},
 	}
