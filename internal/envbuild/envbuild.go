@@ -218,7 +218,7 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 			e.ExcludeNewer = "" // local files carry no upload time
 		}
 		if opts.Base == "" {
-			choice, err := choosePython(detectPythonNeed(repo), opts.Python, hostPython(ctx), opts.Portable, opts.Bases)
+			choice, err := choosePython(detectPythonNeed(repo), opts.Python, hostPython(ctx), opts.Portable, opts.Bases, e.ExcludeNewer)
 			if err != nil {
 				return nil, err
 			}

@@ -38,7 +38,7 @@ type pythonChoice struct {
 // then a base with one of them (the newest); then the nearest newer base
 // the specifier allows. Where none is allowed, the error says so, naming
 // the bases there are.
-func choosePython(need pythonNeed, flag, host string, portable bool, bases []BasePython) (pythonChoice, error) {
+func choosePython(need pythonNeed, flag, host string, portable bool, bases []BasePython, bound string) (pythonChoice, error) {
 	prov := env.PythonProvenance{Requires: need.Spec, From: describeNeed(need)}
 	ok := func(v string) bool {
 		mm := majorMinor(v)
@@ -81,6 +81,18 @@ func choosePython(need pythonNeed, flag, host string, portable bool, bases []Bas
 		return best
 	}
 	if b := pick(ok, false); b != nil {
+		// A Python that came out after the commit's date bound is one
+		// its dependencies of that date may not build for (SQLAlchemy's
+		// of June 2022 lists 3.11, whose greenlet 1.1 does not
+		// compile there): the newest listed one out before it, when a
+		// base has one.
+		if flag == "" && !releasedBefore(b.Python, bound) {
+			if early := pick(func(v string) bool { return ok(v) && releasedBefore(v, bound) }, false); early != nil {
+				prov.Base = early.Ref
+				prov.Note = fmt.Sprintf("Python %s came out after the commit's date bound (%s); the newest allowed one before it", majorMinor(b.Python), bound[:min(len(bound), 10)])
+				return pythonChoice{Base: early, Prov: prov}, nil
+			}
+		}
 		prov.Base = b.Ref
 		return pythonChoice{Base: b, Prov: prov}, nil
 	}
@@ -162,4 +174,21 @@ func describeChoice(p env.PythonProvenance) string {
 		parts = append(parts, p.Note)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// pythonReleased are the dates of Python's final releases.
+var pythonReleased = map[string]string{
+	"3.6": "2016-12-23", "3.7": "2018-06-27", "3.8": "2019-10-14", "3.9": "2020-10-05",
+	"3.10": "2021-10-04", "3.11": "2022-10-24", "3.12": "2023-10-02", "3.13": "2024-10-07",
+	"3.14": "2025-10-07",
+}
+
+// releasedBefore says whether Python v's final release came out before
+// bound (an RFC 3339 time or date); true when either is unknown.
+func releasedBefore(v, bound string) bool {
+	day, ok := pythonReleased[majorMinor(v)]
+	if !ok || len(bound) < 10 || bound == "none" {
+		return true
+	}
+	return day < bound[:10]
 }

@@ -155,7 +155,7 @@ func TestChoosePython(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := choosePython(tt.need, tt.flag, "3.11.2", tt.portable, bases)
+			got, err := choosePython(tt.need, tt.flag, "3.11.2", tt.portable, bases, "")
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("choosePython error = %v, want %s", err, tt.wantErr)
@@ -169,5 +169,23 @@ func TestChoosePython(t *testing.T) {
 				t.Errorf("choosePython (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestChoosePythonBound: SQLAlchemy's commit of June 2022 lists 3.11, which
+// came out in October (its greenlet of June does not compile there): the
+// newest listed Python out before the commit's date bound is chosen.
+func TestChoosePythonBound(t *testing.T) {
+	bases := []BasePython{{Ref: "bullseye", Python: "3.9.2"}, {Ref: "bookworm", Python: "3.11.2"}, {Ref: "trixie", Python: "3.13.5"}}
+	need := pythonNeed{Spec: ">=3.7", SpecFrom: "setup.cfg python_requires", Listed: []string{"3.7", "3.8", "3.9", "3.10", "3.11"}, ListedFrom: "trove classifiers"}
+	got, err := choosePython(need, "", "3.11.2", true, bases, "2022-07-06T14:14:47Z")
+	if err != nil || got.Prov.Base != "bullseye" || got.Prov.Note != "Python 3.11 came out after the commit's date bound (2022-07-06); the newest allowed one before it" {
+		t.Errorf("choosePython(bound 2022-07-06) = %+v, %v; want bullseye (3.9) with a note", got.Prov, err)
+	}
+	if got, err := choosePython(need, "", "3.11.2", true, bases, "2023-01-01T00:00:00Z"); err != nil || got.Prov.Base != "bookworm" || got.Prov.Note != "" {
+		t.Errorf("choosePython(bound 2023-01-01) = %+v, %v; want bookworm (3.11), no note", got.Prov, err)
+	}
+	if got, err := choosePython(need, "3.11", "3.11.2", true, bases, "2022-07-06T14:14:47Z"); err != nil || got.Prov.Base != "bookworm" {
+		t.Errorf("choosePython(--python 3.11) = %+v, %v; want what was asked", got.Prov, err)
 	}
 }
