@@ -266,9 +266,10 @@ type pipPlan struct {
 	extras   []string
 	dropped  []string
 	noDeps   bool
-	// compat installs the editable targets as setup.py develop did
-	// (editable.go), after pip refused their backend for lacking PEP
-	// 660's hook: compatIsolated, then compatVenv.
+	// compat is how the editable targets are installed apart from pip's
+	// default (editable.go): venvBuild for a meson-python project from
+	// the start; compatIsolated, then compatVenv, as setup.py develop
+	// did, after pip refused a backend for lacking PEP 660's hook.
 	compat compatMode
 }
 
