@@ -29,7 +29,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -490,7 +489,7 @@ func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo
 		if i == 0 && st.Status != "ok" {
 			return "", "", fmt.Errorf("create the virtual environment: %s", st.Note)
 		}
-		if i == 0 && e.Mode != env.ModeOffline && !slices.ContainsFunc(r.Install, func(st env.Step) bool { return isUVInstall(st.Command) }) {
+		if i == 0 && e.Mode != env.ModeOffline && !r.usesUV() {
 			in.seedVenv(ctx) // uv's venvs have no seed: a project that syncs with uv gets none
 		}
 	}
@@ -594,7 +593,7 @@ func envID(in idInputs, r Recipe) string {
 	if in.mode != env.ModeOffline {
 		fmt.Fprintf(h, "pip %s\nexclude-newer %s\n", pipWheelSHA256, in.excludeNewer)
 	}
-	if in.mode == env.ModeOnline && len(in.lock) == 0 && slices.ContainsFunc(r.Install, func(s env.Step) bool { return isUVInstall(s.Command) }) {
+	if in.mode == env.ModeOnline && len(in.lock) == 0 && r.usesUV() {
 		// Its uv steps run with this uv (docs/environments.md, "uv").
 		fmt.Fprintf(h, "uv %s\n", uvVersion)
 	}

@@ -299,11 +299,14 @@ func pipModule(words []string) int {
 func parsePip(words []string, dir string) (pipPlan, bool) {
 	var p pipPlan
 	i := 0
-	switch b := path.Base(words[0]); {
+	b := path.Base(words[0])
+	if isPythonName(b) {
+		i = pipModule(words)
+	}
+	switch {
 	case b == "pip" || b == "pip3" || strings.HasPrefix(b, "pip3."):
 		i = 1
-	case isPythonName(b) && pipModule(words) > 0:
-		i = pipModule(words)
+	case i > 0: // python [FLAGS] -m pip
 	case isPythonName(b) && len(words) > 2 && path.Base(words[1]) == "setup.py" && (words[2] == "develop" || words[2] == "install"):
 		p.editable = []string{"."}
 		return p, true

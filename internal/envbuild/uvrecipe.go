@@ -2,6 +2,7 @@ package envbuild
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"cwm/internal/env"
@@ -80,6 +81,12 @@ func uvInstallWords(words []string) bool {
 		return true
 	}
 	return false
+}
+
+// usesUV reports whether any of the recipe's install steps is a uv
+// install line.
+func (r Recipe) usesUV() bool {
+	return slices.ContainsFunc(r.Install, func(s env.Step) bool { return isUVInstall(s.Command) })
 }
 
 // isUVInstall reports whether a step's command is a uv install line
