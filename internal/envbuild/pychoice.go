@@ -107,6 +107,17 @@ func choosePython(need pythonNeed, flag, host string, portable bool, bases []Bas
 	}
 	if floor != "" || flag != "" {
 		if b := pick(newer, true); b != nil && (flag == "" || specAllows(need.Spec, b.Python)) {
+			// The date rule holds here too: SQLAlchemy's CI of June 2022
+			// lists 3.10 alone; the nearest newer base, 3.11, came out
+			// after the commit and its greenlet of then does not compile
+			// there; the newest allowed Python out before the date does.
+			if flag == "" && !releasedBefore(b.Python, bound) {
+				if early := pick(func(v string) bool { return specAllows(need.Spec, v) && releasedBefore(v, bound) }, false); early != nil {
+					prov.Base = early.Ref
+					prov.Note = fmt.Sprintf("no base offers Python %s; the nearest newer one, %s, came out after the commit's date bound (%s); the newest allowed one before it", floor, majorMinor(b.Python), bound[:min(len(bound), 10)])
+					return pythonChoice{Base: early, Prov: prov}, nil
+				}
+			}
 			prov.Base = b.Ref
 			prov.Note = fmt.Sprintf("no base offers Python %s; the nearest newer one the project allows", floor)
 			return pythonChoice{Base: b, Prov: prov}, nil

@@ -188,4 +188,14 @@ func TestChoosePythonBound(t *testing.T) {
 	if got, err := choosePython(need, "3.11", "3.11.2", true, bases, "2022-07-06T14:14:47Z"); err != nil || got.Prov.Base != "bookworm" {
 		t.Errorf("choosePython(--python 3.11) = %+v, %v; want what was asked", got.Prov, err)
 	}
+	// SQLAlchemy at 2022-06-29: its CI lists 3.10 alone, which no base
+	// has; the nearest newer (3.11) came out after the bound: 3.9.
+	alone := pythonNeed{Spec: ">=3.7", SpecFrom: "setup.cfg python_requires", Listed: []string{"3.10"}, ListedFrom: "the CI matrix"}
+	got, err = choosePython(alone, "", "3.11.2", true, bases, "2022-07-29T00:00:00Z")
+	if err != nil || got.Prov.Base != "bullseye" || got.Prov.Note != "no base offers Python 3.10; the nearest newer one, 3.11, came out after the commit's date bound (2022-07-29); the newest allowed one before it" {
+		t.Errorf("choosePython(3.10 alone, bound 2022-07-29) = %+v, %v; want bullseye (3.9) with a note", got.Prov, err)
+	}
+	if got, err := choosePython(alone, "", "3.11.2", true, bases, "2023-01-01T00:00:00Z"); err != nil || got.Prov.Base != "bookworm" {
+		t.Errorf("choosePython(3.10 alone, bound 2023-01-01) = %+v, %v; want bookworm (3.11, the nearest newer)", got.Prov, err)
+	}
 }
