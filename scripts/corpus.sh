@@ -10,7 +10,8 @@
 # (docs/environments.md, "The corpora").
 #
 # usage: scripts/corpus.sh [-c CWM] [-o OUTDIR] [-l LIST] [-w WHICH] [-r RUNS]
-#                          [-b STORE] [-P PACKAGES] [-T MINUTES] [-k|-t|-p]
+#                          [-b STORE] [-P PACKAGES] [-T MINUTES] [-I MINUTES]
+#                          [-k|-t|-p]
 #                          CLONES [NAME...]
 #   -c CWM      the cwm binary (default: cwm on PATH)
 #   -o OUTDIR   where manifests, logs and the rows go (default /tmp/cwm-corpus);
@@ -30,6 +31,8 @@
 #   -T MINUTES  the wall-clock limit of one baseline run (cwm env build
 #               --timeout; default 15), for suites that outlast it on a
 #               loaded machine; the build's own limit grows with it
+#   -I MINUTES  the wall-clock limit of one install step (cwm env build
+#               --install-timeout; default 10), for a long compile
 #   -k          keep going from a previous run: rows already in
 #               OUTDIR/rows are not built again (a killed run goes on
 #               where it stopped; to build a row again, remove its
@@ -46,10 +49,10 @@
 # (-t does not).
 set -u -o pipefail
 
-CWM=cwm OUT=/tmp/cwm-corpus LIST=corpus WHICH=both RUNS=3 STORE="" KEEP=0 TABULATE=0 PLAIN=0 TESTMIN=15
+CWM=cwm OUT=/tmp/cwm-corpus LIST=corpus WHICH=both RUNS=3 STORE="" KEEP=0 TABULATE=0 PLAIN=0 TESTMIN=15 INSTMIN=10
 PACKAGES=build-essential,python3-dev,pkg-config
-usage() { sed -n '2,46p' "$0" >&2; exit 2; }
-while getopts c:o:l:w:r:b:P:T:ktp opt; do
+usage() { sed -n '2,49p' "$0" >&2; exit 2; }
+while getopts c:o:l:w:r:b:P:T:I:ktp opt; do
 	case $opt in
 	c) CWM=$OPTARG ;;
 	o) OUT=$OPTARG ;;
@@ -59,6 +62,7 @@ while getopts c:o:l:w:r:b:P:T:ktp opt; do
 	b) STORE="$STORE $OPTARG" ;;
 	P) PACKAGES=$OPTARG ;;
 	T) TESTMIN=$OPTARG ;;
+	I) INSTMIN=$OPTARG ;;
 	k) KEEP=1 ;;
 	t) TABULATE=1 ;;
 	p) PLAIN=1 ;;
@@ -81,6 +85,7 @@ esac
 [ -f "$list" ] || { echo "corpus: list $list: no such file" >&2; exit 2; }
 case $WHICH in new | old | both) ;; *) echo "corpus: -w $WHICH: want new, old or both" >&2; exit 2 ;; esac
 [[ $TESTMIN =~ ^[1-9][0-9]*$ ]] || { echo "corpus: -T $TESTMIN: want whole minutes" >&2; exit 2; }
+[[ $INSTMIN =~ ^[1-9][0-9]*$ ]] || { echo "corpus: -I $INSTMIN: want whole minutes" >&2; exit 2; }
 CWM=$(command -v "$CWM") || { echo "corpus: no cwm binary (-c)" >&2; exit 2; }
 for tool in jq git python3 perl flock; do
 	command -v $tool >/dev/null || { echo "corpus: $tool is needed" >&2; exit 2; }
@@ -278,8 +283,8 @@ while read -r repo c1 d1 c2 d2 traits; do
 		[ -d "$src" ] || src=https://github.com/$repo
 		man=$OUT/logs/$key.json
 		start=$(date +%s)
-		[ $TABULATE = 1 ] || [ $PLAIN = 1 ] || timeout $((TESTMIN * (RUNS + 1) + 30))m nice "$CWM" env build "$src" --rev "$commit" --name "$name" --runs "$RUNS" \
-			--portable --no-coverage --force --json --timeout "${TESTMIN}m" >"$man" 2>"$OUT/logs/$key.err" </dev/null
+		[ $TABULATE = 1 ] || [ $PLAIN = 1 ] || timeout $((TESTMIN * (RUNS + 1) + INSTMIN * 3))m nice "$CWM" env build "$src" --rev "$commit" --name "$name" --runs "$RUNS" \
+			--portable --no-coverage --force --json --timeout "${TESTMIN}m" --install-timeout "${INSTMIN}m" >"$man" 2>"$OUT/logs/$key.err" </dev/null
 		secs=$(($(date +%s) - start))
 		[ $TABULATE = 1 ] || [ $PLAIN = 1 ] && secs=$(cat "$OUT/logs/$key.secs" 2>/dev/null || echo -)
 		echo "$secs" >"$OUT/logs/$key.secs"

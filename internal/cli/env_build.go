@@ -27,6 +27,7 @@ type envBuildCmd struct {
 	offline        bool
 	python         string
 	portable       bool
+	systemPackages bool
 	excludeNewer   string
 	locked         string
 	wheelhouse     string
@@ -130,6 +131,7 @@ func (c *envBuildCmd) Flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.offline, "offline", false, "install with the base's packages only: no index, no build isolation, the import-root fallback")
 	fs.StringVar(&c.python, "python", "", "build on Python `X.Y` (default: what the project asks for)")
 	fs.BoolVar(&c.portable, "portable", false, "build on a stored base even when the host's Python fits")
+	fs.BoolVar(&c.systemPackages, "system-packages", true, "when an install step of an online build on a Debian base fails for a system library's development files (libxml2, GEOS, libjpeg...), build a base with the Debian packages that provide them, derived from the chosen one, and build again on it (false: keep the failure, whose note names the packages)")
 	fs.StringVar(&c.excludeNewer, "exclude-newer", "", "resolve with releases uploaded before `DATE` (default: the commit's date plus 7 days; none: no bound)")
 	fs.StringVar(&c.locked, "locked", "", "reinstall exactly the lock of environment `ENV|FILE` (or a requirements file with hashes)")
 	fs.StringVar(&c.wheelhouse, "wheelhouse", "", "install from the wheels in `DIR`, with no index and no network")
@@ -203,6 +205,9 @@ func (c *envBuildCmd) Run(ctx context.Context, e *command.Env, args []string) er
 		InstallTimeout: c.installTimeout,
 		Limits:         env.RunLimits{Timeout: c.timeout, Memory: int64(c.memory), Disk: int64(c.disk)},
 		Progress:       progress, Log: e.Log,
+	}
+	if c.systemPackages && mode == env.ModeOnline {
+		opts.DeriveBase = deriveBase(e)
 	}
 	built, err := envbuild.Build(ctx, sbs, opts)
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 
 	"cwm/internal/base"
 	"cwm/internal/basebuild"
@@ -49,7 +51,67 @@ func buildBases(ctx context.Context, e *command.Env, arg string) (string, []envb
 		if err != nil {
 			continue // a base without Python builds nothing
 		}
-		bases = append(bases, envbuild.BasePython{Ref: b.Short() + " " + b.Describe(), Python: py.Version, Root: b.Digest})
+		bases = append(bases, basePython(b, py.Version))
 	}
 	return "", bases, nil
+}
+
+func basePython(b *base.Base, python string) envbuild.BasePython {
+	return envbuild.BasePython{Ref: b.Short() + " " + b.Describe(), Python: python, Root: b.Digest, Packages: b.Source.Packages}
+}
+
+// deriveBase gives envbuild a base like a stored Debian base with more
+// Debian packages (envbuild.Options.DeriveBase): the store's base of the
+// same suite and mirror with exactly those packages when there is one,
+// else one built now (basebuild.BuildDebian: --packages the base's and
+// the new ones). A base not built from Debian has no derivation.
+func deriveBase(e *command.Env) func(context.Context, envbuild.BasePython, []string) (*envbuild.BasePython, error) {
+	return func(ctx context.Context, from envbuild.BasePython, add []string) (*envbuild.BasePython, error) {
+		st := base.NewStore(e.Home)
+		parent, err := st.Resolve(from.Root)
+		if err != nil {
+			return nil, err
+		}
+		if parent.Source.Kind != base.KindDebian {
+			return nil, fmt.Errorf("base %s (%s) was not built from Debian: build one with the packages (cwm base build --debian SUITE --packages %s) and give it with --base",
+				parent.Short(), parent.Describe(), strings.Join(add, ","))
+		}
+		want := append(slices.Clone(parent.Source.Packages), add...)
+		all, err := st.List()
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range all {
+			s := b.Source
+			if s.Kind == base.KindDebian && s.Suite == parent.Source.Suite && s.Ref == parent.Source.Ref && sameSet(s.Packages, want) {
+				if py, err := b.Python(); err == nil {
+					bp := basePython(b, py.Version)
+					return &bp, nil
+				}
+			}
+		}
+		o, done, err := baseOptions(e)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+		b, err := basebuild.BuildDebian(ctx, st, basebuild.Debian{Suite: parent.Source.Suite, Packages: want, Mirror: parent.Source.Ref}, o)
+		if err != nil {
+			return nil, err
+		}
+		py, err := b.Python()
+		if err != nil {
+			return nil, err
+		}
+		bp := basePython(b, py.Version)
+		return &bp, nil
+	}
+}
+
+// sameSet says whether a and b hold the same strings.
+func sameSet(a, b []string) bool {
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(slices.Compact(x), slices.Compact(y))
 }

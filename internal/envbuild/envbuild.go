@@ -73,6 +73,19 @@ type Options struct {
 	Python   string
 	Portable bool
 	Bases    []BasePython
+	// DeriveBase, when set, gives an online build a base with more Debian
+	// packages: where an install step fails for a system library's
+	// development files (systemNeed), the build asks it for a base like
+	// the one chosen (from) with packages added, and builds again on that
+	// one. nil keeps the failure, whose note names the packages.
+	DeriveBase func(ctx context.Context, from BasePython, packages []string) (*BasePython, error)
+	// derived says, for the provenance, why a build runs on a base that
+	// DeriveBase gave; derivations counts them (at most maxDerivations).
+	derived     string
+	derivations int
+	// onBase is the stored base the build chose (nil for the host or
+	// --base), for DeriveBase.
+	onBase *BasePython
 	// ExcludeNewer bounds online resolution: a date or RFC 3339 time,
 	// "none", or "" for the commit's date plus GraceAfterCommit.
 	ExcludeNewer string
@@ -223,6 +236,10 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 			}
 			if choice.Base != nil {
 				base = choice.Base.Root
+				opts.onBase = choice.Base
+			}
+			if opts.derived != "" {
+				choice.Prov.Note = strings.TrimPrefix(choice.Prov.Note+"; "+opts.derived, "; ")
 			}
 			e.PythonFrom = &choice.Prov
 			fmt.Fprintf(say, "python: %s (%s)\n", choice.Prov.Base, describeChoice(choice.Prov))
@@ -323,6 +340,14 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 		}
 	}
 	installed, compiled, err := install(ctx, isb, e, recipe, repo, stg.Dir(), opts, lockCached, link, ph, logf, say)
+	var lacking *lackingError
+	if errors.As(err, &lacking) {
+		isb.Close()
+		logf.Close()
+		stg.Discard()
+		done = true
+		return buildWithPackages(ctx, sbs, opts, lacking.need, say)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -476,6 +501,10 @@ func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo
 		stop()
 		if err != nil {
 			return "", "", fmt.Errorf("install step %q: %w", st.Command, err)
+		}
+		if st.Status == "failed" && in.sysNeed != nil && canDerive(opts, in.sysNeed) {
+			fmt.Fprintf(say, "install: %s  [%s] failed (%.1fs): %s\n", st.Command, st.Provenance, st.Seconds, st.Note)
+			return "", "", &lackingError{in.sysNeed}
 		}
 		line := fmt.Sprintf("install: %s", st.Command)
 		if st.Run != "" && st.Run != st.Command {

@@ -73,6 +73,9 @@ type installer struct {
 	proxyEnv []string
 	// uv is whether uv install lines run with uv (online builds).
 	uv uvState
+	// sysNeed is what failed steps said the build lacks from the system
+	// (failHint), for a build on a base that has it.
+	sysNeed *SystemNeed
 }
 
 // run runs one step and records how it went in st.
@@ -152,7 +155,8 @@ func (in *installer) run(ctx context.Context, st *env.Step) error {
 	}
 	st.Status = "ok"
 	if !res.Success() {
-		st.Status, st.Note = "failed", res.Describe()+": "+firstError(string(res.Stdout)+"\n"+string(res.Stderr))+"; "+in.hint()
+		out := string(res.Stdout) + "\n" + string(res.Stderr)
+		st.Status, st.Note = "failed", res.Describe()+": "+firstError(out)+"; "+in.failHint(out)
 	}
 	return in.readShellReports(ctx)
 }
@@ -575,7 +579,7 @@ func (in *installer) runPip(ctx context.Context, st *env.Step, p pipPlan, dir st
 				// imported from where they are.
 				return in.importRootFallback(ctx, st, p, dir, vars, cause)
 			}
-			st.Status, st.Note = "failed", res.Describe()+": "+cause+"; "+in.hint()
+			st.Status, st.Note = "failed", res.Describe()+": "+cause+"; "+in.failHint(out)
 			return nil
 		}
 		name := env.RequirementName(m[1])

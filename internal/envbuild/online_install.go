@@ -3,6 +3,7 @@ package envbuild
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,6 +67,33 @@ func (in *installer) hint() string {
 		return "see build.log; add what it lacks to the wheelhouse, or override the step with --install"
 	}
 	return installHint
+}
+
+// failHint is the hint of a failed step whose output is out. Where out
+// says the build lacks a system library cwm knows the Debian package of,
+// it records that (in.sysNeed) and names the packages and the base that
+// would have them.
+func (in *installer) failHint(out string) string {
+	need := systemNeed(out)
+	if need == nil {
+		return in.hint()
+	}
+	if in.sysNeed == nil {
+		in.sysNeed = &SystemNeed{Evidence: need.Evidence}
+	}
+	for _, p := range need.Packages {
+		if !slices.Contains(in.sysNeed.Packages, p) {
+			in.sysNeed.Packages = append(in.sysNeed.Packages, p)
+		}
+	}
+	slices.Sort(in.sysNeed.Packages)
+	list := strings.Join(need.Packages, ",")
+	if in.mode == env.ModeOffline {
+		return fmt.Sprintf("see build.log; it needs the Debian packages %s (%q): install them on the host (apt-get install %s), or build online on a Debian base",
+			strings.ReplaceAll(list, ",", ", "), need.Evidence, strings.Join(need.Packages, " "))
+	}
+	return fmt.Sprintf("see build.log; it needs the Debian packages %s (%q): build on a base that has them (cwm base build --debian SUITE --packages %s, then --base DIGEST; online builds on a Debian base do that themselves unless --system-packages=false)",
+		strings.ReplaceAll(list, ",", ", "), need.Evidence, list)
 }
 
 // readReport adds what a pip run installed (its --report) to the lock.
@@ -173,7 +201,7 @@ func (in *installer) runLocked(ctx context.Context, st *env.Step) error {
 			if m := pipMissing().FindStringSubmatch(out); m != nil {
 				return inputErrorf("the lock's %s is not available (%s)", m[1], firstError(out))
 			}
-			st.Status, st.Note = "failed", res.Describe()+": "+firstError(out)+"; "+in.hint()
+			st.Status, st.Note = "failed", res.Describe()+": "+firstError(out)+"; "+in.failHint(out)
 			return nil
 		}
 		if err := in.readReport(ctx, report); err != nil {

@@ -22,6 +22,11 @@ type BasePython struct {
 	// (what env.Sandboxes resolves to the sandboxes' root filesystem: a
 	// directory, as --base gives, or the store's name for the base).
 	Root string
+	// Packages are the Debian packages the base was built with beyond
+	// cwm's own (a Debian base's --packages). Of two bases with the same
+	// Python, the one with fewer is chosen: a base derived for one
+	// project's system libraries is not every project's.
+	Packages []string
 }
 
 // pythonChoice is where a build runs: the host (Base == "") or a stored
@@ -74,7 +79,7 @@ func choosePython(need pythonNeed, flag, host string, portable bool, bases []Bas
 			if best != nil {
 				c = compareVersions(parseVersion(b.Python), parseVersion(best.Python))
 			}
-			if best == nil || (nearest && c < 0) || (!nearest && c > 0) {
+			if best == nil || (nearest && c < 0) || (!nearest && c > 0) || (c == 0 && len(b.Packages) < len(best.Packages)) {
 				best = b
 			}
 		}

@@ -253,7 +253,8 @@ func (in *installer) runUV(ctx context.Context, st *env.Step) error {
 	}
 	st.Status, st.Note = "ok", fmt.Sprintf("with uv %s (from %s)", uvVersion, in.uv.from)
 	if !res.Success() {
-		st.Status, st.Note = "failed", fmt.Sprintf("uv %s: %s: %s; %s", uvVersion, res.Describe(), firstError(string(res.Stdout)+"\n"+string(res.Stderr)), in.hint())
+		out := string(res.Stdout) + "\n" + string(res.Stderr)
+		st.Status, st.Note = "failed", fmt.Sprintf("uv %s: %s: %s; %s", uvVersion, res.Describe(), firstError(out), in.failHint(out))
 		return nil
 	}
 	return in.readUVLock(ctx)
