@@ -39,7 +39,8 @@ class TestBuilt(unittest.TestCase):
 // --system-packages=false the build keeps the failure, its note naming
 // the Debian package; by default it goes on to the store's bookworm base
 // with libyaml-dev (derived bases are found by suite, mirror and package
-// set) and is usable there, its provenance saying why.
+// set) and is usable there, its provenance saying why; built again, it is
+// found there at once.
 func TestSystemPackages(t *testing.T) {
 	cache, err := os.UserCacheDir()
 	if err != nil {
@@ -96,6 +97,12 @@ func TestSystemPackages(t *testing.T) {
 	}
 	if want := "system packages: the install needs libyaml-dev"; !strings.Contains(progress, want) {
 		t.Errorf("progress does not say %q:\n%s", want, progress)
+	}
+	// Built again: found on the derived base, the failing install not
+	// repeated.
+	again, progress := build(0)
+	if again.ID != got.ID || !strings.Contains(progress, "already built: "+got.ID+", on "+yaml.Digest) || strings.Contains(progress, "sh build.sh") {
+		t.Errorf("built again: %s, want %s found on the derived base without installing\n%s", again.ID, got.ID, progress)
 	}
 	if got.PythonFrom == nil || !strings.Contains(got.PythonFrom.Note, "derived from "+plain.Short()) || !strings.Contains(got.PythonFrom.Note, "libyaml-dev") {
 		t.Errorf("provenance %+v does not say the base was derived for libyaml-dev", got.PythonFrom)

@@ -319,6 +319,11 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 		}
 		return old, nil
 	}
+	if d := builtOnDerived(store, opts, idInputs{commit: info.Commit, tree: info.Tree, python: python, mode: mode,
+		excludeNewer: e.ExcludeNewer, lock: opts.Lock}, recipe); d != nil {
+		fmt.Fprintf(say, "already built: %s, on %s, a base derived for its system packages\n", d.ID, d.Base)
+		return d, nil
+	}
 
 	e.ID, e.Name, e.Repository, e.Revision = id, name, src, info.Revision
 	e.Tree, e.Commit, e.Python = info.Tree, info.Commit, python

@@ -251,3 +251,25 @@ func buildWithPackages(ctx context.Context, sbs *env.Sandboxes, opts Options, ne
 	next.derived = strings.TrimPrefix(opts.derived+"; ", "; ") + fmt.Sprintf("on %s, derived from %s with the Debian packages %s, which an install step lacked (%q)", b.Ref, on.Ref, list, need.Evidence)
 	return Build(ctx, sbs, next)
 }
+
+// builtOnDerived is the usable environment of the same inputs built on a
+// base derived from the chosen one (the same Python, its packages and
+// more), or nil: a build that went on to a derived base is stored under
+// that base's id, which a later build of the same commit finds here
+// without repeating the install that failed.
+func builtOnDerived(store *env.Store, opts Options, in idInputs, r Recipe) *env.Env {
+	if opts.DeriveBase == nil || opts.onBase == nil || opts.Force {
+		return nil
+	}
+	on := opts.onBase
+	for _, b := range opts.Bases {
+		if b.Root == on.Root || b.Python != on.Python || len(b.Packages) <= len(on.Packages) || len((&SystemNeed{Packages: on.Packages}).without(b.Packages)) > 0 {
+			continue
+		}
+		in.base = b.Root
+		if old := store.Get(envID(in, r)); old != nil && old.Usable {
+			return old
+		}
+	}
+	return nil
+}
