@@ -75,16 +75,8 @@ func TestPortable(t *testing.T) {
 	t.Setenv("CWM_HOME", builder)
 	t.Setenv("PIP_INDEX_URL", ix.URL)
 	basetest.Link(t, bookworm, builder)
-	os.MkdirAll(filepath.Join(builder, "tools"), 0o755)
-	if err := os.Link(pip, filepath.Join(builder, "tools", filepath.Base(pip))); err != nil {
-		t.Fatal(err)
-	}
-	repo := t.TempDir()
-	for name, text := range portableRepo {
-		if err := os.WriteFile(filepath.Join(repo, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	linkPip(t, pip, builder)
+	repo := writeRepo(t, portableRepo)
 	code, out, errOut := runCLI(t, "", "env", "build", "--base", bookworm.Short(), "--allow-host", ix.Addr,
 		"--exclude-newer", "none", "--no-coverage", "--quiet", repo)
 	if code != 0 {
@@ -247,4 +239,26 @@ func TestPortable(t *testing.T) {
 	if blobcache.New(home).Has(layer, bookworm.Layers[0].Size) {
 		t.Errorf("after a refused pull the blob cache has the damaged layer %s", blobcache.Short(layer))
 	}
+}
+
+// linkPip puts the pip wheel of online builds into home's tools, as a
+// build would fetch it, so that the test's index need not serve it.
+func linkPip(t *testing.T, pip, home string) {
+	t.Helper()
+	os.MkdirAll(filepath.Join(home, "tools"), 0o755)
+	if err := os.Link(pip, filepath.Join(home, "tools", filepath.Base(pip))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeRepo writes files (name to text) into a new directory.
+func writeRepo(t *testing.T, files map[string]string) string {
+	t.Helper()
+	repo := t.TempDir()
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(repo, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return repo
 }

@@ -58,16 +58,8 @@ func TestSystemPackages(t *testing.T) {
 	t.Setenv("PIP_INDEX_URL", ix.URL)
 	basetest.Link(t, plain, home)
 	basetest.Link(t, yaml, home)
-	os.MkdirAll(filepath.Join(home, "tools"), 0o755)
-	if err := os.Link(pip, filepath.Join(home, "tools", filepath.Base(pip))); err != nil {
-		t.Fatal(err)
-	}
-	repo := t.TempDir()
-	for name, text := range syspkgRepo {
-		if err := os.WriteFile(filepath.Join(repo, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	linkPip(t, pip, home)
+	repo := writeRepo(t, syspkgRepo)
 	build := func(want int, extra ...string) (*env.Env, string) {
 		t.Helper()
 		args := append([]string{"env", "build", "--portable", "--allow-host", ix.Addr, "--exclude-newer", "none", "--no-coverage", "--runs", "1",
