@@ -11,7 +11,7 @@
 #
 # usage: scripts/corpus.sh [-c CWM] [-o OUTDIR] [-l LIST] [-w WHICH] [-r RUNS]
 #                          [-b STORE] [-P PACKAGES] [-T MINUTES] [-I MINUTES]
-#                          [-k|-t|-p]
+#                          [-k|-t|-p] [-n]
 #                          CLONES [NAME...]
 #   -c CWM      the cwm binary (default: cwm on PATH)
 #   -o OUTDIR   where manifests, logs and the rows go (default /tmp/cwm-corpus);
@@ -34,12 +34,14 @@
 #   -I MINUTES  the wall-clock limit of one install step (cwm env build
 #               --install-timeout; default 10), for a long compile
 #   -k          keep going from a previous run: rows already in
-#               OUTDIR/rows are not built again (a killed run goes on
-#               where it stopped; to build a row again, remove its
-#               OUTDIR/rows/KEY and OUTDIR/logs/KEY.secs)
+#               OUTDIR/rows are not built again, nor is a row whose build
+#               finished (a killed run goes on where it stopped; to build
+#               a row again, remove its OUTDIR/rows/KEY and
+#               OUTDIR/logs/KEY.secs)
 #   -t          only tabulate again from the manifests and plain runs in
 #               OUTDIR (rows not built yet are left out and counted)
 #   -p          run the plain side again on the environments in OUTDIR (no builds)
+#   -n          no plain side: rows say "-" in its columns (-p runs it later)
 #   CLONES      a directory of clones named OWNER+NAME/repo (bare or not;
 #               required, it may be empty): a repository not there is
 #               cloned from GitHub by cwm env build
@@ -49,10 +51,10 @@
 # (-t does not).
 set -u -o pipefail
 
-CWM=cwm OUT=/tmp/cwm-corpus LIST=corpus WHICH=both RUNS=3 STORE="" KEEP=0 TABULATE=0 PLAIN=0 TESTMIN=15 INSTMIN=10
+CWM=cwm OUT=/tmp/cwm-corpus LIST=corpus WHICH=both RUNS=3 STORE="" KEEP=0 TABULATE=0 PLAIN=0 NOPLAIN=0 TESTMIN=15 INSTMIN=10
 PACKAGES=build-essential,python3-dev,pkg-config
-usage() { sed -n '2,49p' "$0" >&2; exit 2; }
-while getopts c:o:l:w:r:b:P:T:I:ktp opt; do
+usage() { sed -n '2,51p' "$0" >&2; exit 2; }
+while getopts c:o:l:w:r:b:P:T:I:ktpn opt; do
 	case $opt in
 	c) CWM=$OPTARG ;;
 	o) OUT=$OPTARG ;;
@@ -66,6 +68,7 @@ while getopts c:o:l:w:r:b:P:T:I:ktp opt; do
 	k) KEEP=1 ;;
 	t) TABULATE=1 ;;
 	p) PLAIN=1 ;;
+	n) NOPLAIN=1 ;;
 	*) usage ;;
 	esac
 done
@@ -283,10 +286,13 @@ while read -r repo c1 d1 c2 d2 traits; do
 		[ -d "$src" ] || src=https://github.com/$repo
 		man=$OUT/logs/$key.json
 		start=$(date +%s)
-		[ $TABULATE = 1 ] || [ $PLAIN = 1 ] || timeout $((TESTMIN * (RUNS + 1) + INSTMIN * 3))m nice "$CWM" env build "$src" --rev "$commit" --name "$name" --runs "$RUNS" \
+		# -k after a run killed past its build: the build stands.
+		again=0
+		[ $KEEP = 1 ] && [ -s "$OUT/logs/$key.secs" ] && jq -e .id "$man" >/dev/null 2>&1 && again=1
+		[ $TABULATE = 1 ] || [ $PLAIN = 1 ] || [ $again = 1 ] || timeout $((TESTMIN * (RUNS + 1) + INSTMIN * 3))m nice "$CWM" env build "$src" --rev "$commit" --name "$name" --runs "$RUNS" \
 			--portable --no-coverage --force --json --timeout "${TESTMIN}m" --install-timeout "${INSTMIN}m" >"$man" 2>"$OUT/logs/$key.err" </dev/null
 		secs=$(($(date +%s) - start))
-		[ $TABULATE = 1 ] || [ $PLAIN = 1 ] && secs=$(cat "$OUT/logs/$key.secs" 2>/dev/null || echo -)
+		[ $TABULATE = 1 ] || [ $PLAIN = 1 ] || [ $again = 1 ] && secs=$(cat "$OUT/logs/$key.secs" 2>/dev/null || echo -)
 		echo "$secs" >"$OUT/logs/$key.secs"
 		if ! [ -s "$man" ] || ! jq -e .id "$man" >/dev/null 2>&1; then
 			reason=$(tr -d '\0' <"$OUT/logs/$key.err" | grep -v '^\s*$' | tail -1 | tr '|' ' ' | cut -c1-300)
@@ -301,7 +307,9 @@ while read -r repo c1 d1 c2 d2 traits; do
 			mb=$(jq -r '(.layer_bytes / 1048576 * 10 | round) / 10' "$man")
 			reason=$(jq -r '.reason // ""' "$man" | tr '\n|' '  ' | cut -c1-300)
 			plain="-" same="-" psecs="-"
-			if [ "$ok" = yes ]; then
+			if [ "$ok" = yes ] && { [ $NOPLAIN = 1 ] && [ $PLAIN = 0 ] || { [ $TABULATE = 1 ] && ! [ -e "$OUT/logs/$key.plain" ]; }; }; then
+				: # no plain side (-n): its columns stay "-"
+			elif [ "$ok" = yes ]; then
 				pstart=$(date +%s)
 				if [ $TABULATE = 1 ]; then
 					psecs=$(cat "$OUT/logs/$key.plain-secs" 2>/dev/null || echo -)
