@@ -296,6 +296,12 @@ func TestReadTox(t *testing.T) {
 		}, []string{"pip install -e . <- tox.ini [testenv] (the package)",
 			"pip install -r requirements/test.txt -c constraints.txt attrs 'pytest>=7' <- tox.ini [testenv] deps"},
 			"pytest tests <- tox.ini [testenv] commands"},
+		// lxml's: setuptools in deps stays, its tests run setup.py.
+		{"setuptools in deps", map[string]string{
+			"setup.py": "from setuptools import setup\nsetup(name='x')\n",
+			"tox.ini":  "[testenv]\ndeps =\n    html5lib\n    setuptools;python_version >= '3.12'\n    tox-uv\ncommands =\n    pytest\n",
+		}, []string{"pip install -e . <- tox.ini [testenv] (the package)", `pip install html5lib 'setuptools;python_version >= '\''3.12'\''' <- tox.ini [testenv] deps`},
+			"pytest <- tox.ini [testenv] commands"},
 		// black's: the package installed by a command before the tests.
 		{"install commands", map[string]string{
 			"pyproject.toml": "[project]\nname = \"x\"\nversion = \"1\"\n\n[dependency-groups]\ntests = [\"pytest>=7\", \"coverage\"]\n",

@@ -139,7 +139,7 @@ func readToxEnv(repo, name string) *runnerRecipe {
 				for _, w := range strings.Fields(d) {
 					deps = append(deps, quoteArg(w))
 				}
-			case !isTooling(env.RequirementName(d)):
+			case !isTooling(env.RequirementName(d)) || envTooling[env.RequirementName(d)]:
 				deps = append(deps, quoteArg(d))
 			}
 		}
@@ -426,3 +426,8 @@ func literalGlobs(line string) string {
 	}
 	return strings.Join(words, " ")
 }
+
+// envTooling is tooling a tox environment's deps name that its tests may
+// use: lxml's "make test" runs setup.py build_ext (its deps name
+// "setuptools;python_version >= '3.12'", whose venvs have none).
+var envTooling = map[string]bool{"setuptools": true, "wheel": true}
