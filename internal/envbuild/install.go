@@ -139,6 +139,9 @@ func (in *installer) run(ctx context.Context, st *env.Step) error {
 		dir, vars, words, ok := simpleCommand(cmds)
 		if ok {
 			if plan, ok := parsePip(words, filepath.Join(in.repo, dir)); ok {
+				if isToxDeps(st) {
+					plan.keepEnvTooling()
+				}
 				return in.runPip(ctx, st, plan, dir, vars)
 			}
 			if reason := unsupported(words); reason != "" {
@@ -441,6 +444,26 @@ func (p *pipPlan) addTarget(t string) {
 		return
 	}
 	p.reqs = append(p.reqs, t)
+}
+
+// keepEnvTooling puts back the requirements of envTooling (setuptools,
+// wheel) that add dropped as tooling: a tox environment's deps that name
+// them are its tests' (lxml's make test runs setup.py).
+func (p *pipPlan) keepEnvTooling() {
+	var rest []string
+	for _, d := range p.dropped {
+		if !strings.HasPrefix(d, "-") && envTooling[env.RequirementName(d)] {
+			p.reqs = append(p.reqs, d)
+		} else {
+			rest = append(rest, d)
+		}
+	}
+	p.dropped = rest
+}
+
+// isToxDeps says whether a step installs a tox environment's deps.
+func isToxDeps(st *env.Step) bool {
+	return strings.HasSuffix(st.Provenance, "] deps") && strings.Contains(st.Provenance, "tox")
 }
 
 // readRequirements adds a requirements file's requirements, following -r

@@ -187,6 +187,34 @@ func TestParsePip(t *testing.T) {
 	}
 }
 
+// TestKeepEnvTooling: a tox environment's deps keep the setuptools and
+// wheel they name (lxml's, for its make test's setup.py on 3.13); other
+// pip lines drop them as tooling.
+func TestKeepEnvTooling(t *testing.T) {
+	cmds, _, err := testrun.Words(`pip install -U html5lib "setuptools;python_version >= '3.12'" wheel tox-uv`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := parsePip(cmds[0], t.TempDir())
+	p.keepEnvTooling()
+	want := pipPlan{reqs: []string{"html5lib", "setuptools;python_version >= '3.12'", "wheel"}, dropped: []string{"-U", "tox-uv"}}
+	if diff := cmp.Diff(want, p, cmp.AllowUnexported(pipPlan{}), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("keepEnvTooling mismatch (-want +got):\n%s", diff)
+	}
+	for prov, want := range map[string]bool{
+		"tox.ini [testenv] deps":                                 true,
+		"pyproject.toml [tool.tox] [env.test] deps":              true,
+		"ci.yml: job test, step #3 -> tox.ini [testenv:py] deps": true,
+		"tox.ini [testenv] (the package)":                        false,
+		"ci.yml: job test, step Install deps":                    false,
+		"noxfile.py session.install":                             false,
+	} {
+		if got := isToxDeps(&env.Step{Provenance: prov}); got != want {
+			t.Errorf("isToxDeps(%q) = %v, want %v", prov, got, want)
+		}
+	}
+}
+
 func TestPipCommand(t *testing.T) {
 	p := pipPlan{editable: []string{".[test]"}, reqs: []string{"requests>=2"}, noDeps: true}
 	tests := []struct {
