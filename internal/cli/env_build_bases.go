@@ -81,12 +81,19 @@ func deriveBase(e *command.Env) func(context.Context, envbuild.BasePython, []str
 		if err != nil {
 			return nil, err
 		}
+		withPython := func(b *base.Base) (*envbuild.BasePython, error) {
+			py, err := b.Python()
+			if err != nil {
+				return nil, err
+			}
+			bp := basePython(b, py.Version)
+			return &bp, nil
+		}
 		for _, b := range all {
 			s := b.Source
 			if s.Kind == base.KindDebian && s.Suite == parent.Source.Suite && s.Ref == parent.Source.Ref && sameSet(s.Packages, want) {
-				if py, err := b.Python(); err == nil {
-					bp := basePython(b, py.Version)
-					return &bp, nil
+				if bp, err := withPython(b); err == nil {
+					return bp, nil
 				}
 			}
 		}
@@ -99,12 +106,7 @@ func deriveBase(e *command.Env) func(context.Context, envbuild.BasePython, []str
 		if err != nil {
 			return nil, err
 		}
-		py, err := b.Python()
-		if err != nil {
-			return nil, err
-		}
-		bp := basePython(b, py.Version)
-		return &bp, nil
+		return withPython(b)
 	}
 }
 

@@ -309,8 +309,9 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 	if opts.Python != "" && (opts.Base != "" || mode == env.ModeOffline) && majorMinor(python) != opts.Python {
 		return nil, inputErrorf("--python %s: the base has Python %s", opts.Python, python)
 	}
-	id := envID(idInputs{commit: info.Commit, tree: info.Tree, base: base, python: python, mode: mode,
-		excludeNewer: e.ExcludeNewer, lock: opts.Lock}, recipe)
+	inputs := idInputs{commit: info.Commit, tree: info.Tree, base: base, python: python, mode: mode,
+		excludeNewer: e.ExcludeNewer, lock: opts.Lock}
+	id := envID(inputs, recipe)
 	if old := store.Get(id); old != nil && old.Usable && !opts.Force {
 		fmt.Fprintf(say, "already built: %s\n", id)
 		if len(old.Missing) > 0 {
@@ -319,8 +320,7 @@ func Build(ctx context.Context, sbs *env.Sandboxes, opts Options) (*env.Env, err
 		}
 		return old, nil
 	}
-	if d := builtOnDerived(store, opts, idInputs{commit: info.Commit, tree: info.Tree, python: python, mode: mode,
-		excludeNewer: e.ExcludeNewer, lock: opts.Lock}, recipe); d != nil {
+	if d := builtOnDerived(store, opts, inputs, recipe); d != nil {
 		fmt.Fprintf(say, "already built: %s, on %s, a base derived for its system packages\n", d.ID, d.Base)
 		return d, nil
 	}
@@ -507,10 +507,6 @@ func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo
 		if err != nil {
 			return "", "", fmt.Errorf("install step %q: %w", st.Command, err)
 		}
-		if st.Status == "failed" && in.sysNeed != nil && canDerive(opts, in.sysNeed) {
-			fmt.Fprintf(say, "install: %s  [%s] failed (%.1fs): %s\n", st.Command, st.Provenance, st.Seconds, st.Note)
-			return "", "", &lackingError{in.sysNeed}
-		}
 		line := fmt.Sprintf("install: %s", st.Command)
 		if st.Run != "" && st.Run != st.Command {
 			line += "\n         ran: " + st.Run
@@ -520,6 +516,9 @@ func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo
 			line += ": " + st.Note
 		}
 		fmt.Fprintln(say, line)
+		if st.Status == "failed" && in.sysNeed != nil && canDerive(opts, in.sysNeed) {
+			return "", "", &lackingError{in.sysNeed}
+		}
 		if i == 0 && st.Status != "ok" {
 			return "", "", fmt.Errorf("create the virtual environment: %s", st.Note)
 		}

@@ -3,7 +3,6 @@ package envbuild
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -79,21 +78,16 @@ func (in *installer) failHint(out string) string {
 		return in.hint()
 	}
 	if in.sysNeed == nil {
-		in.sysNeed = &SystemNeed{Evidence: need.Evidence}
+		in.sysNeed = &SystemNeed{}
 	}
-	for _, p := range need.Packages {
-		if !slices.Contains(in.sysNeed.Packages, p) {
-			in.sysNeed.Packages = append(in.sysNeed.Packages, p)
-		}
-	}
-	slices.Sort(in.sysNeed.Packages)
-	list := strings.Join(need.Packages, ",")
+	in.sysNeed.add(need.Evidence, need.Packages...)
+	names := strings.Join(need.Packages, ", ")
 	if in.mode == env.ModeOffline {
 		return fmt.Sprintf("see build.log; it needs the Debian packages %s (%q): install them on the host (apt-get install %s), or build online on a Debian base",
-			strings.ReplaceAll(list, ",", ", "), need.Evidence, strings.Join(need.Packages, " "))
+			names, need.Evidence, strings.Join(need.Packages, " "))
 	}
 	return fmt.Sprintf("see build.log; it needs the Debian packages %s (%q): build on a base that has them (cwm base build --debian SUITE --packages %s, then --base DIGEST; online builds on a Debian base do that themselves unless --system-packages=false)",
-		strings.ReplaceAll(list, ",", ", "), need.Evidence, list)
+		names, need.Evidence, strings.Join(need.Packages, ","))
 }
 
 // readReport adds what a pip run installed (its --report) to the lock.

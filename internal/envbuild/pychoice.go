@@ -85,18 +85,23 @@ func choosePython(need pythonNeed, flag, host string, portable bool, bases []Bas
 		}
 		return best
 	}
+	// A Python that came out after the commit's date bound is one its
+	// dependencies of that date may not build for (SQLAlchemy's of June
+	// 2022 lists 3.11, whose greenlet 1.1 does not compile there): the
+	// newest one accept allows that came out before it, when a base has
+	// one; nil when b is not after the bound or there is none.
+	before := func(b *BasePython, accept func(string) bool) *BasePython {
+		if flag != "" || releasedBefore(b.Python, bound) {
+			return nil
+		}
+		return pick(func(v string) bool { return accept(v) && releasedBefore(v, bound) }, false)
+	}
+	day := bound[:min(len(bound), 10)]
 	if b := pick(ok, false); b != nil {
-		// A Python that came out after the commit's date bound is one
-		// its dependencies of that date may not build for (SQLAlchemy's
-		// of June 2022 lists 3.11, whose greenlet 1.1 does not
-		// compile there): the newest listed one out before it, when a
-		// base has one.
-		if flag == "" && !releasedBefore(b.Python, bound) {
-			if early := pick(func(v string) bool { return ok(v) && releasedBefore(v, bound) }, false); early != nil {
-				prov.Base = early.Ref
-				prov.Note = fmt.Sprintf("Python %s came out after the commit's date bound (%s); the newest allowed one before it", majorMinor(b.Python), bound[:min(len(bound), 10)])
-				return pythonChoice{Base: early, Prov: prov}, nil
-			}
+		if early := before(b, ok); early != nil {
+			prov.Base = early.Ref
+			prov.Note = fmt.Sprintf("Python %s came out after the commit's date bound (%s); the newest allowed one before it", majorMinor(b.Python), day)
+			return pythonChoice{Base: early, Prov: prov}, nil
 		}
 		prov.Base = b.Ref
 		return pythonChoice{Base: b, Prov: prov}, nil
@@ -113,15 +118,12 @@ func choosePython(need pythonNeed, flag, host string, portable bool, bases []Bas
 	if floor != "" || flag != "" {
 		if b := pick(newer, true); b != nil && (flag == "" || specAllows(need.Spec, b.Python)) {
 			// The date rule holds here too: SQLAlchemy's CI of June 2022
-			// lists 3.10 alone; the nearest newer base, 3.11, came out
-			// after the commit and its greenlet of then does not compile
-			// there; the newest allowed Python out before the date does.
-			if flag == "" && !releasedBefore(b.Python, bound) {
-				if early := pick(func(v string) bool { return specAllows(need.Spec, v) && releasedBefore(v, bound) }, false); early != nil {
-					prov.Base = early.Ref
-					prov.Note = fmt.Sprintf("no base offers Python %s; the nearest newer one, %s, came out after the commit's date bound (%s); the newest allowed one before it", floor, majorMinor(b.Python), bound[:min(len(bound), 10)])
-					return pythonChoice{Base: early, Prov: prov}, nil
-				}
+			// lists 3.10 alone, and the nearest newer base, 3.11, came
+			// out after the commit.
+			if early := before(b, func(v string) bool { return specAllows(need.Spec, v) }); early != nil {
+				prov.Base = early.Ref
+				prov.Note = fmt.Sprintf("no base offers Python %s; the nearest newer one, %s, came out after the commit's date bound (%s); the newest allowed one before it", floor, majorMinor(b.Python), day)
+				return pythonChoice{Base: early, Prov: prov}, nil
 			}
 			prov.Base = b.Ref
 			prov.Note = fmt.Sprintf("no base offers Python %s; the nearest newer one the project allows", floor)

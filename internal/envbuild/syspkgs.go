@@ -144,17 +144,11 @@ var sysRE = sync.OnceValue(func() (r struct {
 func systemNeed(out string) *SystemNeed {
 	var need SystemNeed
 	add := func(line string, pkgs ...string) {
-		if need.Evidence == "" {
-			need.Evidence = strings.TrimSpace(line)
-			if len(need.Evidence) > 200 {
-				need.Evidence = need.Evidence[:200] + "..."
-			}
+		line = strings.TrimSpace(line)
+		if len(line) > 200 {
+			line = line[:200] + "..."
 		}
-		for _, p := range pkgs {
-			if !slices.Contains(need.Packages, p) {
-				need.Packages = append(need.Packages, p)
-			}
-		}
+		need.add(line, pkgs...)
 	}
 	re := sysRE()
 	for _, line := range strings.Split(out, "\n") {
@@ -185,8 +179,21 @@ func systemNeed(out string) *SystemNeed {
 	if len(need.Packages) == 0 {
 		return nil
 	}
-	slices.Sort(need.Packages)
 	return &need
+}
+
+// add records pkgs (kept sorted, each once) and, if n has none yet, the
+// evidence.
+func (n *SystemNeed) add(evidence string, pkgs ...string) {
+	if n.Evidence == "" {
+		n.Evidence = evidence
+	}
+	for _, p := range pkgs {
+		if !slices.Contains(n.Packages, p) {
+			n.Packages = append(n.Packages, p)
+		}
+	}
+	slices.Sort(n.Packages)
 }
 
 // headerPackage is the Debian package of a header path, or "".
@@ -201,9 +208,12 @@ func headerPackage(h string) string {
 }
 
 // without is need's packages that have is missing.
-func (n *SystemNeed) without(have []string) []string {
+func (n *SystemNeed) without(have []string) []string { return missing(n.Packages, have) }
+
+// missing is what of want have lacks.
+func missing(want, have []string) []string {
 	var out []string
-	for _, p := range n.Packages {
+	for _, p := range want {
 		if !slices.Contains(have, p) {
 			out = append(out, p)
 		}
@@ -263,7 +273,7 @@ func builtOnDerived(store *env.Store, opts Options, in idInputs, r Recipe) *env.
 	}
 	on := opts.onBase
 	for _, b := range opts.Bases {
-		if b.Root == on.Root || b.Python != on.Python || len(b.Packages) <= len(on.Packages) || len((&SystemNeed{Packages: on.Packages}).without(b.Packages)) > 0 {
+		if b.Root == on.Root || b.Python != on.Python || len(b.Packages) <= len(on.Packages) || len(missing(on.Packages, b.Packages)) > 0 {
 			continue
 		}
 		in.base = b.Root
