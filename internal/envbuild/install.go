@@ -282,7 +282,11 @@ type pipPlan struct {
 
 // pythonFlags are Python's options that take no argument, which may come
 // before -m and join it (aiohttp's CI runs python -Im pip install).
-var pythonFlags = lazyre.New(`^-[IEsSuBOqbd]*m?$`)
+var pythonFlags = lazyre.New(`^-[` + pythonFlagChars + `]*m?$`)
+
+// pythonFlagChars are those options' letters, which the shell's python
+// function (pipFunc) matches the same way.
+const pythonFlagChars = "IEsSuBOqbd"
 
 // pipModule is the index of the word after "python [FLAGS] -m pip", or 0
 // when words do not run pip's module.

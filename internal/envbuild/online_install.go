@@ -52,8 +52,8 @@ func (in *installer) pipFunc() string {
 		env.VenvRoot + `/bin/python ` + toolsPipMain + ` "$@"; }; pip3() { pip "$@"; }; ` +
 		// python's flags may come before -m and join it (python -Im pip).
 		`_cwm_python() { local py=$1 n=0 a; shift; for a in "$@"; do n=$((n+1)); case $a in ` +
-		`-m|-[IEsSuBOqbd]*m) if [ "${@:n+1:1}" = pip ] || [ "${@:n+1:1}" = pip3 ]; then shift $((n+1)); pip "$@"; return; fi; break ;; ` +
-		`-[IEsSuBOqbd]*) ;; *) break ;; esac; done; command "$py" "$@"; }; ` +
+		`-m|-[` + pythonFlagChars + `]*m) if [ "${@:n+1:1}" = pip ] || [ "${@:n+1:1}" = pip3 ]; then shift $((n+1)); pip "$@"; return; fi; break ;; ` +
+		`-[` + pythonFlagChars + `]*) ;; *) break ;; esac; done; command "$py" "$@"; }; ` +
 		`python() { _cwm_python python "$@"; }; python3() { _cwm_python python3 "$@"; }; `
 }
 
