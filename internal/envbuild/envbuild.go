@@ -497,6 +497,9 @@ func install(ctx context.Context, s *sandbox.Sandbox, e *env.Env, r Recipe, repo
 	first := venvStep
 	if e.Mode != env.ModeOffline {
 		first = venvStepOnline
+		// Offline, a tooling package comes from the base or not at all:
+		// the dependency check's hint names it.
+		in.pytestImports = pytestImports(repo)
 	}
 	steps := append([]env.Step{first}, r.Install...)
 	for i := range steps {

@@ -76,6 +76,9 @@ type installer struct {
 	// sysNeed is what failed steps said the build lacks from the system
 	// (failHint), for a build on a base that has it.
 	sysNeed *SystemNeed
+	// pytestImports are the modules the repository's pytest configuration
+	// imports: tooling among them is installed (keepTooling).
+	pytestImports map[string]bool
 }
 
 // run runs one step and records how it went in st.
@@ -139,9 +142,9 @@ func (in *installer) run(ctx context.Context, st *env.Step) error {
 		dir, vars, words, ok := simpleCommand(cmds)
 		if ok {
 			if plan, ok := parsePip(words, filepath.Join(in.repo, dir)); ok {
-				if isToxDeps(st) {
-					plan.keepEnvTooling()
-				}
+				plan.keepTooling(func(name string) bool {
+					return isToxDeps(st) && envTooling[name] || importedTooling(name, in.pytestImports)
+				})
 				return in.runPip(ctx, st, plan, dir, vars)
 			}
 			if reason := unsupported(words); reason != "" {
@@ -450,13 +453,14 @@ func (p *pipPlan) addTarget(t string) {
 	p.reqs = append(p.reqs, t)
 }
 
-// keepEnvTooling puts back the requirements of envTooling (setuptools,
-// wheel) that add dropped as tooling: a tox environment's deps that name
-// them are its tests' (lxml's make test runs setup.py).
-func (p *pipPlan) keepEnvTooling() {
+// keepTooling puts back the requirements that add dropped as tooling and
+// keep says are the step's to install: a tox environment's deps that name
+// setuptools or wheel (lxml's make test runs setup.py), a package the
+// repository's pytest configuration imports (pytestImports).
+func (p *pipPlan) keepTooling(keep func(name string) bool) {
 	var rest []string
 	for _, d := range p.dropped {
-		if !strings.HasPrefix(d, "-") && envTooling[env.RequirementName(d)] {
+		if !strings.HasPrefix(d, "-") && keep(env.RequirementName(d)) {
 			p.reqs = append(p.reqs, d)
 		} else {
 			rest = append(rest, d)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -355,5 +356,38 @@ class TestDep(unittest.TestCase):
 	e := mustBuild(t, opts)
 	if !e.Usable || e.Counts.Pass != 1 {
 		t.Errorf("Build(a dependency that warns, tests that make warnings errors) = usable %v, %+v (%s); want its test passing", e.Usable, e.Counts, e.Reason)
+	}
+}
+
+// TestOnlineConfigTooling: coverage, which builds leave out as tooling,
+// is installed where the repository's pytest configuration imports it (a
+// filterwarnings category in coverage; aiohttp's "Failed to import filter
+// module 'coverage'" otherwise), and left out where it does not. Stand-in
+// wheels: the steps and the lock are what is checked.
+func TestOnlineConfigTooling(t *testing.T) {
+	house, _ := writeWheels(t, indextest.Wheel{Name: "pytest", Version: "8.0"},
+		indextest.Wheel{Name: "coverage", Version: "7.0", Module: "class CoverageWarning(Warning):\n    pass\n"})
+	for _, tt := range []struct {
+		cfg  string
+		want []string
+	}{
+		{"[tool:pytest]\nfilterwarnings =\n    error\n    ignore:Couldn't import C tracer:coverage.CoverageWarning\n", []string{"coverage", "pytest"}},
+		{"[tool:pytest]\nfilterwarnings =\n    error\n    ignore::DeprecationWarning:coverage\n", []string{"pytest"}},
+	} {
+		opts := onlineOpts(t, writeTree(t, map[string]string{
+			"setup.cfg":        tt.cfg,
+			"requirements.txt": "coverage\n",
+			"test_core.py":     "def test_one():\n    assert True\n",
+		}))
+		opts.Wheelhouse = house
+		e := mustBuild(t, opts)
+		var got []string
+		for _, p := range e.Lock {
+			got = append(got, p.Name)
+		}
+		sort.Strings(got)
+		if strings.Join(got, " ") != strings.Join(tt.want, " ") {
+			t.Errorf("Build(%q) locked %v, want %v; steps %+v", tt.cfg, got, tt.want, e.Install)
+		}
 	}
 }

@@ -196,10 +196,10 @@ func TestKeepEnvTooling(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := parsePip(cmds[0], t.TempDir())
-	p.keepEnvTooling()
+	p.keepTooling(func(n string) bool { return envTooling[n] })
 	want := pipPlan{reqs: []string{"html5lib", "setuptools;python_version >= '3.12'", "wheel"}, dropped: []string{"-U", "tox-uv"}}
 	if diff := cmp.Diff(want, p, cmp.AllowUnexported(pipPlan{}), cmpopts.EquateEmpty()); diff != "" {
-		t.Errorf("keepEnvTooling mismatch (-want +got):\n%s", diff)
+		t.Errorf("keepTooling mismatch (-want +got):\n%s", diff)
 	}
 	for prov, want := range map[string]bool{
 		"tox.ini [testenv] deps":                                 true,
