@@ -224,3 +224,76 @@ func TestPruneKeepsUV(t *testing.T) {
 		t.Errorf("PruneWheelCache kept a file no lock names (%v)", err)
 	}
 }
+
+// TestOnlineUVRustMember: a uv workspace whose member is built with Rust
+// (maturin) and which the project pins (rpds-py==0.18.0, a real release),
+// synced where the base has no Rust toolchain: the sync fails for the
+// member (maturin: "Do you have cargo in your PATH"), and cwm syncs again
+// without it and installs the pinned release from the index, saying so on
+// the step; the tests import the release.
+func TestOnlineUVRustMember(t *testing.T) {
+	policy := realIndexPolicy(t)
+	opts := onlineOpts(t, writeTree(t, map[string]string{
+		"pyproject.toml": `[project]
+name = "app"
+version = "0.1.0"
+requires-python = ">=3.9"
+dependencies = ["rpds-py==0.18.0"]
+
+[tool.uv]
+package = false
+
+[tool.uv.sources]
+rpds-py = { workspace = true }
+
+[tool.uv.workspace]
+members = ["core"]
+`,
+		"core/pyproject.toml": `[build-system]
+requires = ["maturin>=1,<2"]
+build-backend = "maturin"
+
+[project]
+name = "rpds-py"
+version = "0.18.0"
+`,
+		"core/Cargo.toml": "[package]\nname = \"rpds\"\nversion = \"0.18.0\"\nedition = \"2021\"\n\n[lib]\ncrate-type = [\"cdylib\"]\n",
+		"core/src/lib.rs":  "",
+		".github/workflows/ci.yml": `
+jobs:
+  test:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: astral-sh/setup-uv@v5
+      - run: uv sync
+      - run: uv run python -m unittest -v
+`,
+		"test_dep.py": `import importlib.metadata
+import unittest
+
+import rpds
+
+
+class TestDep(unittest.TestCase):
+    def test_release(self):
+        self.assertEqual(importlib.metadata.version("rpds-py"), "0.18.0")
+        self.assertEqual(len(rpds.HashTrieMap({1: 2})), 1)
+`,
+	}))
+	opts.Mode, opts.Egress, opts.ExcludeNewer = env.ModeOnline, policy, "2024-06-01"
+	e := mustBuild(t, opts)
+	sync := e.Install[1]
+	if !e.Usable || sync.Status != "ok" || !strings.Contains(sync.Run, " --no-install-package rpds-py && ") ||
+		!strings.Contains(sync.Note, "the workspace member rpds-py (core) needs Rust (\"Do you have cargo in your PATH\")") ||
+		!strings.Contains(sync.Note, "installed the release the project pins (rpds-py==0.18.0) from the index instead") {
+		t.Fatalf("Build(a Rust workspace member, no Rust) = usable %v (%s), step %+v; want usable, synced without the member, its pinned release installed\n%s",
+			e.Usable, e.Reason, sync, readFile(t, e.File(env.BuildLog)))
+	}
+	found := false
+	for _, p := range e.Lock {
+		found = found || p.Name == "rpds-py" && p.Version == "0.18.0" && strings.HasSuffix(p.URL, ".whl")
+	}
+	if !found {
+		t.Errorf("lock = %+v, want rpds-py 0.18.0's wheel", e.Lock)
+	}
+}

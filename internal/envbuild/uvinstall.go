@@ -254,6 +254,13 @@ func (in *installer) runUV(ctx context.Context, st *env.Step) error {
 	st.Status, st.Note = "ok", fmt.Sprintf("with uv %s (from %s)", uvVersion, in.uv.from)
 	if !res.Success() {
 		out := string(res.Stdout) + "\n" + string(res.Stderr)
+		ok, err := in.syncWithoutRust(ctx, st, line, dir, out)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return in.readUVLock(ctx)
+		}
 		st.Status, st.Note = "failed", fmt.Sprintf("uv %s: %s: %s; %s", uvVersion, res.Describe(), firstError(out), in.failHint(out))
 		return nil
 	}

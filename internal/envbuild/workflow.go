@@ -38,6 +38,14 @@ func (st workflowStep) checksOutOther() bool {
 	return r != "" && !strings.Contains(r, "github.repository")
 }
 
+// downloadsArtifact reports whether a step downloads another job's
+// artifacts (actions/download-artifact): a job that does installs and tests
+// what that job built (pydantic's core-test-builds-os installs the wheels
+// of its core-build job from dist/), which a checkout alone does not have.
+func (st workflowStep) downloadsArtifact() bool {
+	return strings.HasPrefix(st.Uses, "actions/download-artifact")
+}
+
 type workflowJob struct {
 	Steps    []workflowStep `yaml:"steps"`
 	Defaults struct {
@@ -127,7 +135,7 @@ func chooseWorkflowJob(repo, python string) (*workflowJobChoice, error) {
 				if strings.Contains(st.Uses, "setup-python") {
 					c.score += 2
 				}
-				other = other || st.checksOutOther()
+				other = other || st.checksOutOther() || st.downloadsArtifact()
 				if st.Run == "" {
 					continue
 				}

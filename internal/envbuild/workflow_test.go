@@ -288,6 +288,29 @@ jobs:
       - run: pytest -v
 `},
 			[]string{"pip install -e .[dev] <- .github/workflows/tests.yaml: job tests, step #3"}, "pytest -v <- .github/workflows/tests.yaml: job tests, step #4"},
+		// pydantic: a job that installs the wheels another job built
+		// (downloaded into dist/) loses to the one that builds its own.
+		{"another job's artifacts", map[string]string{
+			"pyproject.toml": project,
+			".github/workflows/ci.yml": `
+on: [push, pull_request]
+jobs:
+  core-test-builds-os:
+    steps:
+      - uses: actions/checkout@v6
+      - uses: actions/setup-python@v6
+      - uses: actions/download-artifact@v8
+        with:
+          path: dist
+      - run: pip install x --no-index --find-links dist
+      - run: pytest tests/core
+  test:
+    steps:
+      - uses: actions/checkout@v6
+      - run: pip install -e .[dev]
+      - run: pytest -v
+`},
+			[]string{"pip install -e .[dev] <- .github/workflows/ci.yml: job test, step #2"}, "pytest -v <- .github/workflows/ci.yml: job test, step #3"},
 		// sphinx's of 2022: a lint workflow whose matrix runs linters
 		// through tox, first by file name, is not the tests.
 		{"a lint workflow", map[string]string{
