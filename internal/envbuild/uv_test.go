@@ -258,7 +258,7 @@ name = "rpds-py"
 version = "0.18.0"
 `,
 		"core/Cargo.toml": "[package]\nname = \"rpds\"\nversion = \"0.18.0\"\nedition = \"2021\"\n\n[lib]\ncrate-type = [\"cdylib\"]\n",
-		"core/src/lib.rs":  "",
+		"core/src/lib.rs": "",
 		".github/workflows/ci.yml": `
 jobs:
   test:

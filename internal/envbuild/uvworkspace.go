@@ -16,8 +16,10 @@ import (
 )
 
 // rustMissing matches what a Rust extension's build backend says when the
-// base has no Rust toolchain: maturin's and setuptools-rust's words.
-var rustMissing = lazyre.New(`Do you have cargo in your PATH|can't find Rust compiler|Cargo, the Rust package manager, is not installed`)
+// base has no Rust toolchain: maturin's and setuptools-rust's words, and
+// maturin's bootstrap (puccinialin), which fetches rustup from a host the
+// relay does not allow.
+var rustMissing = lazyre.New(`Do you have cargo in your PATH|can't find Rust compiler|Cargo, the Rust package manager, is not installed|Rust not found, installing into a temporary directory`)
 
 // pinnedRustMember is a uv workspace member built with Rust that the
 // project's own dependencies pin to one release (pydantic's pydantic-core,

@@ -46,6 +46,17 @@ func (st workflowStep) downloadsArtifact() bool {
 	return strings.HasPrefix(st.Uses, "actions/download-artifact")
 }
 
+// otherToolchain reports whether a step sets up another language's
+// toolchain (Rust, Node.js, Go, Java): a job that does builds or tests
+// that language's part of the project (pydantic's core-test-os runs cargo
+// test and the Rust core's Python tests), which a Python base lacks; of two
+// jobs that test, the one that needs only Python wins.
+func (st workflowStep) otherToolchain() bool {
+	return otherToolchainAction().MatchString(st.Uses)
+}
+
+var otherToolchainAction = lazyre.New(`^(dtolnay/rust-toolchain|actions-rs/toolchain|actions-rust-lang/setup-rust-toolchain|actions/setup-node|actions/setup-go|actions/setup-java)@`)
+
 type workflowJob struct {
 	Steps    []workflowStep `yaml:"steps"`
 	Defaults struct {
@@ -130,12 +141,13 @@ func chooseWorkflowJob(repo, python string) (*workflowJobChoice, error) {
 				continue
 			}
 			c := candidate{file: rel, job: name, pythons: matrixPythons(&job.Strategy.Matrix)}
-			other := false
+			other, toolchain := false, false
 			for si, st := range job.Steps {
 				if strings.Contains(st.Uses, "setup-python") {
 					c.score += 2
 				}
 				other = other || st.checksOutOther() || st.downloadsArtifact()
+				toolchain = toolchain || st.otherToolchain()
 				if st.Run == "" {
 					continue
 				}
@@ -212,6 +224,9 @@ func chooseWorkflowJob(repo, python string) (*workflowJobChoice, error) {
 				}
 				if other {
 					c.score -= 3
+				}
+				if toolchain {
+					c.score--
 				}
 			}
 			if len(c.tests) > 0 && c.score >= 3 && (best == nil || c.score > best.score) {

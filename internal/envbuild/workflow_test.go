@@ -311,6 +311,31 @@ jobs:
       - run: pytest -v
 `},
 			[]string{"pip install -e .[dev] <- .github/workflows/ci.yml: job test, step #2"}, "pytest -v <- .github/workflows/ci.yml: job test, step #3"},
+		// pydantic: a job that sets up Rust to test the Rust core (first
+		// in the file) loses to the one that tests the Python package.
+		{"another language's toolchain", map[string]string{
+			"pyproject.toml": project,
+			".github/workflows/ci.yml": `
+on: [push, pull_request]
+jobs:
+  core-test-os:
+    steps:
+      - uses: actions/checkout@v6
+      - uses: dtolnay/rust-toolchain@fa04a1451ff1842e2626ccb99004d0195b455a88
+      - uses: astral-sh/setup-uv@v7
+      - run: uv sync --all-packages --group testing-extra
+      - run: uv run pytest tests/core
+      - run: cargo test
+        working-directory: core
+  test:
+    steps:
+      - uses: actions/checkout@v6
+      - uses: astral-sh/setup-uv@v7
+      - run: uv sync --all-packages --group testing-extra --all-extras
+      - run: uv run pytest
+`},
+			[]string{"uv sync --all-packages --group testing-extra --all-extras <- .github/workflows/ci.yml: job test, step #3", "uv sync --inexact <- .github/workflows/ci.yml: job test, step #4"},
+			"pytest <- .github/workflows/ci.yml: job test, step #4 (uv run unwrapped: the venv is uv's project environment)"},
 		// sphinx's of 2022: a lint workflow whose matrix runs linters
 		// through tox, first by file name, is not the tests.
 		{"a lint workflow", map[string]string{
