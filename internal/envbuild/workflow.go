@@ -313,7 +313,7 @@ func matrixPythons(n *yaml.Node) []string {
 // So do jobs that run the project elsewhere (primer runs of other
 // projects, Pyodide or Emscripten builds, docker images), lint it or
 // type-check it.
-var offTopic = lazyre.New(`(?i)nightly|downstream|flask|lint|integration|publish|release|deploy|docs?\b|bench|wheel|cron|schedule|primer|pyodide|emscripten|wasm|docker|mypy|pyright|typ(e|ing)[-_ ]?check`)
+var offTopic = lazyre.New(`(?i)nightly|downstream|flask|lint|integration|publish|release|deploy|docs?\b|bench|memray|profil|wheel|cron|schedule|primer|pyodide|emscripten|wasm|docker|mypy|pyright|typ(e|ing)[-_ ]?check`)
 
 // doctestJob says whether a job runs the doctests alone (dask's ignores
 // every test file): not the suite, whatever else it scores.

@@ -312,7 +312,8 @@ jobs:
 `},
 			[]string{"pip install -e .[dev] <- .github/workflows/ci.yml: job test, step #2"}, "pytest -v <- .github/workflows/ci.yml: job test, step #3"},
 		// pydantic: a job that sets up Rust to test the Rust core (first
-		// in the file) loses to the one that tests the Python package.
+		// in the file) and one that profiles memory (memray) lose to the
+		// one that tests the Python package.
 		{"another language's toolchain", map[string]string{
 			"pyproject.toml": project,
 			".github/workflows/ci.yml": `
@@ -327,6 +328,12 @@ jobs:
       - run: uv run pytest tests/core
       - run: cargo test
         working-directory: core
+  test-memray:
+    steps:
+      - uses: actions/checkout@v6
+      - uses: astral-sh/setup-uv@v7
+      - run: uv sync --all-packages --group testing-extra
+      - run: uv run pytest --ignore=tests/mypy/ --memray
   test:
     steps:
       - uses: actions/checkout@v6
