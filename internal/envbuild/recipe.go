@@ -73,8 +73,9 @@ func detectRecipe(repo string, flagInstall []string, flagTest, python string, ha
 		// Installing tox or nox themselves is tooling: their own recipe
 		// says what they install.
 		var kept []env.Step
+		imports := pytestImports(repo)
 		for _, s := range wfInstall {
-			if !onlyTooling(s.Command) {
+			if !onlyTooling(s.Command, imports) {
 				kept = append(kept, s)
 			}
 		}
@@ -304,8 +305,10 @@ func isTooling(name string) bool {
 	return strings.HasSuffix(name, "-stubs")
 }
 
-// onlyTooling reports whether a pip command installs nothing but tooling.
-func onlyTooling(line string) bool {
+// onlyTooling reports whether a pip command installs nothing but tooling,
+// leaving out tooling that provides one of the modules the repository's
+// pytest configuration imports (pytestImports).
+func onlyTooling(line string, imports map[string]bool) bool {
 	words := strings.Fields(line)
 	if cmds, complex, err := testrun.Words(line); err == nil && !complex && len(cmds) == 1 {
 		words = cmds[0] // quoted requirements with markers are one word
@@ -332,7 +335,7 @@ func onlyTooling(line string) bool {
 			return false
 		}
 		names++
-		if !isTooling(env.RequirementName(w)) {
+		if n := env.RequirementName(w); !isTooling(n) || importedTooling(n, imports) {
 			return false
 		}
 	}
@@ -526,7 +529,7 @@ func readNox(repo string) *runnerRecipe {
 		line := strings.Join(args, " ")
 		switch {
 		case kind == "install":
-			if !onlyTooling("pip install " + line) {
+			if !onlyTooling("pip install "+line, pytestImports(repo)) {
 				r.install = append(r.install, env.Step{Command: "pip install " + line, Provenance: "noxfile.py session.install"})
 			}
 		case r.test.Command == "" && classify(line) == kindTest:

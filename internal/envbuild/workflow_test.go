@@ -311,6 +311,22 @@ jobs:
       - run: pytest -v
 `},
 			[]string{"pip install -e .[dev] <- .github/workflows/ci.yml: job test, step #2"}, "pytest -v <- .github/workflows/ci.yml: job test, step #3"},
+		// aiohttp: a step that installs only tooling counts where the
+		// pytest configuration imports it (a filterwarnings category in
+		// coverage), and is dropped where it does not.
+		{"tooling the pytest configuration imports", map[string]string{
+			"pyproject.toml": project,
+			"setup.cfg":      "[tool:pytest]\nfilterwarnings =\n    error\n    ignore:Couldn't import C tracer:coverage.exceptions.CoverageWarning\n",
+			".github/workflows/ci.yml": `
+jobs:
+  test:
+    steps:
+      - run: pip install coverage
+      - run: pip install tox
+      - run: pip install -e .
+      - run: pytest
+`},
+			[]string{"pip install coverage <- .github/workflows/ci.yml: job test, step #1", "pip install -e . <- .github/workflows/ci.yml: job test, step #3"}, "pytest <- .github/workflows/ci.yml: job test, step #4"},
 		// pydantic: a job that sets up Rust to test the Rust core (first
 		// in the file) and one that profiles memory (memray) lose to the
 		// one that tests the Python package.
