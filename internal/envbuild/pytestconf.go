@@ -1,11 +1,8 @@
 package envbuild
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/BurntSushi/toml"
 )
 
 // pytestImports are the top-level modules a repository's pytest
@@ -40,18 +37,7 @@ func pytestImports(repo string) map[string]bool {
 		}
 		add(strings.Split(sec["filterwarnings"], "\n"), []string{sec["addopts"]})
 	}
-	data, err := os.ReadFile(filepath.Join(repo, "pyproject.toml"))
-	if err != nil {
-		return out
-	}
-	var pp struct {
-		Tool struct {
-			Pytest map[string]any `toml:"pytest"`
-		} `toml:"tool"`
-	}
-	if toml.Unmarshal(data, &pp) != nil {
-		return out
-	}
+	pp := readPyproject(repo)
 	tables := []map[string]any{pp.Tool.Pytest}
 	if io, ok := pp.Tool.Pytest["ini_options"].(map[string]any); ok {
 		tables = append(tables, io)

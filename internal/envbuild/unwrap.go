@@ -255,6 +255,16 @@ type pyproject struct {
 				} `toml:"hooks"`
 			} `toml:"build"`
 		} `toml:"hatch"`
+		// UV is uv's workspace and sources (uvworkspace.go).
+		UV struct {
+			Sources   map[string]map[string]any `toml:"sources"`
+			Workspace struct {
+				Members []string `toml:"members"`
+			} `toml:"workspace"`
+		} `toml:"uv"`
+		// Pytest is [tool.pytest] (pytest 9's native table) with
+		// [tool.pytest.ini_options] inside it (pytestconf.go).
+		Pytest        map[string]any `toml:"pytest"`
 		SetuptoolsScm struct {
 			WriteTo     string `toml:"write_to"`
 			VersionFile string `toml:"version_file"`

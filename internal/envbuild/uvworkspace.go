@@ -3,12 +3,9 @@ package envbuild
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-
-	"github.com/BurntSushi/toml"
 
 	"cwm/internal/env"
 	"cwm/internal/lazyre"
@@ -35,26 +32,7 @@ type pinnedRustMember struct {
 // whose [build-system] is maturin or setuptools-rust, and which
 // [project].dependencies pins with ==.
 func pinnedRustMembers(project string) []pinnedRustMember {
-	data, err := os.ReadFile(filepath.Join(project, "pyproject.toml"))
-	if err != nil {
-		return nil
-	}
-	var pp struct {
-		Project struct {
-			Dependencies []string `toml:"dependencies"`
-		} `toml:"project"`
-		Tool struct {
-			UV struct {
-				Sources   map[string]map[string]any `toml:"sources"`
-				Workspace struct {
-					Members []string `toml:"members"`
-				} `toml:"workspace"`
-			} `toml:"uv"`
-		} `toml:"tool"`
-	}
-	if toml.Unmarshal(data, &pp) != nil {
-		return nil
-	}
+	pp := readPyproject(project)
 	pins := map[string]string{}
 	for _, d := range pp.Project.Dependencies {
 		if strings.Contains(strings.SplitN(d, ";", 2)[0], "==") {
