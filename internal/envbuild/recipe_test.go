@@ -314,21 +314,21 @@ func TestReadTox(t *testing.T) {
 			"tox.ini": "[tox]\nenvlist = py311, lint\n\n[testenv]\ndeps =\n    pytest\n    -rrequirements.txt\n\n" +
 				"[testenv:lint]\nskip_install = true\ndeps = ruff\ncommands = ruff check .\n\n" +
 				"[testenv:py311]\ncommands =\n    - python -m pytest {posargs:tests} --tb=short\n",
-		}, []string{"pip install -e . <- tox.ini [testenv:py311] (the package)", "pip install pytest -rrequirements.txt <- tox.ini [testenv:py311] deps"},
+		}, []string{"pip install pytest -rrequirements.txt <- tox.ini [testenv:py311] deps", "pip install -e . <- tox.ini [testenv:py311] (the package)"},
 			"python -m pytest tests --tb=short <- tox.ini [testenv:py311] commands"},
 		{"requirement files and groups", map[string]string{
 			"pyproject.toml": "[project]\nname = \"x\"\nversion = \"1\"\n\n[dependency-groups]\ntest = [\"attrs\", \"pytest>=7\"]\ntyping = [\"mypy\"]\n",
 			"tox.ini": "[tox]\nenvlist = py311\n\n[testenv]\ndeps =\n    -r requirements/test.txt\n    -c constraints.txt\n" +
 				"dependency_groups =\n    py39: test\n    py310: test\n    py311: test\n    py312: test\n    type: typing\n" +
 				"commands = pytest tests\n",
-		}, []string{"pip install -e . <- tox.ini [testenv] (the package)",
-			"pip install -r requirements/test.txt -c constraints.txt attrs 'pytest>=7' <- tox.ini [testenv] deps"},
+		}, []string{"pip install -r requirements/test.txt -c constraints.txt attrs 'pytest>=7' <- tox.ini [testenv] deps",
+			"pip install -e . <- tox.ini [testenv] (the package)"},
 			"pytest tests <- tox.ini [testenv] commands"},
 		// lxml's: setuptools in deps stays, its tests run setup.py.
 		{"setuptools in deps", map[string]string{
 			"setup.py": "from setuptools import setup\nsetup(name='x')\n",
 			"tox.ini":  "[testenv]\ndeps =\n    html5lib\n    setuptools;python_version >= '3.12'\n    tox-uv\ncommands =\n    pytest\n",
-		}, []string{"pip install -e . <- tox.ini [testenv] (the package)", `pip install html5lib 'setuptools;python_version >= '\''3.12'\''' <- tox.ini [testenv] deps`},
+		}, []string{`pip install html5lib 'setuptools;python_version >= '\''3.12'\''' <- tox.ini [testenv] deps`, "pip install -e . <- tox.ini [testenv] (the package)"},
 			"pytest <- tox.ini [testenv] commands"},
 		// black's: the package installed by a command before the tests.
 		{"install commands", map[string]string{
@@ -344,7 +344,7 @@ func TestReadTox(t *testing.T) {
 			"setup.py": "from setuptools import setup\nsetup(name='x')\n",
 			"tox.ini": "[test-requirements]\ndeps =\n    pytest\n    testfixtures\n\n[testenv]\ndeps =\n    {[test-requirements]deps}\n    mypy: mypy\n" +
 				"commands = {[base]commands} {posargs}\n\n[base]\ncommands = pytest -q {[nowhere]thing}tests\n\n[testenv:extra]\ndeps =\n    {[testenv]deps}\n    Pillow\n",
-		}, []string{"pip install -e . <- tox.ini [testenv] (the package)", "pip install pytest testfixtures <- tox.ini [testenv] deps"},
+		}, []string{"pip install pytest testfixtures <- tox.ini [testenv] deps", "pip install -e . <- tox.ini [testenv] (the package)"},
 			"pytest -q tests <- tox.ini [testenv] commands"},
 		// conan's of 2022: an inline comment after the command, and tox
 		// 3's [] for the positional arguments.
@@ -352,7 +352,7 @@ func TestReadTox(t *testing.T) {
 			"setup.py": "from setuptools import setup\nsetup(name='x')\n",
 			"tox.ini": "[tox]\n\n[testenv]\ndeps = -rconans/requirements_dev.txt\n" +
 				"commands = pytest -m \"not slow and not tool_svn\" [] # substitute with tox' positional arguments\n",
-		}, []string{"pip install -e . <- tox.ini [testenv] (the package)", "pip install -rconans/requirements_dev.txt <- tox.ini [testenv] deps"},
+		}, []string{"pip install -rconans/requirements_dev.txt <- tox.ini [testenv] deps", "pip install -e . <- tox.ini [testenv] (the package)"},
 			"pytest -m \"not slow and not tool_svn\" <- tox.ini [testenv] commands"},
 	}
 	for _, c := range cases {

@@ -105,6 +105,10 @@ func readToxEnv(repo, name string) *runnerRecipe {
 				break
 			}
 		}
+		// tox installs an environment's deps, then the package: a package
+		// built in the venv by the pip of its day (lxml 2022's setup.py)
+		// finds Cython and the like that deps name.
+		var pkg *env.Step
 		skip := isTrue(get(sec, "skip_install")) || isTrue(cfg["tox"]["skipsdist"]) || strings.TrimSpace(get(sec, "package")) == "skip"
 		if !skip && hasProjectMetadata(repo) {
 			target := "."
@@ -121,7 +125,7 @@ func readToxEnv(repo, name string) *runnerRecipe {
 			if len(ex) > 0 {
 				target = ".[" + strings.Join(ex, ",") + "]"
 			}
-			s.install = append(s.install, env.Step{Command: "pip install -e " + quoteArg(target), Provenance: prov + " (the package)"})
+			pkg = &env.Step{Command: "pip install -e " + quoteArg(target), Provenance: prov + " (the package)"}
 		}
 		var deps []string
 		for _, d := range strings.Split(get(sec, "deps"), "\n") {
@@ -166,6 +170,9 @@ func readToxEnv(repo, name string) *runnerRecipe {
 		}
 		if len(deps) > 0 {
 			s.install = append(s.install, env.Step{Command: "pip install " + strings.Join(deps, " "), Provenance: prov + " deps"})
+		}
+		if pkg != nil {
+			s.install = append(s.install, *pkg)
 		}
 		if s.test.Command != "" {
 			s.install = append(s.install, pre...)

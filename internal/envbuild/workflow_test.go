@@ -101,7 +101,7 @@ jobs:
         with: {python-version: "${{ matrix.python }}"}
       - run: uvx --with tox-uv tox -e ${{ matrix.tox }}
 `},
-			[]string{"pip install -e . <- tox.ini [testenv] (the package)", "pip install -rrequirements-test.txt <- tox.ini [testenv] deps"},
+			[]string{"pip install -rrequirements-test.txt <- tox.ini [testenv] deps", "pip install -e . <- tox.ini [testenv] (the package)"},
 			"pytest <- .github/workflows/tests.yaml: job tests, step #2 -> tox.ini [testenv] commands"},
 		{"a Windows job named for tests is not the recipe", map[string]string{
 			"pyproject.toml": project,
@@ -176,7 +176,7 @@ jobs:
       - run: uv run --locked tox run -e ${{ matrix.tox || format('py{0}', matrix.python) }} -- ${{ inputs.extra }}
 `},
 			[]string{"uv sync --inexact --locked <- .github/workflows/tests.yaml: job tests, step #2",
-				"pip install -e . <- pyproject.toml [tool.tox] [testenv] (the package)", "pip install pytest <- pyproject.toml [tool.tox] [testenv] deps"},
+				"pip install pytest <- pyproject.toml [tool.tox] [testenv] deps", "pip install -e . <- pyproject.toml [tool.tox] [testenv] (the package)"},
 			"pytest -v --tb=short --basetemp=/tmp/cwm-tox-env-tmp <- .github/workflows/tests.yaml: job tests, step #2" + uvRunNote + " -> pyproject.toml [tool.tox] [testenv] commands"},
 		{"a job named for tests over primer, Pyodide and docker jobs", map[string]string{
 			".github/workflows/ci.yml": `
@@ -447,8 +447,8 @@ jobs:
 		t.Fatal(err)
 	}
 	wantInstall := []string{
-		"pip install -e . <- tox.ini [testenv] (the package) (passed over: .github/workflows/ci.yml: job test, step #2: conda not found)",
-		"pip install pytest <- tox.ini [testenv] deps",
+		"pip install pytest <- tox.ini [testenv] deps (passed over: .github/workflows/ci.yml: job test, step #2: conda not found)",
+		"pip install -e . <- tox.ini [testenv] (the package)",
 	}
 	if diff := cmp.Diff(wantInstall, cmds(r.Install)); diff != "" {
 		t.Errorf("install mismatch (-want +got):\n%s", diff)
@@ -523,16 +523,16 @@ func TestToxFactorAlternatives(t *testing.T) {
 			"    bpython  # optional for shell wrapper tests\n    pkg @ git+https://example.org/x.git#egg=pkg\n" +
 			"extras =\n    test: test\n    alldeps, docdeps: all\n    docdeps: docs\ncommands = pytest tests\n\n[testenv:py312-unit]\n",
 	})
-	want := []string{"pip install -e . <- tox.ini [testenv:py312-unit] (the package)", "pip install attrs bpython <- tox.ini [testenv:py312-unit] deps"}
+	want := []string{"pip install attrs bpython <- tox.ini [testenv:py312-unit] deps", "pip install -e . <- tox.ini [testenv:py312-unit] (the package)"}
 	if diff := cmp.Diff(want, cmds(readToxEnv(dir, "py312-unit").install)); diff != "" {
 		t.Errorf("readToxEnv(py312-unit) install mismatch (-want +got):\n%s", diff)
 	}
-	want = []string{"pip install -e '.[all,docs]' <- tox.ini [testenv] (the package)", "pip install bpython <- tox.ini [testenv] deps"}
+	want = []string{"pip install bpython <- tox.ini [testenv] deps", "pip install -e '.[all,docs]' <- tox.ini [testenv] (the package)"}
 	if diff := cmp.Diff(want, cmds(readToxEnv(dir, "docdeps").install)); diff != "" {
 		t.Errorf("readToxEnv(docdeps) install mismatch (-want +got):\n%s", diff)
 	}
 	// [testenv] for no environment in particular: a test factor's extras.
-	want = []string{"pip install -e '.[test]' <- tox.ini [testenv] (the package)", "pip install bpython <- tox.ini [testenv] deps"}
+	want = []string{"pip install bpython <- tox.ini [testenv] deps", "pip install -e '.[test]' <- tox.ini [testenv] (the package)"}
 	if diff := cmp.Diff(want, cmds(readToxEnv(dir, "").install)); diff != "" {
 		t.Errorf("readToxEnv() install mismatch (-want +got):\n%s", diff)
 	}
