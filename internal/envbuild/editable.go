@@ -37,6 +37,14 @@ import (
 //     instead of the pin, installed into the venv, and the project built
 //     there without isolation, as develop ran on the venv's setuptools.
 //
+//   - legacyVenv, when the project declares no build system (no
+//     [build-system] in a pyproject.toml, or none at all) and its
+//     install failed in an isolated build: pip of the commit's day ran its
+//     setup.py in the venv, where what earlier steps installed is
+//     importable (lxml of 2022 imports the Cython its tox deps name), so
+//     cwm builds it there: setuptools>=64 and wheel into the venv, and the
+//     project without isolation, in the compat editable mode.
+//
 // The step's note says which.
 //
 // A project whose backend is meson-python is another case (statsmodels,
@@ -56,6 +64,7 @@ const (
 	compatIsolated
 	compatVenv
 	venvBuild
+	legacyVenv
 )
 
 // venvBackends are the build backends whose editable installs need their
@@ -79,20 +88,37 @@ func (in *installer) editableMode(targets []string, dir string) compatMode {
 // backend lacks PEP 660's build_editable.
 var noEditableHook = lazyre.New(`missing the 'build_editable' hook`)
 
+// buildFailed matches pip's words for a project's build that failed (not
+// a requirement it could not find).
+var buildFailed = lazyre.New(`Failed to build '|did not run successfully|subprocess-exited-with-error`)
+
 // setuptoolsConflict matches pip's failure to satisfy the build
 // constraint together with the project's own setuptools requirement.
 var setuptoolsConflict = lazyre.New(`Cannot install setuptools|setuptools[^\n]*conflicting dependencies|ResolutionImpossible`)
 
 // next is the mode to try after a failure whose output is out, or
-// compatNone.
-func (m compatMode) next(out string) compatMode {
+// compatNone; legacy says that the targets declare no build system.
+func (m compatMode) next(out string, legacy bool) compatMode {
 	switch {
 	case m == compatNone && noEditableHook().MatchString(out):
 		return compatIsolated
 	case m == compatIsolated && setuptoolsConflict().MatchString(out):
 		return compatVenv
+	case legacy && (m == compatNone || m == compatIsolated) && buildFailed().MatchString(out):
+		return legacyVenv
 	}
 	return compatNone
+}
+
+// legacyBuild reports whether every editable target (run in dir) declares
+// no build system: pip of before PEP 517 ran their setup.py in the venv.
+func (in *installer) legacyBuild(targets []string, dir string) bool {
+	for _, t := range targets {
+		if bs := in.buildSystem(t, dir); bs.Backend != "" || len(bs.Requires) > 0 {
+			return false
+		}
+	}
+	return len(targets) > 0
 }
 
 // words are the pip options of the mode.
@@ -100,7 +126,7 @@ func (m compatMode) words() []string {
 	switch m {
 	case compatIsolated:
 		return []string{"--build-constraint", editableConstraint, "--config-settings", "editable_mode=compat"}
-	case compatVenv:
+	case compatVenv, legacyVenv:
 		return []string{"--no-build-isolation", "--config-settings", "editable_mode=compat"}
 	case venvBuild:
 		return []string{"--no-build-isolation"}
@@ -112,6 +138,9 @@ func (m compatMode) words() []string {
 func (m compatMode) note() string {
 	if m == venvBuild {
 		return "its build backend's editable install rebuilds at import with its build environment: the build requirements installed into the venv and the project without build isolation, as meson-python says"
+	}
+	if m == legacyVenv {
+		return "the project declares no build system and its isolated build failed: built again in the venv without build isolation, with setuptools>=64 (bounded at " + editableBound[:10] + " where the build's bound is older), wheel and what earlier steps installed, in setuptools' compat editable mode, as pip of the commit's day ran its setup.py"
 	}
 	const why = "the project's build backend has no PEP 660 hook at the commit's date: installed again in setuptools' compat editable mode, as setup.py develop did, "
 	if m == compatVenv {
@@ -144,7 +173,8 @@ func (in *installer) prepareCompat(ctx context.Context, m compatMode, targets []
 	// Upgraded, as an isolated build takes them at their newest within
 	// the bound (the venv's seeded setuptools may be older).
 	reqs := []string{"--upgrade"}
-	if m == compatVenv {
+	venvTools := m == compatVenv || m == legacyVenv
+	if venvTools {
 		reqs = append(reqs, "setuptools>=64", "wheel")
 	}
 	for _, t := range targets {
@@ -155,7 +185,7 @@ func (in *installer) prepareCompat(ctx context.Context, m compatMode, targets []
 		for _, r := range bs.Requires {
 			switch env.RequirementName(r) {
 			case "setuptools", "wheel":
-				if m == compatVenv {
+				if venvTools {
 					continue
 				}
 			}

@@ -56,6 +56,62 @@ def build_editable(wheel_directory, config_settings=None, metadata_directory=Non
 	return b
 }
 
+// fakeLegacy is what pip builds a project without a [build-system] with:
+// setuptools.build_meta's __legacy__, the backend's hooks run after the
+// project's setup.py (which may import what it builds with).
+const fakeLegacy = `
+
+import types as _types
+
+
+def _setup_py():
+    with open("setup.py") as f:
+        exec(f.read(), {"__name__": "__main__", "__file__": "setup.py"})
+
+
+def _legacy():
+    hooks = {"build_wheel": lambda *a, **k: (_setup_py(), build_wheel(*a, **k))[1]}
+    if "build_editable" in globals():
+        hooks["build_editable"] = lambda *a, **k: (_setup_py(), build_editable(*a, **k))[1]
+    return _types.SimpleNamespace(**hooks)
+
+
+__legacy__ = _legacy()
+`
+
+// TestLegacyEditable: a project of 2021 with no pyproject.toml whose
+// setup.py imports what an earlier step installed into the venv (lxml's of
+// 2022 imports the Cython of its tox deps) fails in an isolated build, and
+// is built again in the venv without isolation, as pip of its day ran its
+// setup.py; the step's note says so, and its tests pass.
+func TestLegacyEditable(t *testing.T) {
+	old := time.Date(2021, 3, 1, 0, 0, 0, 0, time.UTC)
+	hooked := time.Date(2022, 8, 15, 0, 0, 0, 0, time.UTC)
+	ix := indextest.Start(t,
+		indextest.Wheel{Name: "setuptools", Version: "62.0", Uploaded: old,
+			Files: map[string]string{"setuptools/__init__.py": "", "setuptools/build_meta.py": fakeBackend(false) + fakeLegacy}},
+		indextest.Wheel{Name: "setuptools", Version: "99.0", Uploaded: hooked,
+			Files: map[string]string{"setuptools/__init__.py": "", "setuptools/build_meta.py": fakeBackend(true) + fakeLegacy}},
+		indextest.Wheel{Name: "wheel", Version: "0.37.1", Uploaded: old},
+		indextest.Wheel{Name: "cwmcy", Version: "1.0", Uploaded: old})
+	repo := writeTree(t, map[string]string{
+		"setup.py":                "import cwmcy  # the build tool an earlier step installed\n",
+		"src/cwmproj/__init__.py": "VALUE = 42\n",
+		"tests/test_proj.py":      "import unittest\n\nimport cwmproj\n\n\nclass TestProj(unittest.TestCase):\n    def test_value(self):\n        self.assertEqual(cwmproj.VALUE, 42)\n",
+	})
+	opts := onlineOpts(t, repo)
+	opts.Mode, opts.Egress, opts.ExcludeNewer = env.ModeOnline, indexPolicy(t, ix), "2022-01-01"
+	opts.Install = []string{"pip install cwmcy", "pip install -e ."}
+	e := mustBuild(t, opts)
+	step := e.Install[len(e.Install)-1]
+	if step.Status != "ok" || !strings.Contains(step.Note, "declares no build system") || !strings.Contains(step.Run, "--no-build-isolation") {
+		t.Fatalf("the editable install step = %+v; want ok, built in the venv, its note saying why; build log:\n%s", step, readFile(t, e.File(env.BuildLog)))
+	}
+	if !e.Usable || e.Counts.Pass != 1 {
+		t.Errorf("Build(a legacy project whose setup.py imports a venv package) = usable %v, %+v (%s); want its test passing", e.Usable, e.Counts, e.Reason)
+	}
+}
+
 // TestCompatEditable: a commit whose date bounds its isolated build to a
 // setuptools without PEP 660's hook (pip 26 refuses its editable
 // install, as pip before 25.3 did not) is installed again in compat

@@ -589,7 +589,7 @@ func (in *installer) runPip(ctx context.Context, st *env.Step, p pipPlan, dir st
 			return in.readReport(ctx, report)
 		}
 		out := string(res.Stdout) + "\n" + string(res.Stderr)
-		if next := p.compat.next(out); next != compatNone && len(p.editable) > 0 && in.mode != env.ModeOffline {
+		if next := p.compat.next(out, in.legacyBuild(p.editable, dir)); next != compatNone && len(p.editable) > 0 && in.mode != env.ModeOffline {
 			p.compat = next
 			if compatVars, err = in.prepareCompat(ctx, next, p.editable, dir); err != nil {
 				return err
