@@ -255,9 +255,10 @@ type pyproject struct {
 				} `toml:"hooks"`
 			} `toml:"build"`
 		} `toml:"hatch"`
-		// UV is uv's workspace and sources (uvworkspace.go).
+		// UV is uv's workspace and sources (uvworkspace.go); a source is
+		// a table or, with markers, a list of tables.
 		UV struct {
-			Sources   map[string]map[string]any `toml:"sources"`
+			Sources   map[string]any `toml:"sources"`
 			Workspace struct {
 				Members []string `toml:"members"`
 			} `toml:"workspace"`

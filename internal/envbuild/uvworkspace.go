@@ -45,9 +45,9 @@ func pinnedRustMembers(project string) []pinnedRustMember {
 		for _, dir := range dirs {
 			m := readPyproject(dir)
 			name := env.RequirementName(m.Project.Name)
-			src := pp.Tool.UV.Sources[name]
+			src, _ := pp.Tool.UV.Sources[name].(map[string]any)
 			if src == nil {
-				src = pp.Tool.UV.Sources[m.Project.Name]
+				src, _ = pp.Tool.UV.Sources[m.Project.Name].(map[string]any)
 			}
 			if ws, _ := src["workspace"].(bool); !ws || pins[name] == "" || !rustBackend(m.BuildSystem) {
 				continue

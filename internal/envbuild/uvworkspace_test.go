@@ -19,6 +19,7 @@ pydantic-core = { workspace = true }
 helper = { workspace = true }
 loose = { workspace = true }
 docs = { git = "https://example.org/docs" }
+torch = [{ index = "cpu", marker = "sys_platform == 'linux'" }, { index = "mac", marker = "sys_platform == 'darwin'" }]
 
 [tool.uv.workspace]
 members = ["pydantic-core", "libs/*"]
