@@ -97,7 +97,6 @@ func (in *installer) syncWithoutRust(ctx context.Context, st *env.Step, line, di
 	if len(members) == 0 {
 		return false, nil
 	}
-	prefix, _, _ := splitCd(line)
 	sync, install := line, []string{uvBin, "pip", "install"}
 	var names, reqs []string
 	for _, m := range members {
@@ -106,7 +105,8 @@ func (in *installer) syncWithoutRust(ctx context.Context, st *env.Step, line, di
 		names = append(names, m.name+" ("+m.dir+")")
 		reqs = append(reqs, m.req)
 	}
-	again := sync + " && " + prefix + testrun.Join(install)
+	// One shell: a cd at the line's start holds for the install too.
+	again := sync + " && " + testrun.Join(install)
 	fmt.Fprintf(in.log, "\n(cwm: %s needs Rust (%q), which the base lacks: again without it, and its release the project pins from the index)\n$ %s\n", strings.Join(names, ", "), evidence, again)
 	res, err := in.execEnv(ctx, again, "", in.uvEnv())
 	if err != nil {
