@@ -138,12 +138,14 @@ ensure_bases() {
 # anything else as written with PYTEST_ADDOPTS=-rA. pytest gets the two
 # options of cwm's that change outcomes: --continue-on-collection-errors and
 # the filter that keeps unknown configuration options from failing a run.
+# pytest-pretty is kept from replacing the short summary that -rA writes
+# and passing_ids reads (pydantic's dev group has it).
 plain_command() {
 	jq -r '.test_command as $c
 	  | ("cd /repo" + (if ($c.dir // "") != "" then "/" + $c.dir else "" end) + " && ")
 	  + ((($c.env // []) | map(@sh) | join(" ")) + " ")
 	  + (if $c.framework == "pytest" then
-	       "python -m pytest -p no:cacheprovider --continue-on-collection-errors -W ignore::pytest.PytestConfigWarning " + (($c.args // []) | map(@sh) | join(" ")) + " -rA --color=no"
+	       "python -m pytest -p no:cacheprovider -p no:pretty --continue-on-collection-errors -W ignore::pytest.PytestConfigWarning " + (($c.args // []) | map(@sh) | join(" ")) + " -rA --color=no"
 	     elif $c.framework == "unittest" then
 	       (if (($c.args // [])[0] // "") == "discover" then
 	          "python -m unittest discover -v " + (($c.args[1:]) | map(@sh) | join(" "))
