@@ -79,6 +79,22 @@ def _legacy():
 __legacy__ = _legacy()
 `
 
+// setuptoolsWheels are a test index's setuptools releases, one before PEP
+// 660's hook (62.0, uploaded at old) and one with it (99.0, at hooked), both
+// with the legacy backend, and wheel.
+func setuptoolsWheels(old, hooked time.Time) []indextest.Wheel {
+	return []indextest.Wheel{
+		{Name: "setuptools", Version: "62.0", Uploaded: old,
+			Files: map[string]string{"setuptools/__init__.py": "", "setuptools/build_meta.py": fakeBackend(false) + fakeLegacy}},
+		{Name: "setuptools", Version: "99.0", Uploaded: hooked,
+			Files: map[string]string{"setuptools/__init__.py": "", "setuptools/build_meta.py": fakeBackend(true) + fakeLegacy}},
+		{Name: "wheel", Version: "0.37.1", Uploaded: old},
+	}
+}
+
+// valueTest is a test of cwmproj's VALUE, the test projects' one test.
+const valueTest = "import unittest\n\nimport cwmproj\n\n\nclass TestProj(unittest.TestCase):\n    def test_value(self):\n        self.assertEqual(cwmproj.VALUE, 42)\n"
+
 // TestLegacyEditable: a project of 2021 with no pyproject.toml whose
 // setup.py imports what an earlier step installed into the venv (lxml's of
 // 2022 imports the Cython of its tox deps) fails in an isolated build, and
@@ -87,17 +103,11 @@ __legacy__ = _legacy()
 func TestLegacyEditable(t *testing.T) {
 	old := time.Date(2021, 3, 1, 0, 0, 0, 0, time.UTC)
 	hooked := time.Date(2022, 8, 15, 0, 0, 0, 0, time.UTC)
-	ix := indextest.Start(t,
-		indextest.Wheel{Name: "setuptools", Version: "62.0", Uploaded: old,
-			Files: map[string]string{"setuptools/__init__.py": "", "setuptools/build_meta.py": fakeBackend(false) + fakeLegacy}},
-		indextest.Wheel{Name: "setuptools", Version: "99.0", Uploaded: hooked,
-			Files: map[string]string{"setuptools/__init__.py": "", "setuptools/build_meta.py": fakeBackend(true) + fakeLegacy}},
-		indextest.Wheel{Name: "wheel", Version: "0.37.1", Uploaded: old},
-		indextest.Wheel{Name: "cwmcy", Version: "1.0", Uploaded: old})
+	ix := indextest.Start(t, append(setuptoolsWheels(old, hooked), indextest.Wheel{Name: "cwmcy", Version: "1.0", Uploaded: old})...)
 	repo := writeTree(t, map[string]string{
 		"setup.py":                "import cwmcy  # the build tool an earlier step installed\n",
 		"src/cwmproj/__init__.py": "VALUE = 42\n",
-		"tests/test_proj.py":      "import unittest\n\nimport cwmproj\n\n\nclass TestProj(unittest.TestCase):\n    def test_value(self):\n        self.assertEqual(cwmproj.VALUE, 42)\n",
+		"tests/test_proj.py":      valueTest,
 	})
 	opts := onlineOpts(t, repo)
 	opts.Mode, opts.Egress, opts.ExcludeNewer = env.ModeOnline, indexPolicy(t, ix), "2022-01-01"
@@ -122,14 +132,9 @@ func TestLegacyEditable(t *testing.T) {
 func TestCompatEditable(t *testing.T) {
 	old := time.Date(2021, 3, 1, 0, 0, 0, 0, time.UTC)
 	hooked := time.Date(2022, 8, 15, 0, 0, 0, 0, time.UTC)
-	ix := indextest.Start(t,
-		indextest.Wheel{Name: "setuptools", Version: "62.0", Uploaded: old,
-			Files: map[string]string{"setuptools/__init__.py": "", "setuptools/build_meta.py": fakeBackend(false)}},
-		indextest.Wheel{Name: "setuptools", Version: "99.0", Uploaded: hooked,
-			Files: map[string]string{"setuptools/__init__.py": "", "setuptools/build_meta.py": fakeBackend(true)}},
-		indextest.Wheel{Name: "wheel", Version: "0.37.1", Uploaded: old},
+	ix := indextest.Start(t, append(setuptoolsWheels(old, hooked),
 		indextest.Wheel{Name: "cwmdep", Version: "1.0", Uploaded: old},
-		indextest.Wheel{Name: "cwmdep", Version: "2.0", Uploaded: hooked, Module: "__version__ = '2.0'\n"})
+		indextest.Wheel{Name: "cwmdep", Version: "2.0", Uploaded: hooked, Module: "__version__ = '2.0'\n"})...)
 	for _, tc := range []struct{ name, requires, note string }{
 		{"isolated", `"setuptools"`, "in its isolated build"},
 		// pylint's of 2022 pins ~=62.6: the constraint cannot hold, so
@@ -204,7 +209,7 @@ func TestMesonEditable(t *testing.T) {
 	repo := writeTree(t, map[string]string{
 		"pyproject.toml":          "[build-system]\nrequires = [\"meson-python\"]\nbuild-backend = \"mesonpy\"\n",
 		"src/cwmproj/__init__.py": "VALUE = 42\n",
-		"tests/test_proj.py":      "import unittest\n\nimport cwmproj\n\n\nclass TestProj(unittest.TestCase):\n    def test_value(self):\n        self.assertEqual(cwmproj.VALUE, 42)\n",
+		"tests/test_proj.py":      valueTest,
 	})
 	opts := onlineOpts(t, repo)
 	opts.Mode, opts.Egress, opts.ExcludeNewer = env.ModeOnline, indexPolicy(t, ix), "none"
