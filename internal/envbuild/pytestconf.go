@@ -83,21 +83,25 @@ func plainPlugins(addopts string) []string {
 	return out
 }
 
-// tomlStrings is a TOML value that is a string or an array of strings.
+// tomlStrings is a TOML value that is a string (split into its lines) or
+// an array of strings.
 func tomlStrings(v any) []string {
-	switch v := v.(type) {
-	case string:
-		return strings.Split(v, "\n")
-	case []any:
-		var out []string
-		for _, e := range v {
-			if s, ok := e.(string); ok {
-				out = append(out, s)
-			}
-		}
-		return out
+	if s, ok := v.(string); ok {
+		return strings.Split(s, "\n")
 	}
-	return nil
+	return tomlList(v)
+}
+
+// tomlList is the strings of a TOML array (nil for anything else).
+func tomlList(v any) []string {
+	list, _ := v.([]any)
+	var out []string
+	for _, e := range list {
+		if s, ok := e.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // importedTooling reports whether the tooling distribution name (as

@@ -505,6 +505,7 @@ func readNox(repo string) *runnerRecipe {
 	}
 	text := string(data)
 	var r runnerRecipe
+	imports := pytestImports(repo)
 	for _, loc := range noxCall().FindAllStringSubmatchIndex(text, -1) {
 		kind := text[loc[2]:loc[3]]
 		var args []string
@@ -529,7 +530,7 @@ func readNox(repo string) *runnerRecipe {
 		line := strings.Join(args, " ")
 		switch {
 		case kind == "install":
-			if !onlyTooling("pip install "+line, pytestImports(repo)) {
+			if !onlyTooling("pip install "+line, imports) {
 				r.install = append(r.install, env.Step{Command: "pip install " + line, Provenance: "noxfile.py session.install"})
 			}
 		case r.test.Command == "" && classify(line) == kindTest:

@@ -261,14 +261,8 @@ func toxConfig(repo string) (ini, string) {
 
 func toxFromTOML(t map[string]any) ini {
 	out := ini{"tox": {}}
-	if list, ok := t["env_list"].([]any); ok {
-		var names []string
-		for _, n := range list {
-			if s, ok := n.(string); ok {
-				names = append(names, s)
-			}
-		}
-		out["tox"]["env_list"] = strings.Join(names, ",")
+	if _, ok := t["env_list"].([]any); ok {
+		out["tox"]["env_list"] = strings.Join(tomlList(t["env_list"]), ",")
 	}
 	if base, ok := t["env_run_base"].(map[string]any); ok {
 		out["testenv"] = toxEnvFromTOML(base)
@@ -317,14 +311,7 @@ func toxEnvFromTOML(m map[string]any) map[string]string {
 			}
 			sec[k] = strings.Join(lines, "\n")
 		case "deps", "dependency_groups", "extras":
-			list, _ := v.([]any)
-			var items []string
-			for _, x := range list {
-				if s, ok := x.(string); ok {
-					items = append(items, s)
-				}
-			}
-			sec[k] = strings.Join(items, "\n")
+			sec[k] = strings.Join(tomlList(v), "\n")
 		case "skip_install":
 			sec[k] = fmt.Sprint(v)
 		case "package":

@@ -33,6 +33,17 @@ func realIndexPolicy(t *testing.T) *egress.Policy {
 	return &p
 }
 
+// uvWorkflow is the uv tests' CI: uv sync, then the tests through uv run.
+const uvWorkflow = `
+jobs:
+  test:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: astral-sh/setup-uv@v5
+      - run: uv sync
+      - run: uv run python -m unittest -v
+`
+
 // uvFiles is a project whose CI installs with uv sync and tests through
 // uv run, needing iniconfig 2.1.0 (the release before 2025-06-01; a
 // newer one fails its test): an application (tool.uv package = false),
@@ -48,15 +59,7 @@ dependencies = ["iniconfig"]
 [tool.uv]
 package = false
 `,
-		".github/workflows/ci.yml": `
-jobs:
-  test:
-    runs-on: ubuntu-latest
-    steps:
-      - uses: astral-sh/setup-uv@v5
-      - run: uv sync
-      - run: uv run python -m unittest -v
-`,
+		".github/workflows/ci.yml": uvWorkflow,
 		"test_dep.py": `import importlib.metadata
 import unittest
 
@@ -257,17 +260,9 @@ build-backend = "maturin"
 name = "rpds-py"
 version = "0.18.0"
 `,
-		"core/Cargo.toml": "[package]\nname = \"rpds\"\nversion = \"0.18.0\"\nedition = \"2021\"\n\n[lib]\ncrate-type = [\"cdylib\"]\n",
-		"core/src/lib.rs": "",
-		".github/workflows/ci.yml": `
-jobs:
-  test:
-    runs-on: ubuntu-latest
-    steps:
-      - uses: astral-sh/setup-uv@v5
-      - run: uv sync
-      - run: uv run python -m unittest -v
-`,
+		"core/Cargo.toml":          "[package]\nname = \"rpds\"\nversion = \"0.18.0\"\nedition = \"2021\"\n\n[lib]\ncrate-type = [\"cdylib\"]\n",
+		"core/src/lib.rs":          "",
+		".github/workflows/ci.yml": uvWorkflow,
 		"test_dep.py": `import importlib.metadata
 import unittest
 

@@ -81,9 +81,9 @@ func rustBackend(b buildSystem) bool {
 // member (--no-install-package), then installs the release of it the project
 // pins from the index: what pip, which knows no uv sources, installs for the
 // same pyproject.toml, and what the project's own CI does where it tests
-// prebuilt wheels. It reports whether that worked; the step says what was
-// done and that the tests run against the release, not the member's source
-// at this commit.
+// prebuilt wheels. It reports whether that worked; the step's note (runUV's,
+// naming uv) gets what was done and that the tests run against the release,
+// not the member's source at this commit.
 func (in *installer) syncWithoutRust(ctx context.Context, st *env.Step, line, dir, out string) (bool, error) {
 	_, _, words := splitCd(line)
 	if len(words) < 2 || words[1] != "sync" {
@@ -117,7 +117,7 @@ func (in *installer) syncWithoutRust(ctx context.Context, st *env.Step, line, di
 	}
 	st.Run = again
 	st.Status = "ok"
-	st.Note = fmt.Sprintf("with uv %s (from %s); the workspace member %s needs Rust (%q), which the base lacks: installed the release the project pins (%s) from the index instead; the tests run against that release, not the member's source at this commit",
-		uvVersion, in.uv.from, strings.Join(names, ", "), evidence, strings.Join(reqs, ", "))
+	st.Note = joinNote(st.Note, fmt.Sprintf("the workspace member %s needs Rust (%q), which the base lacks: installed the release the project pins (%s) from the index instead; the tests run against that release, not the member's source at this commit",
+		strings.Join(names, ", "), evidence, strings.Join(reqs, ", ")))
 	return true, nil
 }
